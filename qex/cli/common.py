@@ -1,0 +1,47 @@
+"""Small helpers every command uses: paths, config, one-sentence errors, JSON output.
+
+Kept light on purpose: it is imported by every command, including the fast read paths.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from qex.core.config import Config
+from qex.store.paths import PathError, Paths
+
+
+def die(message: str, code: int) -> NoReturn:
+    """One sentence on stderr, prefixed `qex:`, then exit with the documented code."""
+    click.echo(f"qex: {message}", err=True)
+    sys.exit(code)
+
+
+def warn(message: str) -> None:
+    click.echo(f"qex: {message}", err=True)
+
+
+def get_paths(code: int = 1) -> Paths:
+    try:
+        return Paths.from_env()
+    except PathError as exc:
+        die(str(exc), code)
+
+
+def load_config(paths: Paths, code: int = 1) -> Config:
+    """The config in force; a bad file is one clear error and the given exit code."""
+    from qex.core.config import ConfigError
+    from qex.store.config_file import load_config as _load
+
+    try:
+        return _load(paths)
+    except ConfigError as exc:
+        die(str(exc), code)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False))

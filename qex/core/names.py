@@ -1,0 +1,79 @@
+"""The text rules: safe names, visible arguments, printable sentences, ids.
+
+Pure. Anything that another agent typed (names, tags, locks, reasons) reaches a terminal only
+through these functions, so an ESC byte in a job name cannot repaint someone's screen.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+MAX_NAME_BYTES = 128
+
+
+def safe_name(name: str) -> str:
+    """Keep letters, digits, `.`, `_` and `-`; each other run becomes one `_`; no leading `-`."""
+    text = _UNSAFE_RUN.sub("_", name)
+    if text.startswith("-"):
+        text = "_" + text[1:]
+    return text[:MAX_NAME_BYTES]
+
+
+def is_safe_name(name: str) -> bool:
+    return bool(name) and safe_name(name) == name and not is_uuid(name)
+
+
+def is_uuid(text: str) -> bool:
+    return bool(_UUID.match(text))
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def short_id(job_id: str) -> str:
+    return job_id[:8]
+
+
+def visible(text: str) -> str:
+    """Show control characters as escapes (`\\n`, `\\x1b`), for arguments, paths and env values."""
+    out: list[str] = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\r":
+            out.append("\\r")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) < 0x20 or ord(char) == 0x7F or 0x80 <= ord(char) < 0xA0:
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def printable(text: str) -> str:
+    """Replace control characters with a space, for sentences and the hook environment."""
+    return "".join(
+        " " if (ord(c) < 0x20 and c != "\n") or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 else c
+        for c in text
+    )
+
+
+def printable_line(text: str) -> str:
+    """Like `printable`, and a newline also becomes a space."""
+    return printable(text).replace("\n", " ")
+
+
+def derive_name(argv0: str) -> str:
+    """A job's default name: the program's base name in safe form (`job` when nothing is left)."""
+    base = argv0.rstrip("/").rsplit("/", 1)[-1]
+    name = safe_name(base)
+    if not name or is_uuid(name) or set(name) <= {"_"}:
+        return "job"
+    return name

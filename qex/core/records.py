@@ -1,0 +1,176 @@
+"""The two records of a job: `spec.json` (what was asked) and `status.json` (what happened).
+
+Pure data. Readers accept missing optional fields and ignore unknown ones, because the
+format is additive only: a record written by a newer qex must still load here, and one
+written here must load in an older qex.
+
+Single-writer rule for `status.json`: the coordinator writes it until it starts the
+supervisor, the supervisor from then until the job is final (or handed back as `queued`
+for an OOM retry), and the coordinator again for queued-only changes (reasons, cancel,
+skip, expiry) and for recovery of records whose supervisor is gone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from qex.core.states import FINAL, State
+
+T = TypeVar("T")
+
+
+def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
+    """Build a dataclass from a dict, keeping only the fields it knows."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class PoolClaim:
+    """A claim on one pool: `count` units, and `size` bytes on each device (None = whole device)."""
+
+    count: int
+    size: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "size": self.size}
+
+
+@dataclass
+class Assignment:
+    """What the coordinator gave a job from one pool: units, device indices, size per device."""
+
+    units: int
+    devices: list[int] = field(default_factory=list)
+    size: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"units": self.units, "devices": list(self.devices), "size": self.size}
+
+
+@dataclass
+class JobSpec:
+    """Everything resolved at submission. Written once, 0600: `env` can hold secrets."""
+
+    id: str
+    name: str
+    cwd: str
+    command: list[str]
+    env: dict[str, str]
+    cpu: int
+    mem: int
+    submitted_at: float
+    timeout: float | None = None
+    max_queue_time: float | None = None
+    tags: list[str] = field(default_factory=list)
+    priority: int = 0
+    env_capture: str = "all"
+    claim_source: str = "default"          # explicit | learned | default | fan-out
+    group: str | None = None
+    group_name: str | None = None
+    needs: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    locks: list[str] = field(default_factory=list)
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> PoolClaim dict
+    retries: int = 0
+    nice: int | None = None
+    dedupe_key: str | None = None
+    dedupe_window: float = 0
+    learn_key: list[str] | None = None
+    #: The env keys that qex wrote as claim hints (QEX_MEM, OMP_NUM_THREADS, ...), so an
+    #: OOM retry that raises the claim can tell the job the new size.
+    hint_keys: list[str] = field(default_factory=list)
+    #: True when the user gave both --cpu and --mem (claim hints are written only then).
+    explicit_claim: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobSpec:
+        return _from_dict(cls, data)
+
+    def pool_claims(self) -> dict[str, PoolClaim]:
+        return {name: PoolClaim(int(c.get("count", 0)), c.get("size")) for name, c in self.claims.items()}
+
+
+@dataclass
+class JobStatus:
+    """The primary record of a job, rewritten atomically at every change."""
+
+    id: str
+    name: str
+    command: list[str]
+    cwd: str
+    state: str = State.QUEUED.value
+    submitted_at: float = 0.0
+    sequence: int = 0
+    cpu: int = 1
+    mem: int = 0
+    claim_source: str = "default"
+    pid: int | None = None
+    pid_start_token: str | None = None
+    last_pid: int | None = None
+    supervisor_pid: int | None = None
+    supervisor_start_token: str | None = None
+    boot_id: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    group: str | None = None
+    group_name: str | None = None
+    usage: dict[str, Any] | None = None            # {max_rss: bytes, cpu_secs: float, source: str}
+    forced: bool = False
+    forced_reason: str | None = None
+    queue_pause_secs: float = 0.0
+    blocked_reason: str | None = None
+    blocked_since: float | None = None
+    passed_by: int = 0
+    error: str | None = None
+    needs: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    locks: list[str] = field(default_factory=list)
+    dedupe_key: str | None = None
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    assigned: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> Assignment dict
+    attempts: int = 0
+    retries_left: int = 0
+    #: OOM corrections left ([retry] on_oom), counted apart from --retries.
+    oom_retries_left: int | None = None
+    caused_by: str | None = None
+    logs_dropped: dict[str, Any] | None = None
+    tags: list[str] = field(default_factory=list)
+    #: How memory was enforced for the last attempt:
+    #: {mode, active, reason, backend, unit, memory_max, memory_high}
+    enforcement: dict[str, Any] | None = None
+    #: Where an `oom` verdict came from: "cgroup" (this job's own leaf, proven) or
+    #: "session" (the login session's counter; reported, never retried).
+    oom_evidence: str | None = None
+    #: False once the job has run: --max-queue-time never expires a later attempt.
+    queue_time_applies: bool = True
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobStatus:
+        return _from_dict(cls, data)
+
+    @classmethod
+    def new(cls, spec: JobSpec, *, boot_id: str | None, oom_retries: int) -> JobStatus:
+        return cls(
+            id=spec.id, name=spec.name, command=list(spec.command), cwd=spec.cwd,
+            submitted_at=spec.submitted_at, cpu=spec.cpu, mem=spec.mem,
+            claim_source=spec.claim_source, group=spec.group, group_name=spec.group_name,
+            needs=list(spec.needs), after=list(spec.after), locks=list(spec.locks),
+            dedupe_key=spec.dedupe_key, claims=dict(spec.claims), tags=list(spec.tags),
+            retries_left=spec.retries, oom_retries_left=oom_retries, boot_id=boot_id,
+        )
+
+    @property
+    def final(self) -> bool:
+        return State(self.state) in FINAL

@@ -1,0 +1,139 @@
+"""The data the scheduler decides on, and the decision it returns.
+
+Pure. The coordinator builds a `Snapshot` from its live queue and its measurements (machine
+memory, pressure, peers, pause), calls `qex.core.scheduler.decide(snapshot)`, and applies the
+`Decision`: starts, reason updates, skips and expiries. No process, file or clock is touched
+by the scheduler: `now` is in the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from qex.core.config import Pool
+from qex.core.records import Assignment, PoolClaim
+
+
+@dataclass(frozen=True)
+class JobView:
+    """A queued or active job as the scheduler sees it."""
+
+    id: str
+    name: str
+    state: str
+    priority: int
+    submitted_at: float
+    sequence: int
+    cpu: int
+    mem: int
+    locks: tuple[str, ...] = ()
+    claims: Mapping[str, PoolClaim] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    max_queue_time: float | None = None
+    queue_time_applies: bool = True
+    queue_pause_secs: float = 0.0
+    passed_by: int = 0
+    blocked_since: float | None = None
+    blocked_reason: str | None = None
+    started_at: float | None = None
+    assigned: Mapping[str, Assignment] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KnownJob:
+    """Any job in memory, final ones included: what `needs`/`after` look at."""
+
+    id: str
+    name: str
+    state: str
+    caused_by: str | None = None
+
+
+@dataclass(frozen=True)
+class PeerLoad:
+    """What other users' coordinators publish (summed)."""
+
+    count: int = 0
+    cpu: int = 0
+    mem: int = 0
+    pools: Mapping[str, int] = field(default_factory=dict)
+    devices: Mapping[str, frozenset[int]] = field(default_factory=dict)
+
+    @property
+    def holds_anything(self) -> bool:
+        return bool(self.cpu or self.mem or any(self.pools.values()) or any(self.devices.values()))
+
+
+@dataclass(frozen=True)
+class PauseView:
+    """The queue pause (if any) and the locks that a person holds."""
+
+    queue_reason: str | None = None            # the full reason text when the queue is paused
+    fault: bool = False
+    locks: Mapping[str, str] = field(default_factory=dict)  # lock name -> reason text
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    now: float
+    queue: tuple[JobView, ...]                 # queued jobs, in queue order
+    active: tuple[JobView, ...]                # starting/running jobs (they hold capacity)
+    known: Mapping[str, KnownJob]
+    cpu_budget: int
+    mem_budget: int
+    pools: tuple[Pool, ...] = ()
+    peers: PeerLoad = PeerLoad()
+    mem_available: int | None = None
+    reserve_mem: int = 0
+    pressure: float | None = None              # PSI memory some avg10, None when unknown
+    max_pressure: float = 20.0
+    pause: PauseView = PauseView()
+    oversized: str = "run-when-idle"
+    max_bypass: int = 2
+    settle: float = 3.0
+    idle_since: float | None = None            # when the last active job stopped
+
+
+@dataclass(frozen=True)
+class Start:
+    id: str
+    assigned: Mapping[str, Assignment] = field(default_factory=dict)
+    forced: bool = False
+    forced_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class WaitUpdate:
+    """The new reason fields of a job that stays queued."""
+
+    blocked_reason: str | None
+    blocked_since: float | None
+    passed_by: int
+
+
+@dataclass(frozen=True)
+class Skip:
+    id: str
+    error: str
+    caused_by: str | None
+
+
+@dataclass(frozen=True)
+class Expiry:
+    id: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    starts: tuple[Start, ...] = ()
+    waits: Mapping[str, WaitUpdate] = field(default_factory=dict)   # only changed jobs
+    skips: tuple[Skip, ...] = ()
+    expiries: tuple[Expiry, ...] = ()
+    #: paused-by-fault | paused | running | held | waits-for-capacity | waits-for-peer |
+    #: waits-for-machine | waits-for-idle | parked
+    queue_state: str = "running"
+    head_id: str | None = None
+    head_blocker: str | None = None

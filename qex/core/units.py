@@ -1,0 +1,174 @@
+"""Sizes, durations and percentages as people write them, and back.
+
+Pure: no I/O. Every parser raises `UnitError` with a sentence that names the value and the
+accepted forms, so the CLI and the config loader can show it unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+TIB = 1024 * GIB
+
+_SIZE_UNITS: dict[str, int] = {
+    "": 1, "b": 1,
+    "k": KIB, "kb": KIB, "kib": KIB,
+    "m": MIB, "mb": MIB, "mib": MIB,
+    "g": GIB, "gb": GIB, "gib": GIB,
+    "t": TIB, "tb": TIB, "tib": TIB,
+}
+
+_DURATION_UNITS: dict[str, int] = {
+    "": 1, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+}
+
+#: Words that mean "no limit" wherever a limit (duration or log size) is taken.
+NO_LIMIT_WORDS = frozenset({"0", "none", "never", "unlimited"})
+
+_NUMBER_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
+
+
+class UnitError(ValueError):
+    """A value that is not a size, a duration or a percentage; the message says why."""
+
+
+def _split(text: str) -> tuple[float, str] | None:
+    match = _NUMBER_UNIT.match(text)
+    if match is None:
+        return None
+    return float(match.group(1)), match.group(2).lower()
+
+
+def parse_size(value: object, *, what: str = "size") -> int:
+    """Bytes from `8GB`, `512m`, `1.5GiB` or a bare number (bytes). Steps are 1024."""
+    if isinstance(value, bool):
+        raise UnitError(f"the {what} `{value}` is not a size; give a number of bytes or a value such as 512MB or 8GB")
+    if isinstance(value, int):
+        if value < 0:
+            raise UnitError(f"the {what} `{value}` is negative; a size is zero or more")
+        return value
+    if isinstance(value, float):
+        if value < 0 or not math.isfinite(value):
+            raise UnitError(f"the {what} `{value}` is not a size that qex accepts")
+        return int(value)
+    text = str(value)
+    parts = _split(text)
+    if parts is None or parts[1] not in _SIZE_UNITS:
+        raise UnitError(
+            f"the {what} `{text}` is not a size; give a number of bytes or a number with "
+            "B, KB, MB, GB or TB (steps of 1024), such as 512MB or 8GB"
+        )
+    number, unit = parts
+    return int(number * _SIZE_UNITS[unit])
+
+
+def parse_duration(value: object, *, what: str = "duration") -> float | None:
+    """Seconds from `30s`, `5m`, `4h`, `2d` or a bare number; None for `0`/`none`/`never`/`unlimited`."""
+    if isinstance(value, bool):
+        raise UnitError(f"the {what} `{value}` is not a time; give a value such as 30s, 5m, 4h or 2d")
+    if isinstance(value, (int, float)):
+        if value < 0 or not math.isfinite(value):
+            raise UnitError(f"the {what} `{value}` is not a time that qex accepts; it must be zero or more")
+        return None if value == 0 else float(value)
+    text = str(value).strip()
+    if text.lower() in NO_LIMIT_WORDS:
+        return None
+    # Compound forms such as 1h30m, which `format_duration` writes.
+    total = 0.0
+    pos = 0
+    compound = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)")
+    while pos < len(text):
+        match = compound.match(text, pos)
+        if match is None or match.end() == pos:
+            break
+        unit = match.group(2).lower()
+        if unit not in _DURATION_UNITS:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[unit]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise UnitError(
+            f"the {what} `{text}` is not a time; give a number of seconds or a number with "
+            "s, m, h or d, such as 30s, 5m, 4h or 2d (0, none or never for no limit)"
+        )
+    return None if total == 0 else total
+
+
+def parse_percent(text: str) -> float | None:
+    """The fraction in `75%`, or None when the text is not a percentage."""
+    stripped = text.strip()
+    if not stripped.endswith("%"):
+        return None
+    try:
+        number = float(stripped[:-1])
+    except ValueError:
+        return None
+    return number / 100.0
+
+
+def parse_count(value: object, *, what: str) -> int:
+    """A whole number written with or without quotation marks."""
+    if isinstance(value, bool):
+        raise UnitError(f"{what} must be a whole number, and `{value}` is not one")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    text = str(value).strip()
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        return int(text)
+    raise UnitError(f"{what} must be a whole number, and `{value}` is not one")
+
+
+def parse_number(value: object, *, what: str) -> float:
+    """A number written with or without quotation marks."""
+    if isinstance(value, bool):
+        raise UnitError(f"{what} must be a number, and `{value}` is not one")
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise UnitError(f"{what} must be a number, and `{value}` is not one") from None
+    if not math.isfinite(number):
+        raise UnitError(f"{what} must be a finite number, and `{value}` is not one")
+    return number
+
+
+def format_size(num_bytes: int | float) -> str:
+    """`8GB`, `1.5GB`, `512MB`, `64KB`, `100B`: steps of 1024, one decimal unless whole."""
+    value = float(num_bytes)
+    for unit, scale in (("TB", TIB), ("GB", GIB), ("MB", MIB), ("KB", KIB)):
+        if abs(value) >= scale:
+            scaled = value / scale
+            rounded = round(scaled, 1)
+            if rounded.is_integer():
+                return f"{int(rounded)}{unit}"
+            return f"{rounded:.1f}{unit}"
+    return f"{int(value)}B"
+
+
+def format_duration(seconds: float | None) -> str:
+    """`45s`, `5m30s`, `1h5m`, `2d3h`; two units at most, the larger first."""
+    if seconds is None:
+        return "no limit"
+    total = int(round(seconds))
+    if total < 60:
+        if seconds < 10 and seconds != int(seconds):
+            return f"{seconds:.1f}s"
+        return f"{total}s"
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h" if hours else f"{days}d"
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    return f"{minutes}m{secs}s" if secs else f"{minutes}m"

@@ -1,0 +1,74 @@
+"""What the machine has: cores, memory, the memory a new program can use, and pressure.
+
+Linux reads /proc (cheap, no imports); macOS asks psutil, imported only there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from qex.core.config import Machine
+
+_LINUX = sys.platform.startswith("linux")
+
+
+def cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _meminfo() -> dict[str, int]:
+    values: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts:
+                    values[key] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
+    except OSError:
+        pass
+    return values
+
+
+def mem_total() -> int:
+    if _LINUX:
+        total = _meminfo().get("MemTotal")
+        if total:
+            return total
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def mem_available() -> int | None:
+    """Linux MemAvailable (counts reclaimable cache, not swap); macOS free+inactive+purgeable+speculative."""
+    if _LINUX:
+        return _meminfo().get("MemAvailable")
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        return None
+
+
+def memory_pressure(path: str = "/proc/pressure/memory") -> float | None:
+    """PSI `some avg10` in percent, or None where the kernel gives none."""
+    try:
+        with open(path) as handle:
+            for line in handle:
+                if line.startswith("some"):
+                    for part in line.split():
+                        if part.startswith("avg10="):
+                            return float(part[6:])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def machine() -> Machine:
+    return Machine(cores=cores(), mem_total=mem_total())

@@ -1,0 +1,64 @@
+"""The seam between the supervisor and the machine's enforcement: one job's sandbox.
+
+The supervisor asks `open_sandbox()` for the sandbox of its job once, before the first
+attempt. On Linux with a delegated systemd scope the answer is a `CgroupSandbox`
+(`qex.platform.cgroup_sandbox`): the supervisor has moved itself into a `supervisor/` leaf,
+the job goes into a `job/` leaf before it execs, limits sit on that leaf, and the evidence
+(`memory.events`, `memory.peak`, `memory.pressure`) is the job's alone. Everywhere else the
+answer is a `ProcessGroupSandbox`: no limit, and the OOM evidence is the session's counter,
+which may report `oom` but never proves it.
+
+This module stays import-light: the supervisor loads it once per job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class Limits:
+    """The memory limits for one attempt. None means "do not set"."""
+
+    mode: str = "off"                 # off | soft | hard
+    memory_max: int | None = None
+    memory_high: int | None = None
+    swap_max: int | None = None
+
+
+@dataclass
+class Evidence:
+    """What the sandbox saw of one attempt."""
+
+    oom_kills: int = 0                # kills counted during this attempt
+    proven: bool = False              # True only when the count is this job's own cgroup
+    source: str | None = None         # "cgroup" | "session" | None
+    peak: int | None = None           # memory.peak of the job leaf, bytes
+    pressure: dict[str, Any] | None = None  # {"some_avg10": .., "full_avg10": .., "some_total_us": ..}
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Sandbox(Protocol):
+    #: True when limits are really applied (a job cgroup exists); qex never reports a
+    #: limit it did not apply.
+    active: bool
+    #: Why `active` is False (shown in the record and in `qex config show`).
+    reason: str | None
+    #: "systemd-scope" or "process-group".
+    backend: str
+
+    def begin_attempt(self, limits: Limits) -> None:
+        """Apply the limits for the next attempt and snapshot the counters."""
+
+    def preexec(self) -> None:
+        """Runs in the forked child before exec: put it into the job cgroup."""
+
+    def evidence(self) -> Evidence:
+        """Counters since `begin_attempt`: OOM kills, peak, pressure."""
+
+    def describe(self) -> dict[str, Any]:
+        """The `enforcement` field of the record for this attempt."""
+
+    def close(self) -> None:
+        """Release what the sandbox holds (nothing to remove for a scope: systemd does it)."""

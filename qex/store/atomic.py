@@ -1,0 +1,59 @@
+"""Atomic record writes: a temp file beside the target, fsync, rename, fsync the directory.
+
+A reader therefore sees the old record or the new one, never a part. A failure (a full disk,
+say) raises OSError before the rename, so the old record stays whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+_counter = itertools.count()
+
+
+def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+    tmp = path.parent / f".{path.name}.tmp.{os.getpid()}.{next(_counter)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def write_json(path: Path, data: Any, mode: int = 0o600) -> None:
+    write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode("utf-8"), mode)
+
+
+def read_json(path: Path) -> Any | None:
+    """The parsed file, or None when it is missing or not JSON (a torn write is impossible)."""
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,85 @@
+"""Job directories: `jobs/<uuid>/` with spec.json, status.json, the logs and marker files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from qex.core.names import is_uuid
+from qex.core.records import JobSpec, JobStatus
+from qex.store import atomic
+from qex.store.paths import Paths
+
+SPEC = "spec.json"
+STATUS = "status.json"
+STDOUT = "stdout.log"
+STDERR = "stderr.log"
+SUPERVISOR_LOG = "supervisor.log"
+SUPERVISOR_PID = "supervisor.pid"
+KILLED_MARK = "killed-by-user"
+HOOK_RAN = "hook.ran"
+HOOK_LOG = "hook.log"
+
+
+def create_job_dir(paths: Paths, job_id: str) -> Path:
+    paths.jobs_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(paths.jobs_dir, 0o700)
+    job_dir = paths.job_dir(job_id)
+    job_dir.mkdir(mode=0o700)
+    os.chmod(job_dir, 0o700)
+    return job_dir
+
+
+def write_spec(job_dir: Path, spec: JobSpec) -> None:
+    atomic.write_json(job_dir / SPEC, spec.to_dict(), mode=0o600)
+
+
+def read_spec(job_dir: Path) -> JobSpec | None:
+    data = atomic.read_json(job_dir / SPEC)
+    if not isinstance(data, dict):
+        return None
+    try:
+        return JobSpec.from_dict(data)
+    except TypeError:
+        return None
+
+
+def write_status(job_dir: Path, status: JobStatus) -> None:
+    atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600)
+
+
+def read_status(job_dir: Path) -> JobStatus | None:
+    data = atomic.read_json(job_dir / STATUS)
+    if not isinstance(data, dict):
+        return None
+    try:
+        return JobStatus.from_dict(data)
+    except TypeError:
+        return None
+
+
+def iter_job_dirs(paths: Paths) -> Iterator[Path]:
+    try:
+        entries = list(os.scandir(paths.jobs_dir))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and is_uuid(entry.name):
+            yield Path(entry.path)
+
+
+def remove_job_dir(job_dir: Path) -> None:
+    shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def dir_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
