@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README promises and as CI runs it:
+#   lint and types, unit and end-to-end tests on this machine, then the Linux integration
+#   tests inside a systemd guest (tests/vm/run.sh) when the qex-vm harness is available.
+# QEX_SKIP_VM=1 skips the guest; QEX_VM=/path/to/qex-vm names another harness.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  echo "tests/run.sh: there is no .venv here; run the README's install command first" >&2
+  exit 2
+fi
+echo "== ruff"; .venv/bin/ruff check qex tests bench
+echo "== mypy"; .venv/bin/mypy
+echo "== pytest (unit and end-to-end)"
+.venv/bin/pytest -q -p no:cacheprovider
+vm=${QEX_VM:-../shared/vm/qex-vm}
+if [ "${QEX_SKIP_VM:-0}" != 1 ] && [ -x "$vm" ] && [ -f tests/vm/run.sh ]; then
+  echo "== Linux integration tests in a systemd guest"
+  QEX_VM="$vm" bash tests/vm/run.sh
+else
+  echo "== Linux integration tests skipped (no qex-vm harness at $vm, or QEX_SKIP_VM=1)"
+fi

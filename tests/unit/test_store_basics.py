@@ -1,0 +1,67 @@
+"""Paths from the environment and atomic record writes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from qex.store import atomic
+from qex.store.paths import MAX_SOCKET_PATH, PathError, Paths
+
+
+def test_paths_follow_xdg(tmp_path: Path) -> None:
+    paths = Paths.from_env({"XDG_CONFIG_HOME": str(tmp_path / "c"), "XDG_STATE_HOME": str(tmp_path / "s"),
+                            "QEX_PEERS_DIR": str(tmp_path / "p")})
+    assert paths.config_file == tmp_path / "c" / "qex.toml"
+    assert paths.state_dir == tmp_path / "s" / "qex"
+    assert paths.jobs_dir == tmp_path / "s" / "qex" / "jobs"
+    assert paths.peers_dir("/tmp/qex") == tmp_path / "p"
+
+
+def test_paths_fall_back_to_home(tmp_path: Path) -> None:
+    paths = Paths.from_env({"HOME": str(tmp_path)})
+    assert paths.config_file == tmp_path / ".config" / "qex.toml"
+    assert paths.state_dir == tmp_path / ".local" / "state" / "qex"
+    assert paths.peers_dir("/tmp/qex") == Path("/tmp/qex")
+
+
+def test_paths_without_home_is_an_error() -> None:
+    with pytest.raises(PathError, match="HOME"):
+        Paths.from_env({})
+
+
+def test_long_state_dir_gets_a_short_socket(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 120)
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(deep),
+                            "XDG_RUNTIME_DIR": str(tmp_path / "rt")})
+    assert len(os.fsencode(paths.socket_path)) <= MAX_SOCKET_PATH
+    again = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(deep),
+                            "XDG_RUNTIME_DIR": str(tmp_path / "rt")})
+    assert again.socket_path == paths.socket_path
+
+
+def test_atomic_write_is_private_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "status.json"
+    atomic.write_json(target, {"a": 1})
+    atomic.write_json(target, {"a": 2})
+    assert atomic.read_json(target) == {"a": 2}
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["status.json"]
+
+
+def test_failed_write_keeps_the_old_record(tmp_path: Path) -> None:
+    target = tmp_path / "status.json"
+    atomic.write_json(target, {"keep": True})
+    with pytest.raises(TypeError):
+        atomic.write_json(target, {"bad": object()})
+    assert atomic.read_json(target) == {"keep": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["status.json"]
+
+
+def test_read_json_of_garbage_is_none(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text("{half")
+    assert atomic.read_json(tmp_path / "x") is None
+    assert atomic.read_json(tmp_path / "missing") is None
