@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from qex.core.config import Config
 from qex.store.paths import PathError, Paths
+
+if TYPE_CHECKING:
+    # Only for the annotation: the config model costs ~15 ms to import, and the fast read
+    # paths (`qex status <id> --json`) never load a config.
+    from qex.core.config import Config
 
 
 def die(message: str, code: int) -> NoReturn:

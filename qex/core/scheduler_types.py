@@ -93,7 +93,9 @@ class Snapshot:
     oversized: str = "run-when-idle"
     max_bypass: int = 2
     settle: float = 3.0
-    idle_since: float | None = None            # when the last active job stopped
+    #: When the last active job stopped (reset it to `now` when a queue pause ends). None with
+    #: no active job means "idle for as long as we know": an oversized job may start at once.
+    idle_since: float | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -33,23 +34,28 @@ _DURATION_UNITS: dict[str, int] = {
 NO_LIMIT_WORDS = frozenset({"0", "none", "never", "unlimited"})
 
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
+_COMPOUND_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)")
 
 
 class UnitError(ValueError):
     """A value that is not a size, a duration or a percentage; the message says why."""
 
 
-def _split(text: str) -> tuple[float, str] | None:
+def _split(text: str) -> tuple[Decimal, str] | None:
+    # Decimal, not float: a byte count of twenty digits must come back exact.
     match = _NUMBER_UNIT.match(text)
     if match is None:
         return None
-    return float(match.group(1)), match.group(2).lower()
+    return Decimal(match.group(1)), match.group(2).lower()
 
 
 def parse_size(value: object, *, what: str = "size") -> int:
     """Bytes from `8GB`, `512m`, `1.5GiB` or a bare number (bytes). Steps are 1024."""
     if isinstance(value, bool):
-        raise UnitError(f"the {what} `{value}` is not a size; give a number of bytes or a value such as 512MB or 8GB")
+        raise UnitError(
+            f"the {what} `{value}` is not a size; give a number of bytes or a value "
+            "such as 512MB or 8GB"
+        )
     if isinstance(value, int):
         if value < 0:
             raise UnitError(f"the {what} `{value}` is negative; a size is zero or more")
@@ -70,30 +76,43 @@ def parse_size(value: object, *, what: str = "size") -> int:
 
 
 def parse_duration(value: object, *, what: str = "duration") -> float | None:
-    """Seconds from `30s`, `5m`, `4h`, `2d` or a bare number; None for `0`/`none`/`never`/`unlimited`."""
+    """Seconds from `30s`, `5m`, `4h`, `2d` or a bare number.
+
+    None for `0`, `none`, `never` and `unlimited`: "no limit".
+    """
     if isinstance(value, bool):
-        raise UnitError(f"the {what} `{value}` is not a time; give a value such as 30s, 5m, 4h or 2d")
+        raise UnitError(
+            f"the {what} `{value}` is not a time; give a value such as 30s, 5m, 4h or "
+            "2d"
+        )
     if isinstance(value, (int, float)):
         if value < 0 or not math.isfinite(value):
-            raise UnitError(f"the {what} `{value}` is not a time that qex accepts; it must be zero or more")
+            raise UnitError(
+                f"the {what} `{value}` is not a time that qex accepts; it must be zero "
+                "or more"
+            )
         return None if value == 0 else float(value)
     text = str(value).strip()
     if text.lower() in NO_LIMIT_WORDS:
         return None
-    # Compound forms such as 1h30m, which `format_duration` writes.
+    # Compound forms such as 1h30m, which `format_duration` writes. A part with no unit is
+    # seconds only when it stands alone: `1h30` is more likely a slip than 1h and 30s.
     total = 0.0
     pos = 0
-    compound = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)")
+    parts = 0
+    unitless = False
     while pos < len(text):
-        match = compound.match(text, pos)
+        match = _COMPOUND_PART.match(text, pos)
         if match is None or match.end() == pos:
             break
         unit = match.group(2).lower()
         if unit not in _DURATION_UNITS:
             break
+        unitless = unitless or not unit
         total += float(match.group(1)) * _DURATION_UNITS[unit]
         pos = match.end()
-    if pos != len(text) or not text:
+        parts += 1
+    if pos != len(text) or not text or (unitless and parts > 1):
         raise UnitError(
             f"the {what} `{text}` is not a time; give a number of seconds or a number with "
             "s, m, h or d, such as 30s, 5m, 4h or 2d (0, none or never for no limit)"
@@ -109,6 +128,8 @@ def parse_percent(text: str) -> float | None:
     try:
         number = float(stripped[:-1])
     except ValueError:
+        return None
+    if not math.isfinite(number):
         return None
     return number / 100.0
 
@@ -131,8 +152,12 @@ def parse_number(value: object, *, what: str) -> float:
     """A number written with or without quotation marks."""
     if isinstance(value, bool):
         raise UnitError(f"{what} must be a number, and `{value}` is not one")
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
         return float(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UnitError(f"{what} must be a finite number, and `{value}` is not one")
+        return value
     try:
         number = float(str(value).strip())
     except ValueError:
@@ -145,10 +170,15 @@ def parse_number(value: object, *, what: str) -> float:
 def format_size(num_bytes: int | float) -> str:
     """`8GB`, `1.5GB`, `512MB`, `64KB`, `100B`: steps of 1024, one decimal unless whole."""
     value = float(num_bytes)
-    for unit, scale in (("TB", TIB), ("GB", GIB), ("MB", MIB), ("KB", KIB)):
+    units = (("TB", TIB), ("GB", GIB), ("MB", MIB), ("KB", KIB))
+    for position, (unit, scale) in enumerate(units):
         if abs(value) >= scale:
-            scaled = value / scale
-            rounded = round(scaled, 1)
+            rounded = round(value / scale, 1)
+            if abs(rounded) >= 1024 and position > 0:
+                # 1023.96KB rounds to 1024KB: say 1MB instead.
+                bigger, bigger_scale = units[position - 1]
+                rounded = round(value / bigger_scale, 1)
+                unit = bigger
             if rounded.is_integer():
                 return f"{int(rounded)}{unit}"
             return f"{rounded:.1f}{unit}"
@@ -159,10 +189,11 @@ def format_duration(seconds: float | None) -> str:
     """`45s`, `5m30s`, `1h5m`, `2d3h`; two units at most, the larger first."""
     if seconds is None:
         return "no limit"
-    total = int(round(seconds))
+    total = round(seconds)
     if total < 60:
-        if seconds < 10 and seconds != int(seconds):
-            return f"{seconds:.1f}s"
+        tenths = round(float(seconds), 1)
+        if tenths < 10 and not tenths.is_integer():
+            return f"{tenths:.1f}s"
         return f"{total}s"
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)

@@ -2,19 +2,52 @@
 
 The coordinator stays the parent (it reaps on SIGCHLD, so no zombie lingers on machines whose
 PID 1 does not reap), but the supervisor leads its own session, so neither a terminal hang-up
-nor the coordinator's death reaches it. On Linux with systemd the supervisor is started
-inside a transient user scope (see `qex.platform.scope`); `launch_supervisor` hides which.
+nor the coordinator's death reaches it.
+
+When a scope is wanted and `detect()` says one can be made, the supervisor starts inside a
+transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
+
+* pystemd: spawn the supervisor with `QEX_SUPERVISOR_GO_FD` (a pipe it waits on before it
+  touches the job), ask the user manager for a scope holding its pid, check that
+  /proc/<pid>/cgroup really points into the scope, then write the go byte. On any failure
+  the waiting supervisor is killed and a plain one is started instead, with the reason in
+  `Launched.note` (and in `QEX_SCOPE_NOTE` for the supervisor's own record).
+* systemd-run: spawn `systemd-run --user --scope ... -- <supervisor>`; systemd-run execs
+  the supervisor in place once the scope exists, so the pid we get is the supervisor's and
+  it is in the scope from its first instruction.
+
+`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from qex.platform import procs
+from qex.platform.cgroup import cgroup_of
+from qex.platform.detect import Capabilities, detect
+from qex.platform.scope import (
+    PystemdScopeManager,
+    ScopeError,
+    ScopeManager,
+    ScopeRequest,
+    in_unit,
+    systemd_run_argv,
+    unit_name,
+)
+
+#: The fd number at which a supervisor finds its go pipe (named in QEX_SUPERVISOR_GO_FD).
+GO_FD = 3
+#: How long the coordinator waits for the user manager to finish a scope's start job.
+SCOPE_TIMEOUT = 10.0
+#: Variables the user manager's clients need; copied from our environment when `env` lacks them.
+_MANAGER_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
 
 
 @dataclass
@@ -30,25 +63,189 @@ def supervisor_argv(job_id: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "qex.supervisor", job_id, *extra]
 
 
-def spawn_detached(argv: list[str], log_path: Path, env: Mapping[str, str]) -> int:
-    """posix_spawn with a new session, stdin from /dev/null, output appended to `log_path`."""
+def spawn_detached(
+    argv: list[str], log_path: Path, env: Mapping[str, str], *, go_fd: int | None = None
+) -> int:
+    """posix_spawn with a new session, stdin from /dev/null, output appended to `log_path`.
+
+    `go_fd`, when given, is handed to the child as fd `GO_FD` (every other fd of ours is
+    close-on-exec, so the child inherits nothing else).
+    """
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        actions = [
+        actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
             (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, fd, 1),
             (os.POSIX_SPAWN_DUP2, fd, 2),
         ]
-        return os.posix_spawn(argv[0], argv, dict(env), file_actions=actions, setsid=True)
+        if go_fd is not None:
+            # dup2 onto a fixed number clears close-on-exec there (also when the numbers match).
+            actions.append((os.POSIX_SPAWN_DUP2, go_fd, GO_FD))
+        executable = argv[0]
+        if os.sep not in executable:
+            found = _which(executable, env)
+            if found is None:
+                raise FileNotFoundError(f"`{executable}` is not on PATH")
+            executable = found
+        return os.posix_spawn(executable, argv, dict(env), file_actions=actions, setsid=True)
     finally:
         os.close(fd)
+
+
+def _which(name: str, env: Mapping[str, str]) -> str | None:
+    import shutil
+
+    return shutil.which(name, path=env.get("PATH") or os.environ.get("PATH"))
+
+
+def _next_sequence(job_dir: Path) -> int:
+    """1, 2, 3 ... per job across coordinator restarts, so each scope name is new."""
+    path = job_dir / "scope.seq"
+    try:
+        current = int(path.read_text().strip() or "0")
+    except (OSError, ValueError):
+        current = 0
+    value = current + 1
+    tmp = job_dir / f".scope.seq.{os.getpid()}"
+    try:
+        tmp.write_text(f"{value}\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return value
+
+
+def _kill_and_reap(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # the coordinator's own reaper was faster
+
+
+def _default_manager() -> ScopeManager:
+    return PystemdScopeManager()
+
+
+@dataclass
+class ScopeLauncher:
+    """The launch logic with every outside effect injectable (tests use fakes)."""
+
+    capabilities: Callable[[], Capabilities] = detect
+    manager_factory: Callable[[], ScopeManager] = _default_manager
+    spawn: Callable[..., int] = spawn_detached
+    cgroup_of: Callable[[int], str | None] = cgroup_of
+    kill: Callable[[int], None] = _kill_and_reap
+    systemd_run: str = "systemd-run"
+    timeout: float = SCOPE_TIMEOUT
+    _manager: ScopeManager | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def manager(self) -> ScopeManager:
+        with self._lock:
+            if self._manager is None:
+                self._manager = self.manager_factory()
+            return self._manager
+
+    def launch(
+        self, job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str]
+    ) -> Launched:
+        argv = supervisor_argv(job_id)
+        log = job_dir / "supervisor.log"
+        if not want_scope:
+            return self._plain(argv, log, env, note=None)
+        caps = self.capabilities()
+        backend = caps.scope_backend
+        if not caps.enforcement_possible or backend is None:
+            reason = caps.reason or "this machine cannot make a scope"
+            return self._plain(argv, log, env, note=f"no scope: {reason}")
+        request = ScopeRequest(
+            unit=unit_name(job_id, _next_sequence(job_dir)),
+            description=f"qex job {job_id}",
+        )
+        scope_env = dict(env)
+        for name in _MANAGER_ENV:
+            if name not in scope_env and name in os.environ:
+                scope_env[name] = os.environ[name]
+        if backend == "systemd-run":
+            return self._systemd_run(request, argv, log, scope_env)
+        return self._pystemd(request, argv, log, scope_env, env)
+
+    def _plain(
+        self, argv: list[str], log: Path, env: Mapping[str, str], note: str | None
+    ) -> Launched:
+        child_env = dict(env)
+        child_env.pop("QEX_SUPERVISOR_GO_FD", None)
+        if note:
+            child_env["QEX_SCOPE_NOTE"] = note
+        pid = self.spawn(argv, log, child_env)
+        return Launched(pid=pid, start_token=procs.start_token(pid), backend="process-group",
+                        note=note)
+
+    def _systemd_run(self, request: ScopeRequest, argv: list[str], log: Path,
+                     env: Mapping[str, str]) -> Launched:
+        child_env = dict(env)
+        child_env.pop("QEX_SUPERVISOR_GO_FD", None)
+        child_env.pop("QEX_SCOPE_NOTE", None)
+        line = systemd_run_argv(request, argv, self.systemd_run)
+        try:
+            pid = self.spawn(line, log, child_env)
+        except OSError as exc:
+            note = f"no scope: systemd-run could not start ({exc})"
+            return self._plain(argv, log, env, note=note)
+        return Launched(pid=pid, start_token=procs.start_token(pid), backend="systemd-run",
+                        unit=request.unit)
+
+    def _pystemd(self, request: ScopeRequest, argv: list[str], log: Path,
+                 env: Mapping[str, str], plain_env: Mapping[str, str]) -> Launched:
+        read_end, write_end = os.pipe()
+        child_env = dict(env)
+        child_env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
+        child_env.pop("QEX_SCOPE_NOTE", None)
+        try:
+            pid = self.spawn(argv, log, child_env, go_fd=read_end)
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        failure: str | None = None
+        try:
+            self.manager().start(request, pid, self.timeout)
+            where = self.cgroup_of(pid)
+            if not in_unit(where, request.unit):
+                failure = (f"systemd reported the scope {request.unit} started, but the "
+                           f"supervisor's cgroup is {where or 'unknown'}")
+        except ScopeError as exc:
+            failure = str(exc)
+        except Exception as exc:  # a broken binding must not cost the job
+            failure = f"the pystemd call failed: {exc!r}"
+        if failure is None:
+            try:
+                os.write(write_end, b"1")
+            except OSError as exc:
+                failure = f"the supervisor did not wait for its scope ({exc.strerror})"
+        os.close(write_end)
+        if failure is not None:
+            self.kill(pid)
+            return self._plain(argv, log, plain_env, note=f"no scope: {failure}")
+        return Launched(pid=pid, start_token=procs.start_token(pid), backend="pystemd",
+                        unit=request.unit)
+
+
+_launcher = ScopeLauncher()
 
 
 def launch_supervisor(
     job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str]
 ) -> Launched:
-    """Start `python -m qex.supervisor <id>`; inside a scope when `want_scope` and possible."""
-    argv = supervisor_argv(job_id)
-    pid = spawn_detached(argv, job_dir / "supervisor.log", env)
-    return Launched(pid=pid, start_token=procs.start_token(pid), backend="process-group",
-                    note="systemd scopes are not built yet" if want_scope else None)
+    """Start `python -m qex.supervisor <id>`; inside a scope when `want_scope` and possible.
+
+    `want_scope` is the coordinator's `[enforce] mode != "off" and use_systemd`. A failure
+    to make the scope never fails the job: it runs as a plain process group and
+    `Launched.note` says why.
+    """
+    return _launcher.launch(job_id, job_dir, want_scope=want_scope, env=env)

@@ -6,7 +6,6 @@ QEX_PEERS_DIR; tests point all of them into a temp dir. Nothing here creates a d
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +52,8 @@ class Paths:
         if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
             # A deep state dir does not fit sun_path: use a short private dir named by a hash
             # of the preferred path, so every command of this state dir finds the same socket.
+            import hashlib  # only here: it loads OpenSSL, which the common case never needs
+
             digest = hashlib.sha256(os.fsencode(socket_path)).hexdigest()[:16]
             base = _env_path(env, "XDG_RUNTIME_DIR") or _env_path(env, "TMPDIR") or Path("/tmp")
             socket_path = base / f"qex-{os.getuid()}-{digest}" / "qex.sock"

@@ -1,0 +1,168 @@
+"""Following one job to its end with its output on this terminal: `run`, and `--follow`.
+
+The output arrives from the job's FIRST line. When the job stops, a last sentence on stderr
+names any cause that is not the job's own exit (a kill, a cancel, a time limit, memory, a
+failed dependency) and says whether THIS command caused it, because 125 alone does not tell
+"you pressed Ctrl-C" from "another agent killed your job".
+
+Only `qex run` (and `qex submit --follow`) stop the job on Ctrl-C or SIGTERM: they started it
+and the person watching it owns it. `qex status --follow` and a run that a dedupe key joined
+to someone else's job only stop watching (122).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from qex.cli.common import die, warn
+from qex.core.names import printable_line
+from qex.core.states import Exit, exit_code_for
+
+if TYPE_CHECKING:
+    from qex.client.connection import Connection
+    from qex.store.paths import Paths
+
+KILL_GRACE = 10.0
+
+
+def _signal_name(number: Any) -> str:
+    import signal
+
+    try:
+        return signal.Signals(int(number)).name
+    except (TypeError, ValueError):
+        return f"signal {number}"
+
+
+def final_sentence(record: dict[str, Any], *, stopped_by_us: str | None) -> str | None:
+    """Why the job ended, when the reason is not its own exit; None for completed/failed."""
+    job_id = str(record.get("id"))
+    state = record.get("state")
+    error = record.get("error")
+    detail = f": {printable_line(error)}" if isinstance(error, str) and error.strip() else ""
+    if state == "killed":
+        if stopped_by_us == "kill":
+            return f"this command stopped the job {job_id}"
+        sig = record.get("signal")
+        what = f"the signal {_signal_name(sig)}" if sig is not None else "a kill"
+        return (f"{what} stopped the job {job_id}, and this command did not send it; "
+                f"`qex status {job_id}` holds the record")
+    if state == "cancelled":
+        if stopped_by_us == "cancel":
+            return f"this command removed the job {job_id} from the queue before it started"
+        return (f"a different command removed the job {job_id} from the queue before it "
+                "started")
+    if state == "timeout":
+        return f"the job {job_id} ran longer than its --timeout, so qex stopped it"
+    if state == "oom":
+        return (f"the kernel stopped the job {job_id} for memory{detail}; `qex status {job_id}` "
+                "compares the claim with the use")
+    if state == "skipped":
+        return f"the job {job_id} did not run, because a job that it needs did not succeed{detail}"
+    if state == "expired":
+        return f"the job {job_id} never started{detail}"
+    if state == "failed" and record.get("exit_code") is None and record.get("signal") is not None:
+        return f"the signal {_signal_name(record.get('signal'))} stopped the job {job_id}"
+    if state == "failed" and record.get("exit_code") is None:
+        return f"the job {job_id} failed{detail}"
+    return None
+
+
+def _stop(paths: Paths, job_id: str) -> str | None:
+    """Stop the job this command started: cancel it while queued, else TERM then KILL."""
+    from qex.client.connection import CoordinatorError, connect
+
+    try:
+        # A new connection: the old one is busy with its `wait` request.
+        conn = connect(paths, start=False)
+        if conn is None:
+            warn(f"no coordinator answers, so this command could not stop the job {job_id}; "
+                 f"run `qex kill {job_id}`")
+            return None
+        with conn:
+            answer = conn.request({"op": "status", "id": job_id})
+            record = answer.get("status") if answer.get("result") == "status" else None
+            if isinstance(record, dict) and record.get("state") == "queued":
+                answer = conn.request({"op": "cancel", "id": job_id})
+                if answer.get("result") == "ok":
+                    return "cancel"
+            answer = conn.request({"op": "kill", "id": job_id, "signal": 15,
+                                   "grace_secs": KILL_GRACE})
+            if answer.get("result") == "ok":
+                return "kill"
+            message = printable_line(str(answer.get("message") or ""))
+            if message:
+                warn(message)
+    except CoordinatorError as exc:
+        warn(f"this command could not stop the job {job_id}: {exc.message}")
+    return None
+
+
+def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
+           timeout: float | None, stop_job: bool, owned: bool = False) -> NoReturn:
+    """Copy the output until the job is final, then exit with its band code."""
+    from qex.cli.follow_output import OutputFollower
+    from qex.cli.waiting import (
+        JobGone,
+        Waiter,
+        WaitInterrupted,
+        WaitSettings,
+        WaitTimedOut,
+        report_interrupted,
+        report_timeout,
+        stop_signals,
+    )
+    from qex.client.connection import CoordinatorError, connect
+
+    job_id = str(record["id"])
+    follower = OutputFollower(paths.job_dir(job_id))
+    settings = WaitSettings(timeout=timeout, narrate=True, may_start=True, tick=follower.pump)
+    stopped: str | None = None
+    try:
+        try:
+            with stop_signals():
+                waiter = Waiter(paths, conn, [record], settings)
+                if owned:
+                    waiter.on_reconnect = lambda new: _own(new, job_id)
+                final = waiter.wait_all()[0]
+        except WaitInterrupted:
+            if not stop_job:
+                follower.finish()
+                report_interrupted([job_id])
+                raise SystemExit(Exit.WAIT_INTERRUPTED) from None
+            latest = waiter.records[job_id]
+            waiter.close()
+            stopped = _stop(paths, job_id)
+            # Handlers stay at their defaults now: a second Ctrl-C ends this command at once.
+            settings.timeout = None
+            try:
+                again = connect(paths, start=False)
+            except CoordinatorError:
+                again = None
+            waiter = Waiter(paths, again, [latest], settings)
+            final = waiter.wait_all()[0]
+    except WaitTimedOut:
+        follower.finish()
+        report_timeout([job_id])
+        raise SystemExit(Exit.WAIT_TIMEOUT) from None
+    except JobGone as exc:
+        follower.finish()
+        die(exc.message, Exit.NO_SUCH_JOB)
+    except CoordinatorError as exc:
+        die(exc.message, exc.code)
+    follower.finish()
+    sentence = final_sentence(final, stopped_by_us=stopped)
+    if sentence:
+        warn(sentence)
+    raise SystemExit(exit_code_for(final))
+
+
+def _own(conn: Connection, job_id: str) -> None:
+    """Tell a new coordinator that this command owns the job (it cancels it if we vanish)."""
+    from qex.client.connection import CoordinatorError
+
+    try:
+        if "own-job" in conn.capabilities():
+            conn.request({"op": "own_job", "id": job_id})
+    except CoordinatorError:
+        pass

@@ -1,0 +1,41 @@
+"""`qex completion [bash|zsh|fish]`: print a shell completion script.
+
+The script is click's own; it calls `qex` back with `_QEX_COMPLETE` set at each Tab press.
+The commands that take job ids offer the ids and names of the jobs on disk, newest first,
+without asking or starting a coordinator.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@click.command("completion")
+@click.argument("shell", required=False, type=click.Choice(SHELLS))
+def command(*, shell: str | None) -> None:
+    """Print the completion script for SHELL (default: the shell in $SHELL).
+
+    \b
+    bash:  eval "$(qex completion bash)"       in ~/.bashrc
+    zsh:   eval "$(qex completion zsh)"        in ~/.zshrc
+    fish:  qex completion fish > ~/.config/fish/completions/qex.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    from qex.cli.main import cli
+
+    if shell is None:
+        guess = os.path.basename(os.environ.get("SHELL", ""))
+        if guess not in SHELLS:
+            raise click.UsageError(
+                f"qex cannot tell your shell from SHELL=`{guess}`; name it: "
+                f"`qex completion {'|'.join(SHELLS)}`")
+        shell = guess
+    completer = get_completion_class(shell)
+    if completer is None:
+        raise click.UsageError(f"click has no completion for `{shell}`")
+    click.echo(completer(cli, {}, "qex", "_QEX_COMPLETE").source())

@@ -1,0 +1,90 @@
+"""`qex status ID`: the record of a job, or of every job of a group.
+
+The plain form is a FAST PATH (`qex status <id> --json` is what a script polls), so this
+module imports nothing heavy: the coordinator is asked for one record, and without one the
+record is read from disk. `--wait` and `--follow` attach to the job and give its exit code;
+they never stop it (Ctrl-C gives 122).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from qex.cli.common import get_paths
+from qex.cli.log_options import pop_selection, selection_options
+from qex.core.states import FINAL, Exit, exit_code_for, first_nonzero
+
+
+@click.command("status")
+@click.argument("word", metavar="ID")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the record as JSON (an array for a group).")
+@click.option("--show-env", is_flag=True,
+              help="Include the job's environment (it can hold secrets).")
+@click.option("--no-logs", is_flag=True, help="Leave out the last lines of the output.")
+@click.option("--wait", "wait", is_flag=True,
+              help="Wait until the job stops, then show the record.")
+@click.option("--follow", is_flag=True,
+              help="Copy the job's output here from its first line until it stops.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print nothing; the exit code is the answer (100 while the job runs).")
+@click.option("--timeout", "timeout_text", metavar="TIME",
+              help="With --wait or --follow: stop waiting after this time (exit 124).")
+@click.option("--stdout", "only_stdout", is_flag=True, help="Show only the standard output.")
+@click.option("--stderr", "only_stderr", is_flag=True, help="Show only the standard error.")
+@selection_options
+def command(word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bool, follow: bool,
+            quiet: bool, timeout_text: str | None, only_stdout: bool, only_stderr: bool,
+            **selection: Any) -> None:
+    """Show the record of a job: state, exit code, claim and use, why it waits, and, for a
+    job that did not complete, the last lines of its output."""
+    from qex.cli import jobcmd
+    from qex.cli.resolve import resolve
+
+    sel = pop_selection(selection)
+    if quiet and (follow or as_json):
+        jobcmd.fail("--quiet prints nothing, so it does not go with --follow or --json")
+    if follow and as_json:
+        jobcmd.fail("--follow copies the output as it comes and --json prints one document; "
+                    "use --wait --json for the record")
+    if only_stdout and only_stderr:
+        jobcmd.fail("--stdout and --stderr each choose one stream; give neither for both")
+    timeout: float | None = None
+    if timeout_text is not None:
+        if not (wait or follow):
+            jobcmd.fail("--timeout limits a wait, so give it with --wait or --follow")
+        from qex.core.units import UnitError, parse_duration
+
+        try:
+            timeout = parse_duration(timeout_text, what="--timeout")
+        except UnitError as exc:
+            jobcmd.fail(str(exc))
+    paths = get_paths(Exit.QEX_FAILED)
+    conn = jobcmd.open_connection(paths, start=False)
+    found = resolve(conn, paths, word)
+    records = found.jobs
+    if follow:
+        if len(records) != 1:
+            jobcmd.fail(f"`{word}` is a group of {len(records)} jobs, and --follow copies the "
+                        "output of one; give the id of one job, or use --wait")
+        from qex.cli.attaching import attach
+
+        attach(paths, conn, records[0], timeout=timeout, stop_job=False)
+    if wait:
+        if conn is None and any(r.get("state") not in FINAL for r in records):
+            # A queued job needs a coordinator to start; a status wait may start one.
+            conn = jobcmd.open_connection(paths, start=True)
+        records, _ = jobcmd.wait_for(paths, conn, [dict(r) for r in records], timeout=timeout,
+                                     narrate=not (quiet or as_json), may_start=True,
+                                     group=found.group)
+    streams = ("stdout",) if only_stdout else ("stderr",) if only_stderr else ("stderr", "stdout")
+    if not quiet:
+        from qex.cli.render_status import print_records
+
+        print_records(paths, records, as_json=as_json, show_env=show_env, no_logs=no_logs,
+                      sel=sel, streams=streams, group=found.group is not None)
+    if wait or quiet:
+        codes = [exit_code_for(r) for r in records]
+        raise SystemExit(first_nonzero(codes))

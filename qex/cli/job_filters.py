@@ -1,0 +1,113 @@
+"""Filters that `list`, `clean` and `gc` share: state, tag, group, directory and age.
+
+Pure over status records (dicts), except `canonical_dir`, which resolves a path the way the
+submission did (absolute, symlinks resolved), so `--cwd .` finds the jobs submitted here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from qex.core.names import safe_name
+from qex.core.states import FINAL, State
+
+
+def canonical_dir(text: str) -> str:
+    return os.path.realpath(os.path.expanduser(text))
+
+
+def in_dir(record: dict[str, Any], directory: str, *, below: bool) -> bool:
+    """The job ran in `directory` (exactly), or, with `below`, in it or under it."""
+    cwd = record.get("cwd")
+    if not isinstance(cwd, str):
+        return False
+    if cwd == directory:
+        return True
+    if not below:
+        return False
+    prefix = directory if directory.endswith("/") else directory + "/"
+    return cwd.startswith(prefix)
+
+
+def has_state(record: dict[str, Any], states: Iterable[State]) -> bool:
+    return str(record.get("state")) in {s.value for s in states}
+
+
+def is_final(record: dict[str, Any]) -> bool:
+    return has_state(record, FINAL)
+
+
+def has_tags(record: dict[str, Any], tags: Iterable[str]) -> bool:
+    """Every given tag is on the job (compared in safe form, as `qex list` shows tags)."""
+    held = record.get("tags")
+    mine = {safe_name(str(t)) for t in held} if isinstance(held, list) else set()
+    mine |= {str(t) for t in held} if isinstance(held, list) else set()
+    return all(t in mine or safe_name(t) in mine for t in tags)
+
+
+def age_secs(record: dict[str, Any], now: float) -> float | None:
+    """How long ago a job stopped (or, with no end time, was submitted)."""
+    for key in ("finished_at", "submitted_at"):
+        value = record.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return max(0.0, now - float(value))
+    return None
+
+
+def groups_named(records: Iterable[dict[str, Any]], word: str) -> dict[str, list[dict[str, Any]]]:
+    """Groups whose id starts with `word` or whose name (raw or safe) is `word`."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        group = record.get("group")
+        if not isinstance(group, str) or not group:
+            continue
+        name = record.get("group_name")
+        named = isinstance(name, str) and word in (name, safe_name(name))
+        if group.startswith(word) or named:
+            found.setdefault(group, []).append(record)
+    return found
+
+
+def names_something(records: Iterable[dict[str, Any]], word: str) -> bool:
+    """True when `word` is an id prefix, a name, a group id prefix or a group name."""
+    for record in records:
+        job_id = str(record.get("id") or "")
+        name = str(record.get("name") or "")
+        if job_id.startswith(word) or word in (name, safe_name(name)):
+            return True
+    return bool(groups_named(records, word))
+
+
+def held_ids(records: list[dict[str, Any]]) -> dict[str, str]:
+    """Final records that unfinished work still needs, each with the id of one such job.
+
+    The coordinator applies this rule itself when it refuses a `clean`; this copy lets `gc
+    --dry-run` and `du` say what would stay without asking. A record is held when a job that
+    has not stopped reaches it through `needs`/`after` (directly or through other records),
+    or belongs to the same group as a job that has not stopped.
+    """
+    by_id = {str(r.get("id")): r for r in records}
+    held: dict[str, str] = {}
+    for record in records:
+        if is_final(record):
+            continue
+        holder = str(record.get("id"))
+        stack = [str(d) for key in ("needs", "after") for d in (record.get(key) or [])]
+        seen: set[str] = set()
+        while stack:
+            dep = stack.pop()
+            if dep in seen or dep not in by_id:
+                continue
+            seen.add(dep)
+            target = by_id[dep]
+            if is_final(target):
+                held.setdefault(dep, holder)
+            stack.extend(str(d) for key in ("needs", "after") for d in (target.get(key) or []))
+        group = record.get("group")
+        if group:
+            for other in records:
+                if other.get("group") == group and is_final(other):
+                    held.setdefault(str(other.get("id")), holder)
+    return held

@@ -1,0 +1,115 @@
+"""Shared plumbing of the commands that speak for a job (the exit-code band).
+
+These commands give the job's own code for a job that ran, and 97..127 for everything that
+happened to the queue or to the wait. So a failure of qex itself is 121 here (never 1), a
+coordinator that does not answer is 124, and an id that names nothing is 127.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+from qex.cli.common import die, warn
+from qex.core.names import safe_name, short_id
+from qex.core.states import Exit
+
+if TYPE_CHECKING:
+    from qex.client.connection import Connection
+    from qex.store.paths import Paths
+
+T = TypeVar("T")
+
+
+def fail(message: str) -> NoReturn:
+    """qex could not do what was asked, and no job ran: 121."""
+    die(message, Exit.QEX_FAILED)
+
+
+def open_connection(paths: Paths, *, start: bool) -> Connection | None:
+    from qex.client.connection import CoordinatorError, connect
+
+    try:
+        return connect(paths, start=start)
+    except CoordinatorError as exc:
+        die(exc.message, exc.code)
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Run `action`; a coordinator failure becomes its sentence and code (124 or 121)."""
+    from qex.client.connection import CoordinatorError
+
+    try:
+        return action()
+    except CoordinatorError as exc:
+        die(exc.message, exc.code)
+
+
+def label(record: dict[str, Any]) -> str:
+    return f"{short_id(str(record.get('id', '')))} ({safe_name(str(record.get('name') or 'job'))})"
+
+
+def result_line(record: dict[str, Any]) -> str:
+    """One line per job for `qex wait`: who, the state, and how it ended."""
+    from qex.cli.record_view import result_text
+
+    state = str(record.get("state"))
+    text = result_text(record)
+    if not text:
+        return f"{label(record)} {state}"
+    if text.startswith(state):
+        return f"{label(record)} {text}"
+    return f"{label(record)} {state}: {text}"
+
+
+def wait_for(paths: Paths, conn: Connection | None, records: list[dict[str, Any]], *,
+             timeout: float | None, narrate: bool, may_start: bool,
+             group: str | None = None, next_only: bool = False,
+             ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Wait (all jobs, or the next one); the final records and the ids still pending.
+
+    Handles the ends that are not the job's: Ctrl-C (122), the reader's timeout (124), a record
+    that vanished (127), a coordinator failure (its code). The job is never touched.
+    """
+    from qex.cli.waiting import (
+        JobGone,
+        Waiter,
+        WaitInterrupted,
+        WaitSettings,
+        WaitTimedOut,
+        report_interrupted,
+        report_timeout,
+        stop_signals,
+    )
+    from qex.client.connection import CoordinatorError
+
+    ids = [str(r["id"]) for r in records]
+    settings = WaitSettings(timeout=timeout, narrate=narrate, may_start=may_start)
+    try:
+        with stop_signals():
+            waiter = Waiter(paths, conn, records, settings)
+            if next_only:
+                record, pending = waiter.wait_next()
+                return [record], pending
+            return waiter.wait_all(), []
+    except WaitInterrupted:
+        report_interrupted(ids, group)
+        raise SystemExit(Exit.WAIT_INTERRUPTED) from None
+    except WaitTimedOut:
+        report_timeout(ids, group)
+        raise SystemExit(Exit.WAIT_TIMEOUT) from None
+    except JobGone as exc:
+        die(exc.message, Exit.NO_SUCH_JOB)
+    except CoordinatorError as exc:
+        die(exc.message, exc.code)
+
+
+def print_warnings(answer: dict[str, Any]) -> None:
+    """The coordinator's warning on a submit answer, as `qex: ...` lines."""
+    from qex.core.names import printable
+
+    warning = answer.get("warning")
+    if isinstance(warning, str) and warning.strip():
+        for line in printable(warning).splitlines():
+            if line.strip():
+                warn(line)

@@ -1,0 +1,161 @@
+"""Reading a job's log files from disk, and the notes that say what the files do not hold.
+
+The logs need no coordinator: they are plain files in the job's directory, so `qex logs`
+works while no coordinator runs. Text is decoded with `surrogateescape` and written back
+with it, so a job's bytes reach the reader unchanged even when they are not UTF-8.
+
+A large log is not read whole for the default view: the last lines come from a read of the
+end of the file, and a count of newlines gives the total, so `qex logs` on a log of
+gigabytes (with `[logs] max_bytes` off) stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from qex.core.logsel import DEFAULT_TAIL, Selected, Selection, select_lines, split_lines
+from qex.core.units import format_size
+
+STREAMS = ("stdout", "stderr")
+#: Above this size, a tail view reads only the end of the file.
+FAST_TAIL_BYTES = 8 * 1024 * 1024
+_CHUNK = 1 << 20
+
+
+def log_path(job_dir: Path, stream: str) -> Path:
+    return job_dir / f"{stream}.log"
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def for_json(text: str) -> str:
+    """The same text with undecodable bytes as U+FFFD, which JSON can carry."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def write_out(text: str, *, err: bool = False) -> None:
+    """Write job output exactly as the job wrote it (bytes that are not UTF-8 included)."""
+    stream = sys.stderr if err else sys.stdout
+    stream.flush()
+    stream.buffer.write(text.encode("utf-8", "surrogateescape"))
+    stream.buffer.flush()
+
+
+def _count_lines(handle: Any, size: int) -> int:
+    handle.seek(0)
+    newlines = 0
+    last = b""
+    while True:
+        chunk = handle.read(_CHUNK)
+        if not chunk:
+            break
+        newlines += chunk.count(b"\n")
+        last = chunk[-1:]
+    return newlines + (1 if size and last != b"\n" else 0)
+
+
+def read_tail(path: Path, count: int) -> tuple[list[str], int]:
+    """The last `count` lines of a file and the number of lines before them."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        total = _count_lines(handle, size)
+        if count <= 0 or size == 0:
+            return [], total
+        position = size
+        buffer = b""
+        while position > 0 and buffer.count(b"\n") <= count:
+            step = min(1 << 16, position)
+            position -= step
+            handle.seek(position)
+            buffer = handle.read(step) + buffer
+    lines = split_lines(decode(buffer))
+    if position > 0 and lines:
+        lines = lines[1:]  # the first line of the buffer may start in the middle
+    lines = lines[-count:]
+    return lines, total - len(lines)
+
+
+def _tail_only(sel: Selection) -> bool:
+    return sel.grep is None and sel.head is None and sel.lines is None and not sel.all
+
+
+def select_file(path: Path, sel: Selection, *, default_tail: int = DEFAULT_TAIL) -> Selected:
+    """Apply a selection to one log file; a missing file is an empty stream."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return select_lines([], sel, default_tail=default_tail)
+    if size > FAST_TAIL_BYTES and _tail_only(sel):
+        count = sel.tail if sel.tail is not None else default_tail
+        try:
+            lines, before = read_tail(path, count)
+        except OSError:
+            return select_lines([], sel, default_tail=default_tail)
+        return select_lines(lines, sel, default_tail=default_tail, line_offset=before)
+    try:
+        text = decode(path.read_bytes())
+    except OSError:
+        text = ""
+    return select_lines(split_lines(text), sel, default_tail=default_tail)
+
+
+def dropped_counts(record: dict[str, Any], stream: str) -> tuple[int, int]:
+    """(bytes, lines) that the output limit removed from this stream."""
+    info = record.get("logs_dropped")
+    if not isinstance(info, dict):
+        return 0, 0
+    size = info.get(f"{stream}_bytes")
+    lines = info.get(f"{stream}_lines")
+    return (size if isinstance(size, int) else 0), (lines if isinstance(lines, int) else 0)
+
+
+def dropped_note(record: dict[str, Any], stream: str) -> str | None:
+    """The sentence about output that the limit removed from the middle of this stream."""
+    size, lines = dropped_counts(record, stream)
+    if size <= 0 and lines <= 0:
+        return None
+    info = record.get("logs_dropped")
+    limit = info.get("limit") if isinstance(info, dict) else None
+    limit_text = f" = {format_size(limit)}" if isinstance(limit, int) and limit > 0 else ""
+    plural = "line" if lines == 1 else "lines"
+    return (f"the job wrote more than `[logs] max_bytes`{limit_text}, so qex removed "
+            f"{format_size(size)} and {lines} {plural} from the middle of this stream; the "
+            "file keeps the first part and the last part, and nothing holds the rest")
+
+
+def incomplete_note(record: dict[str, Any]) -> str | None:
+    info = record.get("logs_dropped")
+    if isinstance(info, dict) and info.get("incomplete"):
+        return ("a process of the job kept its output open after the job ended, so qex stopped "
+                "reading; the end of a log file can be missing")
+    return None
+
+
+def pending_tail_note(job_dir: Path, stream: str) -> str | None:
+    """While a job runs past the limit, its newest output waits in `<stream>.log.tail`."""
+    if (job_dir / f"{stream}.log.tail").exists():
+        return ("the job passed `[logs] max_bytes`; qex keeps its newest output aside and "
+                "writes it into this file when the job stops")
+    return None
+
+
+def stream_json(path: Path, selected: Selected, record: dict[str, Any],
+                stream: str) -> dict[str, Any]:
+    """The JSON object of one stream, with the same fields as `qex status --json` logs."""
+    size, lines = dropped_counts(record, stream)
+    return {
+        "path": str(path),
+        "text": for_json(selected.text),
+        "total_lines": selected.total,
+        "hidden_lines": selected.hidden,
+        "matches": selected.matches,
+        "matches_shown": selected.matches_shown if selected.matches is not None else None,
+        "dropped_bytes": size,
+        "dropped_lines": lines,
+        "notice": selected.notice(),
+    }

@@ -1,0 +1,308 @@
+"""Turning a word that a person typed into jobs: an id, an id prefix, a name, or a group.
+
+A pipeline or a fan-out prints a group id, and that id must work wherever a job id works
+(`qex wait $GROUP`), so a word may stand for one job or for every stage of a group. When a
+word is ambiguous qex refuses and lists the candidates rather than guessing, because acting
+on the wrong job (killing it, deleting it) cannot be undone. A word that names nothing is
+127; a deleted job's id gets the history text, so an agent learns that the work HAPPENED and
+does not run it again.
+
+`match_word` and `dependency_ids` are pure over a list of status records; `resolve` fetches
+the records (from the coordinator, or from disk when none runs) and prints/exits on errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from qex.core.names import is_uuid, printable_line, safe_name, short_id
+from qex.core.states import FINAL
+
+if TYPE_CHECKING:
+    from qex.client.connection import Connection
+    from qex.store.history import HistoryEntry
+    from qex.store.paths import Paths
+
+NOT_FOUND = 127
+
+
+@dataclass
+class Resolved:
+    """What a word named: status records in submission order, and the group when it was one."""
+
+    jobs: list[dict[str, Any]]
+    group: str | None = None
+    group_name: str | None = None
+    #: True when the word matched a job by its name (not by its id).
+    by_name: bool = False
+    word: str = ""
+
+
+class ResolveError(Exception):
+    """A word that names nothing (`not_found`, exit 127) or too much (a usage error)."""
+
+    def __init__(self, message: str, *, not_found: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.not_found = not_found
+
+
+@dataclass
+class _Matches:
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    by_name: bool = False
+    groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def submission_order(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def key(record: dict[str, Any]) -> tuple[float, int]:
+        return float(record.get("submitted_at") or 0), int(record.get("sequence") or 0)
+
+    return sorted(records, key=key)
+
+
+def _name(record: dict[str, Any]) -> str:
+    return safe_name(str(record.get("name") or "")) or "job"
+
+
+def _job_line(record: dict[str, Any]) -> str:
+    return f"  {record.get('id')}  {_name(record)}  ({record.get('state')})"
+
+
+def _collect(records: Sequence[dict[str, Any]], word: str) -> _Matches:
+    found = _Matches()
+    for record in records:
+        job_id = str(record.get("id") or "")
+        name = str(record.get("name") or "")
+        by_id = job_id.startswith(word)
+        by_name = name == word or safe_name(name) == word
+        if by_id or by_name:
+            found.jobs.append(record)
+            found.by_name = found.by_name or (by_name and not by_id)
+        group = record.get("group")
+        if group:
+            group_name = str(record.get("group_name") or "")
+            named = bool(group_name) and word in (group_name, safe_name(group_name))
+            if str(group).startswith(word) or named:
+                found.groups.setdefault(str(group), []).append(record)
+    return found
+
+
+def _group_result(word: str, group: str, stages: list[dict[str, Any]], one_job: bool) -> Resolved:
+    ordered = submission_order(stages)
+    if one_job:
+        lines = "\n".join(_job_line(r) for r in ordered)
+        raise ResolveError(
+            f"`{safe_name(word)}` is a group of {len(ordered)} job(s), and this command takes one "
+            f"job; name the stage that you want:\n{lines}"
+        )
+    group_name = next((str(r["group_name"]) for r in ordered if r.get("group_name")), None)
+    return Resolved(jobs=ordered, group=group, group_name=group_name, word=word)
+
+
+def history_message(job_id: str, entry: HistoryEntry | None, now: float) -> str:
+    """Why an id names nothing now: deleted (the work happened), vanished, or never known."""
+    from qex.core.units import format_duration
+
+    if entry is None:
+        return (
+            f"there is no job with the id {job_id}, and qex has no record of one; check the id, "
+            "or submit the job"
+        )
+    name = safe_name(entry.name) or "job"
+    if entry.removed_at is not None:
+        ago = format_duration(max(0.0, now - entry.removed_at))
+        state = entry.final_state or "unknown"
+        return (
+            f"the job {job_id} ({name}) existed and its state was `{state}`, and something "
+            f"deleted its record {ago} ago; the work of that job HAPPENED, so do not submit it "
+            "again unless you want to repeat the work"
+        )
+    ago = format_duration(max(0.0, now - (entry.submitted_at or now)))
+    return (
+        f"qex accepted the job {job_id} ({name}) {ago} ago, but its record is gone and qex did not "
+        "delete it; read `qex list` for its other jobs, and submit it again only if the work "
+        "did not happen"
+    )
+
+
+def match_word(
+    records: Sequence[dict[str, Any]], word: str, *, one_job: bool = False,
+    history: dict[str, HistoryEntry] | None = None, now: float | None = None,
+) -> Resolved:
+    """Resolve `word` over `records`; raises ResolveError (not_found for 127)."""
+    word = word.strip()
+    if not word:
+        raise ResolveError("an empty word names no job; give a job id, a name or a group id")
+    when = time.time() if now is None else now
+    if is_uuid(word):
+        lowered = word.lower()
+        for record in records:
+            if str(record.get("id", "")).lower() == lowered:
+                return Resolved(jobs=[record], word=word)
+        stages = [r for r in records if str(r.get("group") or "").lower() == lowered]
+        if stages:
+            return _group_result(word, str(stages[0]["group"]), stages, one_job)
+        entry = (history or {}).get(lowered)
+        raise ResolveError(history_message(word, entry, when), not_found=True)
+    found = _collect(records, word)
+    shown = safe_name(word)
+    if found.jobs and found.groups:
+        stage_ids = {str(r.get("id")) for stages in found.groups.values() for r in stages}
+        if {str(r.get("id")) for r in found.jobs} != stage_ids:
+            groups = "\n".join(f"  group {g}  ({len(s)} job(s))" for g, s in found.groups.items())
+            jobs = "\n".join(_job_line(r) for r in submission_order(found.jobs))
+            raise ResolveError(
+                f"`{shown}` is the name of a job and the name of a group; give the id of the one "
+                f"that you want:\n{jobs}\n{groups}"
+            )
+    if found.groups:
+        if len(found.groups) > 1:
+            lines = "\n".join(
+                f"  {g}  ({len(s)} job(s), submitted {_when(s)})"
+                for g, s in sorted(found.groups.items(), key=lambda item: _first_time(item[1]))
+            )
+            raise ResolveError(
+                f"`{shown}` names {len(found.groups)} groups, because every run of one file or "
+                f"input takes the same name; give the group id that you want:\n{lines}"
+            )
+        group, stages = next(iter(found.groups.items()))
+        result = _group_result(word, group, stages, one_job)
+        result.by_name = not group.startswith(word)
+        return result
+    if len(found.jobs) == 1:
+        return Resolved(jobs=found.jobs, by_name=found.by_name, word=word)
+    if not found.jobs:
+        matches = [e for key, e in (history or {}).items() if key.startswith(word.lower())]
+        if len(matches) == 1 and len(word) >= 8:
+            raise ResolveError(history_message(matches[0].id, matches[0], when), not_found=True)
+        raise ResolveError(
+            f"there is no job or group with the id or the name `{shown}`; run `qex list` to see "
+            "the jobs that exist",
+            not_found=True,
+        )
+    lines = "\n".join(_job_line(r) for r in submission_order(found.jobs))
+    raise ResolveError(
+        f"`{shown}` names {len(found.jobs)} jobs; give the id of the job that you want, or delete "
+        f"the old ones with `qex clean done` and start again:\n{lines}"
+    )
+
+
+def _first_time(stages: list[dict[str, Any]]) -> float:
+    return min(float(r.get("submitted_at") or 0) for r in stages)
+
+
+def _when(stages: list[dict[str, Any]]) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_first_time(stages)))
+
+
+def dependency_ids(
+    records: Sequence[dict[str, Any]], words: Iterable[str], *, option: str,
+    history: dict[str, HistoryEntry] | None = None, now: float | None = None,
+) -> list[str]:
+    """The ids that `--needs`/`--after` values name (comma lists allowed), deduplicated.
+
+    An id only has to exist. A NAME must give work that has not stopped: a name is not unique
+    in time, and yesterday's `build` is not the build this job should wait for.
+    """
+    ids: list[str] = []
+    for value in words:
+        for word in (part.strip() for part in value.split(",")):
+            if not word:
+                continue
+            try:
+                found = match_word(records, word, history=history, now=now)
+            except ResolveError as exc:
+                raise ResolveError(f"{option} {safe_name(word)}: {exc.message}",
+                                   not_found=exc.not_found) from None
+            if found.by_name and found.group is None and found.jobs[0].get("state") in FINAL:
+                job = found.jobs[0]
+                raise ResolveError(
+                    f"the name `{safe_name(word)}` given to {option} is the job "
+                    f"{short_id(str(job['id']))}, which already stopped in the state "
+                    f"`{job.get('state')}`, so it is probably an earlier run; give its id if you "
+                    "mean that job"
+                )
+            if found.by_name and found.group is not None and all(
+                r.get("state") in FINAL for r in found.jobs
+            ):
+                raise ResolveError(
+                    f"the name `{safe_name(word)}` given to {option} is a group whose every job "
+                    "already stopped, so it is probably an earlier run; give its group id, or "
+                    "keep the id of a new run with GROUP=$(qex pipeline your-file)"
+                )
+            for record in found.jobs:
+                job_id = str(record["id"])
+                if job_id not in ids:
+                    ids.append(job_id)
+    return ids
+
+
+def disk_records(paths: Paths, word: str | None = None) -> list[dict[str, Any]]:
+    """Status records from the jobs directory, for when no coordinator runs.
+
+    A full id reads one directory; anything else reads every record (names and groups can
+    only be matched that way).
+    """
+    from qex.store import atomic, jobs
+
+    if word is not None and is_uuid(word.strip()):
+        data = atomic.read_json(paths.job_dir(word.strip().lower()) / jobs.STATUS)
+        if isinstance(data, dict):
+            return [data]
+    records: list[dict[str, Any]] = []
+    for job_dir in jobs.iter_job_dirs(paths):
+        data = atomic.read_json(job_dir / jobs.STATUS)
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            records.append(data)
+    return records
+
+
+def fetch_records(
+    conn: Connection | None, paths: Paths, word: str | None = None
+) -> list[dict[str, Any]]:
+    """Every status record the coordinator knows, or the disk's records without one."""
+    if conn is None:
+        return disk_records(paths, word)
+    answer = conn.request({"op": "list"})
+    if answer.get("result") != "jobs" or not isinstance(answer.get("jobs"), list):
+        message = printable_line(str(answer.get("message") or "the coordinator gave no job list"))
+        raise ResolveError(f"the coordinator could not list the jobs: {message}")
+    return [r for r in answer["jobs"] if isinstance(r, dict)]
+
+
+def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
+    """Like `resolve`, but raises ResolveError or CoordinatorError instead of exiting."""
+    stripped = word.strip()
+    if conn is not None and is_uuid(stripped):
+        # The common case (a script that kept an id) asks for one record, not the list.
+        answer = conn.request({"op": "status", "id": stripped.lower()})
+        if answer.get("result") == "status" and isinstance(answer.get("status"), dict):
+            return Resolved(jobs=[answer["status"]], word=word)
+    records = fetch_records(conn, paths, stripped)
+    from qex.store.history import read_all
+
+    history = {key.lower(): entry for key, entry in read_all(paths).items()}
+    return match_word(records, word, one_job=one_job, history=history)
+
+
+def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
+    """The jobs `word` names. Prints `qex: ...` and exits on failure: 127 when it names
+    nothing, 124 on a coordinator timeout, and otherwise 121 in a job-speaking command or 1."""
+    from qex.client.connection import CoordinatorError, failure_code
+
+    try:
+        return lookup(conn, paths, word, one_job=one_job)
+    except CoordinatorError as exc:
+        _die(exc.message, exc.code)
+    except ResolveError as exc:
+        _die(exc.message, NOT_FOUND if exc.not_found else failure_code())
+
+
+def _die(message: str, code: int) -> NoReturn:
+    from qex.cli.common import die
+
+    die(message, code)

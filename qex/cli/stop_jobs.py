@@ -1,0 +1,61 @@
+"""What `qex kill` and `qex cancel` share: resolve every word first, then act on each job.
+
+Every word is resolved before anything is sent, so a typo in the third id stops the command
+(127) before the first job is touched. A job named twice is acted on once. A group's stages
+are treated by state: a stage that already stopped is reported and left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from qex.cli.common import warn
+from qex.cli.reach import ask, code_for, error_of
+
+if TYPE_CHECKING:
+    from qex.cli.resolve import Resolved
+    from qex.client.connection import Connection
+    from qex.store.paths import Paths
+
+
+def resolve_all(conn: Connection, paths: Paths, words: Iterable[str]) -> list[Resolved]:
+    from qex.cli.resolve import resolve
+
+    return [resolve(conn, paths, word) for word in words]
+
+
+class Outcome:
+    """The exit code of a command that acts on several jobs: the first failure decides."""
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.done: set[str] = set()
+
+    def fail(self, code: int) -> None:
+        if self.code == 0:
+            self.code = code
+
+    def first_time(self, job_id: str) -> bool:
+        if job_id in self.done:
+            return False
+        self.done.add(job_id)
+        return True
+
+
+def send(conn: Connection, outcome: Outcome, message: dict[str, Any], success: str) -> bool:
+    """Send one request; print `success` on stdout or the coordinator's sentence on stderr."""
+    answer = ask(conn, message)
+    failed = error_of(answer)
+    if failed is not None:
+        warn(failed[1])
+        outcome.fail(code_for(failed[0]))
+        return False
+    click.echo(success)
+    return True
+
+
+def already_stopped(record: dict[str, Any]) -> str:
+    return f"{record.get('id')} had already stopped (state `{record.get('state')}`)"

@@ -1,0 +1,111 @@
+"""One job from the command line: build, check, submit, then print, wait or follow.
+
+The order matters for an agent that can be stopped at any moment: the id reaches the id file
+(fsynced) and stderr BEFORE any wait begins, so whatever interrupts the wait, a later session
+can attach with the id. With `--wait` and `--follow` the id goes to stderr because stdout
+carries the result.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from qex.cli import jobcmd
+from qex.cli.common import print_json, warn
+from qex.cli.submitting import (
+    Submitter,
+    announce,
+    read_job_file,
+    submit_options_from,
+    write_id_file,
+)
+from qex.core.names import new_id
+from qex.core.states import exit_code_for
+
+if TYPE_CHECKING:
+    from qex.store.paths import Paths
+
+PLAIN, WAIT, FOLLOW = "plain", "wait", "follow"
+
+
+def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool = False,
+               as_json: bool = False, wait_timeout: float | None = None) -> NoReturn:
+    """Submit the job that `values` (parsed submit options) describe, and finish the command."""
+    from qex.cli.idfile import single_text
+
+    job_file = read_job_file(values["job"]) if values.get("job") else None
+    opts = submit_options_from(values)
+    submitter = Submitter.open(paths)
+    file_needs = list(job_file.needs) if job_file is not None else []
+    file_after = list(job_file.after) if job_file is not None else []
+    opts.needs = submitter.dependency_ids([*file_needs, *(values.get("needs") or ())], "--needs")
+    opts.after = submitter.dependency_ids([*file_after, *(values.get("after") or ())], "--after")
+    spec, warnings = submitter.build(opts, job_file, job_id=new_id())
+    for note in warnings:
+        warn(note)
+    submitter.preflight([spec.to_dict()])
+    answer = submitter.send(spec)
+    job_id = str(answer["id"])
+    deduplicated = bool(answer.get("deduplicated"))
+    jobcmd.print_warnings(answer)
+    if mode == PLAIN:
+        write_id_file(values.get("id_file"), single_text(job_id))
+        if as_json:
+            print_json({"id": job_id, "deduplicated": deduplicated})
+        else:
+            print(job_id, flush=True)
+        raise SystemExit(0)
+    announce(job_id)
+    write_id_file(values.get("id_file"), single_text(job_id))
+    conn = submitter.conn
+    if mode == FOLLOW:
+        from qex.cli.attaching import attach
+
+        owned = not deduplicated and _own(conn, job_id)
+        attach(paths, conn, _record(conn, job_id, spec.to_dict()), timeout=wait_timeout,
+               stop_job=not deduplicated, owned=owned)
+    record = _record(conn, job_id, spec.to_dict())
+    finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=wait_timeout,
+                                narrate=not (quiet or as_json), may_start=True)
+    if not quiet:
+        from qex.cli.render_status import print_records
+
+        print_records(paths, finals, as_json=as_json)
+    raise SystemExit(exit_code_for(finals[0]))
+
+
+def _own(conn: Any, job_id: str) -> bool:
+    """Ask the coordinator to cancel the job if this command vanishes before it starts."""
+    if "own-job" not in jobcmd.guarded(conn.capabilities):
+        warn("the coordinator cannot tie this job to this command, so the job stays queued "
+             "even if this command is stopped before it starts")
+        return False
+    answer = jobcmd.guarded(lambda: conn.request({"op": "own_job", "id": job_id}))
+    return bool(answer.get("result") == "ok")
+
+
+def _record(conn: Any, job_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The current record of a job just submitted (a minimal one if the coordinator is slow)."""
+    answer = jobcmd.guarded(lambda: conn.request({"op": "status", "id": job_id}))
+    record = answer.get("status") if answer.get("result") == "status" else None
+    if isinstance(record, dict):
+        return record
+    if answer.get("kind") == "no_such_job":
+        jobcmd.fail(f"the coordinator accepted the job {job_id} and then did not know it; "
+                    "run `qex list` to look for it")
+    return {"id": job_id, "name": spec.get("name"), "state": "queued",
+            "submitted_at": spec.get("submitted_at")}
+
+
+def parse_wait_timeout(text: str | None) -> float | None:
+    if text is None:
+        return None
+    from qex.core.units import UnitError, parse_duration
+
+    try:
+        return parse_duration(text, what="--wait-timeout")
+    except UnitError as exc:
+        jobcmd.fail(str(exc))
+
+
+__all__ = ["FOLLOW", "PLAIN", "WAIT", "parse_wait_timeout", "submit_one"]

@@ -1,0 +1,470 @@
+"""The one wait loop behind `submit --wait`, `run`, `status --wait/--follow` and `wait`.
+
+A wait is a promise to report how a job ended, so nothing that happens to the WAITER may turn
+into a verdict on the JOB:
+
+* the coordinator answers a `wait` request only when the job is final, so no polling is
+  needed while it lives; reason changes arrive on a second connection (the event stream)
+  and are narrated once per change on stderr;
+* when the coordinator stops or restarts, the wait re-reads `status.json` (the supervisor
+  writes the final record there, coordinator or not), looks for a new coordinator for about
+  ten seconds, and then watches the job directories (inotify; a slow sleep only where that
+  is missing) while it keeps looking;
+* Ctrl-C or SIGTERM stops the WAIT (122) and leaves the job running; a second Ctrl-C kills
+  this command the ordinary way;
+* the reader's own `--timeout` gives 124, and the job goes on.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, TextIO
+
+from qex.client.connection import NO_LIMIT, Connection, CoordinatorError, connect
+from qex.core.names import printable_line, safe_name, short_id
+from qex.core.states import FINAL
+from qex.store.paths import Paths
+
+#: After losing the coordinator, look for a new one this long before watching files.
+RECONNECT_WINDOW = 10.0
+#: While watching files, look for a coordinator again this often.
+RECONNECT_EVERY = 5.0
+#: Up to this many jobs are refreshed with one `status` request each, above it with `list`.
+STATUS_EACH_LIMIT = 8
+
+
+class WaitInterrupted(Exception):
+    """SIGINT or SIGTERM arrived during a wait; the job was not touched."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class WaitTimedOut(Exception):
+    """The reader's `--timeout` passed; the job goes on."""
+
+
+class JobGone(Exception):
+    """The job's record disappeared during the wait (it was cleaned); exit 127."""
+
+    def __init__(self, job_id: str, message: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.message = message
+
+
+def is_final(record: dict[str, Any] | None) -> bool:
+    return record is not None and record.get("state") in FINAL
+
+
+@contextmanager
+def stop_signals() -> Iterator[None]:
+    """Turn the first SIGINT/SIGTERM into WaitInterrupted; the next one kills as usual.
+
+    After a caught signal the default actions stay in place, so a second Ctrl-C while the
+    command reports (or while `qex run` stops its job) ends the process immediately.
+    """
+    watched = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in watched}
+    caught: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        for other in watched:
+            signal.signal(other, signal.SIG_DFL)
+        caught.append(signum)
+        raise WaitInterrupted(signum)
+
+    for signum in watched:
+        signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        if not caught:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+
+
+def attach_command(ids: list[str], group: str | None = None) -> str:
+    """The command that attaches to the same work again."""
+    if group:
+        return f"qex wait {group}"
+    if len(ids) == 1:
+        return f"qex status {ids[0]} --wait"
+    return "qex wait " + " ".join(ids)
+
+
+def say(message: str, out: TextIO | None = None) -> None:
+    print(f"qex: {message}", file=out or sys.stderr, flush=True)
+
+
+def report_interrupted(ids: list[str], group: str | None = None) -> None:
+    many = len(ids) > 1 or group is not None
+    say("your wait stopped, and the " + ("jobs continue" if many else "job continues")
+        + "; nothing was sent to " + ("them" if many else "it"))
+    say(("attach to them again:  " if many else "attach to it again:  ")
+        + attach_command(ids, group))
+
+
+def report_timeout(ids: list[str], group: str | None = None) -> None:
+    many = len(ids) > 1 or group is not None
+    what = "jobs continue" if many else "job continues"
+    say(f"the wait reached its time limit, and the {what}")
+    say(("attach to them again:  " if many else "attach to it again:  ")
+        + attach_command(ids, group))
+
+
+@dataclass
+class WaitSettings:
+    """How one wait behaves. `tick` runs at least every `tick_every` seconds (log following)."""
+
+    timeout: float | None = None
+    narrate: bool = True
+    may_start: bool = False
+    tick: Callable[[], object] | None = None
+    tick_every: float = 0.08
+    out: TextIO | None = None
+
+
+class Waiter:
+    """Waits for the jobs of `records` (status records, in the order given)."""
+
+    def __init__(self, paths: Paths, conn: Connection | None, records: list[dict[str, Any]],
+                 settings: WaitSettings | None = None) -> None:
+        self.paths = paths
+        self.conn = conn
+        self.settings = settings or WaitSettings()
+        self.ids = [str(r["id"]) for r in records]
+        self.records: dict[str, dict[str, Any]] = {str(r["id"]): r for r in records}
+        self.deadline = (None if self.settings.timeout is None
+                         else time.monotonic() + self.settings.timeout)
+        #: Called with a new connection after the coordinator came back (run re-sends own_job).
+        self.on_reconnect: Callable[[Connection], None] | None = None
+        self._events: Connection | None = None
+        self._events_tried = False
+        self._said: dict[str, str] = {}
+        self._lost_said = False
+        for record in records:
+            self._narrate(record)
+
+    # -- small parts ------------------------------------------------------------------------
+
+    def _remaining(self) -> float:
+        if self.deadline is None:
+            return NO_LIMIT
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise WaitTimedOut()
+        return left
+
+    def _narrate(self, record: dict[str, Any]) -> None:
+        if not self.settings.narrate:
+            return
+        job_id = str(record.get("id"))
+        reason = record.get("blocked_reason")
+        if record.get("state") != "queued" or not isinstance(reason, str) or not reason.strip():
+            return
+        text = printable_line(reason)
+        if self._said.get(job_id) == text:
+            return
+        self._said[job_id] = text
+        name = safe_name(str(record.get("name") or "job"))
+        say(f"{short_id(job_id)} ({name}) {text}", self.settings.out)
+
+    def _update(self, record: dict[str, Any]) -> None:
+        job_id = str(record.get("id"))
+        if job_id in self.records:
+            self.records[job_id] = record
+            self._narrate(record)
+
+    def _tick(self) -> None:
+        if self.settings.tick is not None:
+            self.settings.tick()
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep, but keep the tick running and respect the reader's deadline."""
+        end = time.monotonic() + seconds
+        while True:
+            left = min(end - time.monotonic(), self._remaining())
+            if left <= 0:
+                return
+            step = min(left, self.settings.tick_every) if self.settings.tick else left
+            time.sleep(step)
+            self._tick()
+
+    def _select(self, conns: list[Connection]) -> list[Connection]:
+        for conn in conns:
+            if conn.pending():
+                return [conn]
+        remaining = self._remaining()
+        limit: float | None = None if remaining == NO_LIMIT else remaining
+        if self.settings.tick is not None:
+            every = self.settings.tick_every
+            limit = every if limit is None else min(limit, every)
+        ready, _, _ = select.select(conns, [], [], limit)
+        self._tick()
+        if not ready:
+            self._remaining()  # raises when the deadline passed
+        return list(ready)
+
+    def _gone(self, job_id: str) -> JobGone:
+        from qex.cli.resolve import history_message
+        from qex.store.history import read_all
+
+        entry = {k.lower(): v for k, v in read_all(self.paths).items()}.get(job_id.lower())
+        return JobGone(job_id, history_message(job_id, entry, time.time()))
+
+    def close(self) -> None:
+        """Close the connections this waiter holds (the events stream included)."""
+        self._drop()
+
+    def _drop(self) -> None:
+        for conn in (self.conn, self._events):
+            if conn is not None:
+                conn.close()
+        self.conn = None
+        self._events = None
+        self._events_tried = False
+
+    # -- the event stream (narration, and --next) --------------------------------------------
+
+    def _ensure_events(self, *, needed: bool = False) -> Connection | None:
+        if self._events is not None or self._events_tried or self.conn is None:
+            return self._events
+        if not (self.settings.narrate or needed):
+            return None
+        self._events_tried = True
+        try:
+            if "events" not in self.conn.capabilities():
+                return None
+            events = connect(self.paths, start=False)
+            if events is None:
+                return None
+            events.send({"op": "events", "since": "now"})
+            header = events.receive()
+        except CoordinatorError:
+            return None
+        if header.get("result") != "event":
+            events.close()
+            return None
+        self._events = events
+        return events
+
+    def _read_event(self) -> bool:
+        """Handle one line of the stream; False when the stream ended (it is then closed)."""
+        assert self._events is not None
+        try:
+            line = self._events.receive()
+        except CoordinatorError:
+            self._events.close()
+            self._events = None
+            return False
+        event = line.get("event") if line.get("result") == "event" else line
+        if not isinstance(event, dict):
+            return True
+        kind = event.get("event")
+        if kind == "job" and isinstance(event.get("job"), dict):
+            self._update(event["job"])
+        elif kind == "gap" and self.conn is not None:
+            self._refresh_from_coordinator()
+        elif kind == "bye":
+            self._events.close()
+            self._events = None
+            return False
+        return True
+
+    # -- refreshing records ----------------------------------------------------------------
+
+    def _pending(self) -> list[str]:
+        return [i for i in self.ids if not is_final(self.records.get(i))]
+
+    def _refresh_from_coordinator(self) -> None:
+        assert self.conn is not None
+        pending = self._pending()
+        if len(pending) <= STATUS_EACH_LIMIT:
+            for job_id in pending:
+                answer = self.conn.request({"op": "status", "id": job_id})
+                if answer.get("result") == "status" and isinstance(answer.get("status"), dict):
+                    self._update(answer["status"])
+                elif answer.get("kind") == "no_such_job":
+                    raise self._gone(job_id)
+            return
+        answer = self.conn.request({"op": "list"})
+        jobs = answer.get("jobs") if answer.get("result") == "jobs" else None
+        if not isinstance(jobs, list):
+            return
+        seen = set()
+        for record in jobs:
+            if isinstance(record, dict):
+                seen.add(str(record.get("id")))
+                self._update(record)
+        for job_id in pending:
+            if job_id not in seen:
+                raise self._gone(job_id)
+
+    def _refresh_from_disk(self) -> None:
+        from qex.store import atomic, jobs
+
+        for job_id in self._pending():
+            job_dir = self.paths.job_dir(job_id)
+            data = atomic.read_json(job_dir / jobs.STATUS)
+            if isinstance(data, dict) and data.get("id") == job_id:
+                self._update(data)
+            elif not job_dir.exists():
+                raise self._gone(job_id)
+
+    # -- losing and finding the coordinator --------------------------------------------------
+
+    def _try_connect(self, *, start: bool) -> Connection | None:
+        try:
+            return connect(self.paths, start=start, ceiling=min(self._remaining(), 5.0))
+        except CoordinatorError:
+            return None
+
+    def _recover(self, done: Callable[[], bool]) -> None:
+        """The coordinator went away: use the records on disk until one answers again."""
+        from qex.cli.filewatch import DirWatch
+
+        self._drop()
+        if self.settings.narrate and not self._lost_said:
+            self._lost_said = True
+            say("the coordinator stopped answering; qex reads the job records on disk and "
+                "looks for a new coordinator, and the job is not affected", self.settings.out)
+        lost_at = time.monotonic()
+        watch: DirWatch | None = None
+        try:
+            while True:
+                self._refresh_from_disk()
+                if done():
+                    return
+                elapsed = time.monotonic() - lost_at
+                conn = self._try_connect(start=False)
+                queued = any(self.records[i].get("state") == "queued" for i in self._pending())
+                late = elapsed >= RECONNECT_WINDOW
+                if conn is None and late and self.settings.may_start and queued:
+                    # A queued job needs a coordinator to ever start; this command may start one.
+                    conn = self._try_connect(start=True)
+                if conn is not None:
+                    self.conn = conn
+                    self._lost_said = False
+                    if self.on_reconnect is not None:
+                        self.on_reconnect(conn)
+                    return
+                if elapsed < RECONNECT_WINDOW:
+                    self._sleep(0.25)
+                    continue
+                if watch is None:
+                    watch = DirWatch([self.paths.job_dir(i) for i in self._pending()])
+                end = time.monotonic() + RECONNECT_EVERY
+                while time.monotonic() < end:
+                    left = min(end - time.monotonic(), self._remaining())
+                    step = min(left, self.settings.tick_every) if self.settings.tick else left
+                    watch.wait(step)
+                    self._tick()
+                    self._refresh_from_disk()
+                    if done():
+                        return
+        finally:
+            if watch is not None:
+                watch.close()
+
+    # -- the waits ---------------------------------------------------------------------------
+
+    def _wait_one(self, job_id: str) -> None:
+        """Return once `job_id` is final (in self.records), or the connection was lost."""
+        if self.conn is None:
+            self._recover(lambda: is_final(self.records.get(job_id)))
+            return
+        try:
+            self._ensure_events()
+            self.conn.send({"op": "wait", "id": job_id})
+            while True:
+                conns = [self.conn] + ([self._events] if self._events is not None else [])
+                ready = self._select(conns)
+                if self._events is not None and self._events in ready:
+                    self._read_event()
+                if self.conn not in ready:
+                    continue
+                answer = self.conn.receive()
+                result = answer.get("result")
+                if result == "status" and isinstance(answer.get("status"), dict):
+                    self._update(answer["status"])
+                    if is_final(self.records[job_id]):
+                        return
+                    self.conn.send({"op": "wait", "id": job_id})
+                elif answer.get("kind") == "no_such_job":
+                    raise self._gone(job_id)
+                else:
+                    message = printable_line(str(answer.get("message") or "no reason given"))
+                    raise CoordinatorError(f"the coordinator refused the wait: {message}",
+                                           code=121 if answer.get("result") == "error" else None)
+        except CoordinatorError as exc:
+            if not (exc.lost or exc.timeout):
+                raise
+            self._recover(lambda: is_final(self.records.get(job_id)))
+
+    def wait_all(self) -> list[dict[str, Any]]:
+        """Every job final; the records in the order given."""
+        for job_id in self.ids:
+            while not is_final(self.records.get(job_id)):
+                self._wait_one(job_id)
+        return [self.records[i] for i in self.ids]
+
+    def wait_next(self) -> tuple[dict[str, Any], list[str]]:
+        """The first job (in the order given) that is final, and the ids still not final."""
+
+        def any_final() -> bool:
+            return any(is_final(self.records.get(i)) for i in self.ids)
+
+        while True:
+            for job_id in self.ids:
+                if is_final(self.records.get(job_id)):
+                    return self.records[job_id], self._pending()
+            if self.conn is None:
+                self._recover(any_final)
+                continue
+            try:
+                events = self._ensure_events(needed=True)
+                self._refresh_from_coordinator()
+                if any_final():
+                    continue
+                if events is None:
+                    self._sleep(1.0)
+                    continue
+                while self._events is not None and not any_final():
+                    if self._select([self._events]):
+                        self._read_event()
+                if self._events is None and not any_final():
+                    self._events_tried = False  # the stream ended: a new one, or recovery
+                    if self.conn is not None:
+                        self.conn.request({"op": "ping"})
+            except CoordinatorError as exc:
+                if not (exc.lost or exc.timeout):
+                    raise
+                self._recover(any_final)
+
+
+def pause_notice(conn: Connection | None) -> str | None:
+    """The queue's pause line, printed before a wait begins, or None when nothing is paused."""
+    if conn is None:
+        return None
+    try:
+        info = conn.info()
+    except CoordinatorError:
+        return None
+    paused = info.get("paused")
+    if not isinstance(paused, dict):
+        return None
+    try:
+        from qex.cli.queue_lines import queue_pause_line
+
+        return queue_pause_line(paused, time.time())
+    except Exception:  # another helper's formatter must never break a wait
+        return "the queue is paused, so no new job starts; run `qex pause` to see why"

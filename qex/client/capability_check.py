@@ -1,0 +1,183 @@
+"""Refusing work that the running coordinator cannot obey.
+
+The protocol is additive: a coordinator ignores a field it does not know. That is safe for
+reading and dangerous for submitting, because a job that runs WITHOUT the lock you asked for
+looks exactly like one that runs with it. So before a submission the CLI asks the coordinator
+what it can do and refuses the job, naming the option, when a capability is missing.
+
+A coordinator below the capability floor cannot even say what it can do, so it is refused
+outright; a development build (`0.0.0-dev...`) answers the capability request like any other
+build, so it only gets a warning and the exact per-option check still applies.
+
+Pure: the caller passes the coordinator's `info` answer and capability names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from qex.core import protocol
+from qex.core.names import safe_name
+
+#: capability -> the options a person would recognise, in the order they are reported.
+OPTION_TEXT: dict[str, str] = {
+    "dependencies": "--needs and --after",
+    "locks": "--lock",
+    "pools": "--gpu, --vram and --claim",
+    "retries": "--retries",
+    "max-queue-time": "--max-queue-time",
+    "groups": "a group (qex pipeline or --each-line)",
+    "politeness": "--nice",
+    "dedupe": "--dedupe-key",
+}
+
+
+class CapabilityRefusal(Exception):
+    """The coordinator cannot obey this work; `message` says which option and what to do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def required(spec: Mapping[str, Any]) -> list[str]:
+    """The capabilities a job spec needs, in a stable order."""
+    needs: list[str] = []
+    if spec.get("needs") or spec.get("after"):
+        needs.append("dependencies")
+    if spec.get("locks"):
+        needs.append("locks")
+    if spec.get("claims"):
+        needs.append("pools")
+    if int(spec.get("retries") or 0) > 0:
+        needs.append("retries")
+    if spec.get("max_queue_time") is not None:
+        needs.append("max-queue-time")
+    if spec.get("group"):
+        needs.append("groups")
+    if spec.get("nice") is not None:
+        needs.append("politeness")
+    if spec.get("dedupe_key"):
+        needs.append("dedupe")
+    return needs
+
+
+def _who(info: Mapping[str, Any]) -> tuple[str, str]:
+    return str(info.get("pid") or 0), str(info.get("version") or "unknown")
+
+
+def _replace_advice(pid: str) -> str:
+    return (
+        f"stop it with `kill {pid}` (the jobs that run now continue, and the next qex command "
+        "starts a new coordinator that reads the same records), then run this command again"
+    )
+
+
+def floor_refusal(info: Mapping[str, Any]) -> str | None:
+    """The refusal for a coordinator too old to say what it can do; None when it can."""
+    pid, version = _who(info)
+    if protocol.is_development(version):
+        return None
+    if version != "unknown" and not protocol.below_floor(version):
+        return None
+    return (
+        f"the coordinator (pid {pid}) is version {version}, and only a coordinator of version "
+        f"{protocol.CAPABILITY_FLOOR} or newer says which options it obeys, so qex gives it no "
+        f"work; {_replace_advice(pid)}"
+    )
+
+
+def version_warning(info: Mapping[str, Any], own_version: str = protocol.VERSION) -> str | None:
+    """A note when the coordinator runs a different (or a replaced) program than this command."""
+    pid, version = _who(info)
+    if version != own_version:
+        return (
+            f"the coordinator (pid {pid}) is version {version}, and this command is version "
+            f"{own_version}; it stops by itself once no job runs, and the next command then "
+            "starts the new version"
+        )
+    if info.get("program_replaced"):
+        return (
+            f"the qex program was replaced after the coordinator (pid {pid}) started; it keeps "
+            "the old code until no job runs, and the next command then starts the new one"
+        )
+    return None
+
+
+def _missing_text(missing: Sequence[str]) -> str:
+    options = [OPTION_TEXT.get(name, name) for name in missing]
+    return options[0] if len(options) == 1 else ", ".join(options[:-1]) + " and " + options[-1]
+
+
+def job_refusal(spec: Mapping[str, Any], capabilities: set[str],
+                info: Mapping[str, Any]) -> str | None:
+    """The refusal for one job whose options the coordinator cannot obey; None when it can."""
+    missing = [name for name in required(spec) if name not in capabilities]
+    if not missing:
+        return None
+    pid, version = _who(info)
+    return (
+        f"the coordinator (pid {pid}, version {version}) cannot obey {_missing_text(missing)}, "
+        "so qex refuses this job: that coordinator would ignore the option in silence and still "
+        f"give you a job id; {_replace_advice(pid)}"
+    )
+
+
+@dataclass
+class Stage:
+    """One stage of a pipeline for the check; `from_config` lists needs caused by defaults."""
+
+    name: str
+    spec: Mapping[str, Any]
+    from_config: set[str] = field(default_factory=set)
+
+
+def pipeline_refusal(stages: Sequence[Stage], capabilities: set[str],
+                     info: Mapping[str, Any]) -> str | None:
+    """One refusal for the whole file, before any stage is submitted; None when all is obeyed."""
+    if not stages:
+        return None
+    reasons: list[str] = []
+    if "groups" not in capabilities:
+        reasons.append("a group, which every pipeline is")
+    per_capability: dict[str, list[Stage]] = {}
+    for stage in stages:
+        for name in required(stage.spec):
+            if name != "groups" and name not in capabilities:
+                per_capability.setdefault(name, []).append(stage)
+    for name, users in per_capability.items():
+        by_file = [s for s in users if name not in s.from_config]
+        option = OPTION_TEXT.get(name, name)
+        if not by_file:
+            reasons.append(
+                f"{option}, from a default of the configuration and no stage of this file"
+            )
+        elif len(by_file) == 1:
+            reasons.append(f"{option}, which the stage `{safe_name(by_file[0].name)}` uses")
+        else:
+            names = ", ".join(f"`{safe_name(s.name)}`" for s in by_file)
+            reasons.append(f"{option}, which the stages {names} use")
+    if not reasons:
+        return None
+    pid, version = _who(info)
+    return (
+        f"the coordinator (pid {pid}, version {version}) cannot obey " + "; nor ".join(reasons)
+        + ", so qex submits no stage of this pipeline: that coordinator would ignore those "
+        f"options in silence; {_replace_advice(pid)}"
+    )
+
+
+def preflight(info: Mapping[str, Any], capabilities: set[str], specs: Sequence[Mapping[str, Any]],
+              *, own_version: str = protocol.VERSION) -> list[str]:
+    """Check a submission: raise CapabilityRefusal, or return the warnings to print."""
+    refusal = floor_refusal(info)
+    if refusal is not None:
+        raise CapabilityRefusal(refusal)
+    for spec in specs:
+        refusal = job_refusal(spec, capabilities, info)
+        if refusal is not None:
+            raise CapabilityRefusal(refusal)
+    warning = version_warning(info, own_version)
+    return [warning] if warning else []

@@ -1,0 +1,197 @@
+"""`kill`, `cancel` and `clean`: the requests that stop jobs or delete their records.
+
+kill: the `killed-by-user` mark is written BEFORE the signal, so the supervisor classifies
+the end as `killed` (a person's stop) and not as a crash or an OOM. The KILL after the grace
+goes only to the same process (same pid, still a group leader, same start token): pids are
+reused, and a late KILL must never reach a stranger.
+
+clean: a record that unfinished work still reads is not deleted: a queued job decides from
+its dependency's record whether to run, and explains a skip with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+from qex.coordinator.log import log
+from qex.coordinator.state import Coordinator, Job, label
+from qex.core import protocol
+from qex.core.names import safe_name
+from qex.core.states import State
+from qex.platform import procs
+from qex.store import history
+from qex.store import jobs as job_files
+
+#: The sentence a job gets when the command that owned it went away before it started.
+OWNER_GONE = (
+    "the command that started this job stopped before the job could start, so qex took it out "
+    "of the queue. Use `qex submit` for work that must outlive the command that starts it."
+)
+
+
+def _job_or_error(coord: Coordinator, message: dict[str, Any]) -> Job | dict[str, Any]:
+    job_id = message.get("id")
+    job = coord.jobs.get(job_id) if isinstance(job_id, str) else None
+    if job is None:
+        return protocol.error(protocol.NO_SUCH_JOB, f"there is no job with the id {job_id}")
+    return job
+
+
+def handle_kill(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    found = _job_or_error(coord, message)
+    if isinstance(found, dict):
+        return found
+    job = found
+    coord.refresh(job)
+    record = job.record
+    if job.state == State.QUEUED:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} waits in the queue and has no process to signal; use "
+            f"`qex cancel {job.id}` to take it out of the queue"))
+    if job.final:
+        return protocol.error(protocol.WRONG_STATE,
+                              f"the job {job.id} already stopped; its state is `{record.state}`")
+    pid = record.pid
+    if not pid:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} is starting and has no process yet; try the command again in a "
+            "moment"))
+    signum = message.get("signal", signal.SIGTERM)
+    if isinstance(signum, bool) or not isinstance(signum, int) or not 1 <= signum <= 64:
+        return protocol.error(protocol.INTERNAL, f"`{signum}` is not a signal number from 1 to 64")
+    grace = message.get("grace_secs", 10)
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
+        grace = 10
+    token = record.pid_start_token
+    if not (procs.same_process(pid, token) and procs.leads_group(pid)):
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} has no process: it stopped in the moment before this command, "
+            f"and `qex status {job.id}` gives its result"))
+    try:
+        fd = os.open(job.dir / job_files.KILLED_MARK,
+                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, f"{signum}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return protocol.error(protocol.INTERNAL, (
+            f"qex could not mark the job {job.id} as stopped by a person "
+            f"({exc.strerror or exc}), so it sent no signal; its record could not tell your stop "
+            "from a crash"))
+    if not procs.signal_group(pid, signum):
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} has no process: it stopped in the moment before this command, "
+            f"and `qex status {job.id}` gives its result"))
+    log(f"the signal {procs.signal_name(signum)} went to the job {label(record)} (group {pid})")
+    if signum != signal.SIGKILL and grace > 0:
+        asyncio.get_running_loop().call_later(float(grace), _escalate, coord, job.id, pid, token)
+    return protocol.ok()
+
+
+def _escalate(coord: Coordinator, job_id: str, pid: int, token: str | None) -> None:
+    """The grace is over: KILL the group, but only if it is still the same job process."""
+    job = coord.jobs.get(job_id)
+    if job is None:
+        return
+    coord.refresh(job)
+    if not job.active or job.record.pid != pid:
+        return
+    if procs.same_process(pid, token) and procs.leads_group(pid):
+        procs.signal_group(pid, signal.SIGKILL)
+        log(f"the job {label(job.record)} outlived its grace; qex sent KILL to group {pid}")
+
+
+def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    found = _job_or_error(coord, message)
+    if isinstance(found, dict):
+        return found
+    job = found
+    if job.state == State.QUEUED:
+        cancel(coord, job, error=None)
+        return protocol.ok()
+    if job.active:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} operates now, so it is no longer in the queue; use "
+            f"`qex kill {job.id}` to stop it"))
+    return protocol.error(protocol.WRONG_STATE, (
+        f"the job {job.id} already stopped in the state `{job.record.state}`, so there is "
+        "nothing to cancel"))
+
+
+def cancel(coord: Coordinator, job: Job, *, error: str | None) -> None:
+    log(f"the job {label(job.record)} left the queue (cancelled)")
+    coord.finish(job, State.CANCELLED, error=error)
+
+
+def holders(coord: Coordinator, target: Job) -> tuple[Job | None, Job | None]:
+    """(an unfinished job that reads `target` via needs/after, an unfinished job of its group)."""
+    reverse: dict[str, list[Job]] = {}
+    for job in coord.jobs.values():
+        for dep in [*job.record.needs, *job.record.after]:
+            reverse.setdefault(dep, []).append(job)
+    seen: set[str] = set()
+    frontier = [target.id]
+    while frontier:
+        current = frontier.pop()
+        for dependant in reverse.get(current, []):
+            if dependant.id in seen:
+                continue
+            seen.add(dependant.id)
+            if not dependant.final:
+                return dependant, None
+            frontier.append(dependant.id)
+    group = target.record.group
+    if group:
+        for job in coord.jobs.values():
+            if job.id != target.id and job.record.group == group and not job.final:
+                return None, job
+    return None, None
+
+
+def handle_clean(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    found = _job_or_error(coord, message)
+    if isinstance(found, dict):
+        return found
+    job = found
+    coord.refresh(job)
+    if not job.final:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} has not stopped (its state is `{job.record.state}`); stop it "
+            f"first with `qex kill {job.id}`, or `qex cancel {job.id}` while it waits"))
+    reader, sibling = holders(coord, job)
+    if reader is not None:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} is needed by {label(reader.record)}, which has not stopped and "
+            "reads this record to decide whether to run; wait for that job, or cancel it, and "
+            "clean this one afterwards"))
+    if sibling is not None:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} belongs to a pipeline that has work left ({label(sibling.record)} "
+            "has not stopped); the record of each stage stays while the pipeline operates"))
+    remove(coord, job)
+    return protocol.ok()
+
+
+def remove(coord: Coordinator, job: Job) -> None:
+    """Delete a final job's record and directory, and leave a trace in the history."""
+    now = coord.now()
+    record = job.record
+    for other in coord.jobs.values():
+        if other.id != job.id and other.record.caused_by == job.id:
+            other.record.caused_by = None
+            other.record.error = (
+                f"the job `{safe_name(record.name)}` ({record.state}) did not succeed, so this "
+                "job did not run; that job's record is deleted, so there is no log to read")
+            coord.write_logged(other)
+    coord.forget(job)
+    try:
+        history.record_removed(coord.paths, record.id, record.name, record.submitted_at,
+                               removed_at=now, final_state=record.state)
+    except OSError as exc:
+        log(f"qex could not note the removal of {label(record)} in the history: "
+            f"{exc.strerror or exc}")
+    job_files.remove_job_dir(job.dir)

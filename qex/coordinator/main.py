@@ -1,0 +1,189 @@
+"""`qex daemon`: start, recover, serve, and stop the coordinator of one state dir.
+
+Start sequence (each step can end the process, with the reason in the log):
+1. read the config (a bad file: exit 1, the message in the log);
+2. the run and jobs dirs, 0700;
+3. the pid lock (held by another process: exit 0 quietly; a CLI may have raced us);
+4. the socket: systemd's, or our own bound under umask 0177;
+5. recovery from the records, then READY=1 to systemd.
+Stop (SIGTERM, SIGINT, idle, replaced program): unlink the socket first (only if we bound
+it) so new commands start a new coordinator, `bye` to event readers, withdraw the peer
+record, STOPPING=1. The jobs continue: their supervisors do not depend on us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from qex import __version__
+from qex.coordinator.log import log, log_exception
+from qex.coordinator.startup import AnotherCoordinator, StartError, bind_socket, lock_pid_file
+from qex.core.config import Config, ConfigError
+from qex.core.protocol import MAX_LINE
+from qex.store.paths import Paths, ensure_private_dir
+
+DEFAULT_IDLE_SECS = 3600.0
+#: How long event readers get to receive `bye` at the stop.
+BYE_GRACE_SECS = 1.0
+
+
+def idle_limit(env: dict[str, str] | None = None) -> float:
+    value = (os.environ if env is None else env).get("QEX_IDLE_EXIT_SECS", "")
+    try:
+        seconds = float(value) if value.strip() else DEFAULT_IDLE_SECS
+    except ValueError:
+        return DEFAULT_IDLE_SECS
+    return seconds if seconds > 0 else DEFAULT_IDLE_SECS
+
+
+def run(paths: Paths) -> int:
+    """The whole life of a coordinator. Returns the process exit code."""
+    from qex.store.config_file import load_config
+
+    try:
+        config = load_config(paths)
+    except ConfigError as exc:
+        log(f"the coordinator did not start: {exc}")
+        return 1
+    try:
+        ensure_private_dir(paths.run_dir)
+        ensure_private_dir(paths.jobs_dir)
+    except OSError as exc:
+        log(f"the coordinator did not start: qex cannot make its directories under "
+            f"{paths.state_dir} ({exc.strerror or exc})")
+        return 1
+    try:
+        lock_fd = lock_pid_file(paths.pid_file)
+    except AnotherCoordinator:
+        log("a different coordinator operates for this state directory; this process stops")
+        return 0
+    except StartError as exc:
+        log(f"the coordinator did not start: {exc}")
+        return 0
+    try:
+        return _serve_with_socket(paths, config)
+    finally:
+        os.close(lock_fd)
+
+
+@dataclass
+class Listener:
+    """The listening socket, and the file we bound (None when systemd owns it)."""
+
+    sock: socket.socket
+    path: Path | None = None
+    inode: int | None = None
+
+    def unlink(self) -> None:
+        """Remove our socket file, but never a newer coordinator's at the same path."""
+        if self.path is None:
+            return
+        try:
+            if os.lstat(self.path).st_ino == self.inode:
+                os.unlink(self.path)
+        except OSError:
+            pass
+        self.path = None
+
+
+def _serve_with_socket(paths: Paths, config: Config) -> int:
+    from qex.platform.activation import listen_socket
+
+    inherited = listen_socket()
+    if inherited is not None:
+        listener = Listener(inherited)
+    else:
+        try:
+            sock = bind_socket(paths.socket_path)
+        except AnotherCoordinator as exc:
+            log(f"{exc}; this process stops")
+            return 0
+        except (StartError, OSError) as exc:
+            log(f"the coordinator did not start: {exc}")
+            return 1
+        listener = Listener(sock, paths.socket_path, os.lstat(paths.socket_path).st_ino)
+    try:
+        return asyncio.run(_main(paths, config, listener))
+    except Exception:
+        log_exception("the coordinator stopped after a fault")
+        return 1
+    finally:
+        listener.unlink()
+        listener.sock.close()
+
+
+async def _main(paths: Paths, config: Config, listener: Listener) -> int:
+    from qex.coordinator.events import EventHub, retained_from_env
+    from qex.coordinator.hooks import make_hook_runner
+    from qex.coordinator.reaper import reap_children
+    from qex.coordinator.recovery import recover
+    from qex.coordinator.runner import Runner, remember_program
+    from qex.coordinator.server import Server
+    from qex.coordinator.state import Coordinator
+    from qex.platform import machine as machine_info
+    from qex.platform import procs
+    from qex.platform.activation import notify
+    from qex.store.config_file import ConfigWatcher
+
+    loop = asyncio.get_running_loop()
+    remember_program()
+    coord = Coordinator(
+        paths=paths, config=config, machine=machine_info.machine(),
+        events=EventHub(retained=retained_from_env(), version=__version__, pid=os.getpid(),
+                        started_at=time.time()),
+        started_at=time.time(), idle_limit=idle_limit(), boot_id=procs.boot_id(),
+    )
+    coord.touch()
+    make_hook_runner(coord)
+    # Children exit at any time from here on; reap them from the start.
+    loop.add_signal_handler(signal.SIGCHLD, reap_children, coord)
+    recover(coord)
+
+    server = Server(coord)
+    watcher: ConfigWatcher | None
+    try:
+        watcher = ConfigWatcher(paths, config)
+    except Exception as exc:
+        log(f"the configuration file will not be read again while this coordinator runs: {exc}")
+        watcher = None
+    runner = Runner(coord, watcher, server.active_count)
+    runner.prune_history(coord.now())
+
+    def stop(reason: str) -> None:
+        if not coord.stopping:
+            coord.stopping = True
+            coord.stop_reason = reason
+        coord.kick()
+
+    loop.add_signal_handler(signal.SIGTERM, stop, "the coordinator received SIGTERM")
+    loop.add_signal_handler(signal.SIGINT, stop, "the coordinator received SIGINT")
+    loop.add_signal_handler(signal.SIGHUP, coord.kick)
+
+    listener.sock.setblocking(False)
+    unix_server = await asyncio.start_unix_server(server.serve, sock=listener.sock,
+                                                  limit=MAX_LINE)
+    where = listener.path or "the socket that systemd passed"
+    log(f"the coordinator started; pid {os.getpid()}; version {__version__}; socket {where}")
+    notify(f"READY=1\nSTATUS=the queue of {paths.state_dir} is open\nMAINPID={os.getpid()}")
+    reap_children(coord)  # anything that exited before the handler existed
+
+    await runner.run()
+
+    # -- stop --------------------------------------------------------------------------------
+    notify("STOPPING=1")
+    log(f"the coordinator stops: {coord.stop_reason}")
+    listener.unlink()
+    unix_server.close()
+    coord.events.close(coord.stop_reason or "the coordinator stops", coord.now())
+    await server.say_goodbye(BYE_GRACE_SECS)
+    runner.withdraw_peer()
+    for client in list(server.clients):
+        client.close()
+    log("the coordinator stopped")
+    return 0

@@ -1,0 +1,153 @@
+"""Rebuild the coordinator's memory from the records on disk, at start.
+
+A coordinator holds no result: a `kill -9` on it loses nothing, because every job's record
+is on disk and its supervisor outlives it. The next coordinator reads every job directory
+and decides, for each record that was active, whether a process of it still runs. A pid is
+trusted only with the same boot id AND the same process start token AND not a zombie
+(`qex.platform.procs`); pids are reused, and on this machine an exited orphan stays a zombie
+that still answers `kill(pid, 0)`. Processes are never signalled when the boot differs.
+"""
+
+from __future__ import annotations
+
+from qex.coordinator import pausing
+from qex.coordinator.log import log
+from qex.coordinator.reaper import stop_job_group, watch_foreign
+from qex.coordinator.state import (
+    Coordinator,
+    Job,
+    label,
+    read_supervisor_pid_file,
+    supervisor_log_tail,
+)
+from qex.core.states import ACTIVE, FINAL, State
+from qex.platform import procs
+from qex.store import jobs as job_files
+from qex.store.pause import read_pause
+
+
+def load_jobs(coord: Coordinator) -> list[Job]:
+    """Every job directory with both a readable spec and a readable record."""
+    loaded: list[Job] = []
+    for job_dir in job_files.iter_job_dirs(coord.paths):
+        spec = job_files.read_spec(job_dir)
+        record = job_files.read_status(job_dir)
+        if spec is None or record is None or record.id != job_dir.name:
+            continue
+        try:
+            State(record.state)
+        except ValueError:
+            log(f"the record in {job_dir} has the unknown state `{record.state}`; "
+                "qex leaves it alone")
+            continue
+        loaded.append(Job.from_records(spec, record, job_dir))
+    return loaded
+
+
+def recover(coord: Coordinator) -> None:
+    """Read the pause file and every record; judge active ones; rebuild queue and dedupe map."""
+    now = coord.now()
+    expired_pause_end = pausing.load_at_start(coord, read_pause(coord.paths.paused_file, now), now)
+    jobs = load_jobs(coord)
+    for job in jobs:
+        coord.jobs[job.id] = job
+    coord.next_sequence = max((job.record.sequence for job in jobs), default=0) + 1
+    queued = [job for job in jobs if job.state == State.QUEUED]
+    queued.sort(key=lambda j: (-j.priority, j.record.submitted_at, j.record.sequence))
+    coord.queue = [job.id for job in queued]
+    for job in jobs:
+        if job.state in ACTIVE:
+            _judge_active(coord, job)
+    _rebuild_dedupe(coord)
+    if expired_pause_end is not None:
+        pausing.end_queue_pause(coord, expired_pause_end)
+    for record in coord.sorted_records():
+        coord.events.observe(record.to_dict(), now)
+    counts = {"queued": 0, "active": 0, "final": 0}
+    for job in coord.jobs.values():
+        counts["queued" if job.state == State.QUEUED else "final" if job.final else "active"] += 1
+    log(f"recovered {len(coord.jobs)} job record(s): {counts['active']} active, "
+        f"{counts['queued']} queued, {counts['final']} final")
+
+
+def _rebuild_dedupe(coord: Coordinator) -> None:
+    """Among jobs sharing a key, a job that has not stopped wins, then the latest one."""
+    best: dict[str, Job] = {}
+    for job in coord.jobs.values():
+        if not job.dedupe_key:
+            continue
+        current = best.get(job.dedupe_key)
+        if current is None or _dedupe_rank(job) > _dedupe_rank(current):
+            best[job.dedupe_key] = job
+    coord.dedupe = {key: job.id for key, job in best.items()}
+
+
+def _dedupe_rank(job: Job) -> tuple[int, float, int]:
+    return (0 if job.state in FINAL else 1, job.record.submitted_at, job.record.sequence)
+
+
+def _judge_active(coord: Coordinator, job: Job) -> None:
+    record = job.record
+    same_boot = record.boot_id is None or record.boot_id == coord.boot_id
+    job_alive = bool(
+        same_boot and record.pid and procs.leads_group(record.pid)
+        and procs.same_process(record.pid, record.pid_start_token)
+    )
+    file_pid, file_token, file_exists = read_supervisor_pid_file(job.dir)
+    sup_pid = record.supervisor_pid or file_pid
+    sup_token = record.supervisor_start_token or (file_token if sup_pid == file_pid else None)
+    sup_alive = bool(same_boot and sup_pid and procs.same_process(sup_pid, sup_token))
+    if sup_alive:
+        job.supervisor_pid = sup_pid
+        job.supervisor_token = sup_token or procs.start_token(int(sup_pid or 0))
+        job.supervisor_is_child = False
+        log(f"the supervisor (pid {sup_pid}) of the job {label(record)} still operates; "
+            "qex watches it")
+        watch_foreign(coord, job)
+        return
+    if job_alive:
+        stopped = stop_job_group(int(record.pid or 0), record.pid_start_token)
+        error = "the coordinator stopped, and the supervisor of this job did not continue"
+        said = supervisor_log_tail(job.dir)
+        if said:
+            error += f". The supervisor said: {said}"
+        if stopped:
+            error += "; qex stopped the job process, because nothing could record its result"
+        _retire(coord, job, error)
+        return
+    never_launched = record.supervisor_pid is None and not file_exists
+    if record.state == State.STARTING and not record.pid and never_launched:
+        record.state = State.QUEUED.value
+        record.started_at = None
+        record.finished_at = None
+        record.error = None
+        record.blocked_reason = None
+        record.blocked_since = None
+        record.supervisor_start_token = None
+        record.assigned = {}
+        record.forced = False
+        record.forced_reason = None
+        record.pid = None
+        record.pid_start_token = None
+        coord.write_logged(job)
+        coord.enqueue(job)
+        log(f"the job {label(record)} had not started when the coordinator stopped; "
+            "it is queued again")
+        return
+    if same_boot:
+        error = "the coordinator stopped, and neither the job nor its supervisor continued"
+        said = supervisor_log_tail(job.dir)
+        if said:
+            error += f". The supervisor said: {said}"
+    else:
+        error = ("the machine restarted while the job was active, and no process of the job "
+                 "survived the restart; submit it again with `qex rerun` if you still need it")
+    _retire(coord, job, error)
+
+
+def _retire(coord: Coordinator, job: Job, error: str) -> None:
+    record = job.record
+    record.supervisor_pid = None
+    record.supervisor_start_token = None
+    log(f"the job {label(record)} failed at recovery: {error}")
+    coord.finish(job, State.FAILED, error=error)

@@ -1,0 +1,210 @@
+"""One scheduler pass: measure, build a `Snapshot`, call the pure `decide`, apply the result.
+
+The decision itself lives in `qex.core.scheduler` (pure, tested without processes). This
+module is the impure half: it reads the machine and the peers, writes the records that the
+decision changes, and starts supervisors. A pass runs only when something changed or a
+deadline that the decision depends on arrived (see `runner.next_deadline`).
+
+Start order for one job: the record says `starting` (with `assigned`, `forced`,
+`started_at`) on disk BEFORE the supervisor exists, so a crash between the two leaves a
+record that recovery can put back in the queue; after the launch the supervisor is the
+record's writer, and the coordinator keeps its pid in `supervisor.pid`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from qex.coordinator import pausing
+from qex.coordinator.log import log
+from qex.coordinator.state import Coordinator, Job, describe_os_error, label
+from qex.core.config import Pool
+from qex.core.records import Assignment, PoolClaim
+from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
+from qex.core.states import State
+from qex.platform import machine as machine_info
+from qex.store import atomic
+from qex.store import jobs as job_files
+
+
+@dataclass
+class PassResult:
+    """What the runner needs to plan the next wake-up."""
+
+    decision: Decision
+    external_wait: bool      # a job waits for something outside qex's control (peers, memory)
+
+
+def job_view(job: Job) -> JobView:
+    record = job.record
+    claims = {name: PoolClaim(int(c.get("count", 0)), c.get("size"))
+              for name, c in (record.claims or {}).items()}
+    assigned = {
+        name: Assignment(int(a.get("units", 0)), list(a.get("devices") or []), a.get("size"))
+        for name, a in (record.assigned or {}).items()
+    }
+    return JobView(
+        id=record.id, name=record.name, state=record.state, priority=job.priority,
+        submitted_at=record.submitted_at, sequence=record.sequence, cpu=record.cpu,
+        mem=record.mem, locks=tuple(record.locks), claims=claims, needs=tuple(record.needs),
+        after=tuple(record.after), max_queue_time=job.max_queue_time,
+        queue_time_applies=record.queue_time_applies,
+        queue_pause_secs=float(record.queue_pause_secs or 0.0), passed_by=record.passed_by,
+        blocked_since=record.blocked_since, blocked_reason=record.blocked_reason,
+        started_at=record.started_at, assigned=assigned,
+    )
+
+
+def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
+    config = coord.config
+    return Snapshot(
+        now=now,
+        queue=tuple(job_view(job) for job in coord.queued_jobs()),
+        active=tuple(job_view(job) for job in coord.active_jobs()),
+        known={job.id: KnownJob(job.id, job.record.name, job.record.state, job.record.caused_by)
+               for job in coord.jobs.values()},
+        cpu_budget=coord.cpu_budget(),
+        mem_budget=coord.mem_budget(),
+        pools=tuple(config.pools),
+        peers=peers,
+        mem_available=machine_info.mem_available(),
+        reserve_mem=config.system.reserve_mem,
+        pressure=machine_info.memory_pressure(),
+        max_pressure=config.system.max_pressure,
+        pause=pausing.pause_view(coord),
+        oversized=config.queue.oversized,
+        max_bypass=config.queue.max_bypass,
+        settle=config.queue.settle,
+        idle_since=coord.idle_since,
+    )
+
+
+def run_pass(coord: Coordinator, peers: PeerLoad) -> PassResult:
+    """Decide and apply once. Safe to call at any time on the loop thread."""
+    from qex.core.scheduler import decide
+
+    now = coord.now()
+    pausing.end_due_pauses(coord, now)
+    _track_idle(coord, now)
+    decision = decide(build_snapshot(coord, now, peers))
+    apply(coord, decision)
+    _track_idle(coord, coord.now())
+    coord.queue_state = decision.queue_state
+    coord.head_id = decision.head_id
+    coord.head_blocker = decision.head_blocker
+    external = decision.queue_state in ("waits-for-peer", "waits-for-machine")
+    return PassResult(decision=decision, external_wait=external)
+
+
+def _track_idle(coord: Coordinator, now: float) -> None:
+    if any(True for _ in coord.active_jobs()):
+        coord.idle_since = None
+    elif coord.idle_since is None:
+        coord.idle_since = now
+
+
+def apply(coord: Coordinator, decision: Decision) -> None:
+    for job_id, update in decision.waits.items():
+        job = coord.jobs.get(job_id)
+        if job is None or job.state != State.QUEUED:
+            continue
+        record = job.record
+        if (record.blocked_reason, record.blocked_since, record.passed_by) == (
+            update.blocked_reason, update.blocked_since, update.passed_by
+        ):
+            continue
+        record.blocked_reason = update.blocked_reason
+        record.blocked_since = update.blocked_since
+        record.passed_by = update.passed_by
+        coord.write_logged(job)
+        coord.publish(job)
+    for skip in decision.skips:
+        job = coord.jobs.get(skip.id)
+        if job is not None and job.state == State.QUEUED:
+            coord.finish(job, State.SKIPPED, error=skip.error, caused_by=skip.caused_by)
+    for expiry in decision.expiries:
+        job = coord.jobs.get(expiry.id)
+        if job is None or job.state != State.QUEUED or job.record.started_at is not None:
+            continue
+        coord.finish(job, State.EXPIRED, error=expiry.error)
+    for start in decision.starts:
+        job = coord.jobs.get(start.id)
+        if job is None or job.state != State.QUEUED:
+            continue
+        start_job(coord, job, {name: a.to_dict() for name, a in start.assigned.items()},
+                  start.forced, start.forced_reason)
+    if decision.skips or decision.expiries:
+        # A skip can break the jobs that need the skipped one: look again at once.
+        coord.kick()
+
+
+def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object]],
+              forced: bool, forced_reason: str | None) -> None:
+    from qex.platform.launch import launch_supervisor
+
+    now = coord.now()
+    record = job.record
+    record.state = State.STARTING.value
+    record.assigned = assigned
+    record.forced = forced
+    record.forced_reason = forced_reason if forced else None
+    record.started_at = now
+    record.finished_at = None
+    record.blocked_reason = None
+    record.blocked_since = None
+    record.passed_by = 0
+    record.boot_id = coord.boot_id
+    coord.queue.remove(job.id)
+    try:
+        coord.write(job)
+    except OSError as exc:
+        coord.finish(job, State.FAILED, error=(
+            f"qex could not write the record of this job ({describe_os_error(exc)}), so it did "
+            "not start it; free space in the state directory and submit the job again"))
+        return
+    coord.last_start_at = now
+    coord.publish(job)
+    config = coord.config
+    want_scope = config.enforce.mode != "off" and config.enforce.use_systemd
+    try:
+        launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ))
+    except Exception as exc:
+        log(f"qex could not start the supervisor of the job {label(record)}: {exc}")
+        coord.finish(job, State.FAILED, error=(
+            f"qex could not start the supervisor of this job: {exc}. Read the coordinator log "
+            f"{coord.paths.daemon_log}, and submit the job again once the cause is fixed"))
+        return
+    job.supervisor_pid = launched.pid
+    job.supervisor_token = launched.start_token
+    job.supervisor_is_child = True
+    coord.children[launched.pid] = job.id
+    if launched.note:
+        log(f"the job {label(record)} runs without a scope: {launched.note}")
+    text = f"{launched.pid} {launched.start_token or ''}".rstrip() + "\n"
+    try:
+        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600)
+    except OSError as exc:
+        log(f"qex could not write {job.dir / job_files.SUPERVISOR_PID}: {describe_os_error(exc)}")
+
+
+def peer_claims(coord: Coordinator) -> tuple[int, int, dict[str, int], dict[str, list[int]]]:
+    """What this coordinator publishes: active cores, memory, pool units and device indices.
+
+    Only declared pools are shared; an undeclared name is a lock inside this queue.
+    """
+    declared: dict[str, Pool] = {pool.name: pool for pool in coord.config.pools}
+    cpu = mem = 0
+    pools: dict[str, int] = {}
+    devices: dict[str, set[int]] = {}
+    for job in coord.active_jobs():
+        cpu += job.record.cpu
+        mem += job.record.mem
+        for name, assignment in (job.record.assigned or {}).items():
+            if name not in declared:
+                continue
+            pools[name] = pools.get(name, 0) + int(assignment.get("units", 0))
+            indices = assignment.get("devices") or []
+            if indices:
+                devices.setdefault(name, set()).update(int(i) for i in indices)
+    return cpu, mem, pools, {name: sorted(found) for name, found in devices.items()}

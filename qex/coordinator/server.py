@@ -1,0 +1,321 @@
+"""The socket server: JSON lines in, JSON lines out, many requests per connection.
+
+Each connection reads one request line at a time and writes one answer line, except
+`events` (the connection becomes a stream) and `wait` (the answer comes when the job is
+final). A line that is not a JSON object gets an `error` answer and the connection goes on;
+unknown fields are ignored (the additive rule). Only the same user (or root) may talk to the
+coordinator: the socket is 0600 in a 0700 directory, and SO_PEERCRED checks it again.
+
+The read of the next line is always pending as a task, so a `wait` or an event stream can
+notice at once that the client went away (EOF) and drop what it held for it; a job owned
+through `own_job` is cancelled then, if it is still queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from qex.coordinator import control, pausing, queries
+from qex.coordinator.events import wrap
+from qex.coordinator.log import log, log_exception
+from qex.coordinator.state import Coordinator, label
+from qex.coordinator.submit import handle_submit
+from qex.core import protocol
+
+#: The longest time one event line may take to leave; a reader that stalls longer is dropped.
+EVENT_WRITE_TIMEOUT = 30.0
+#: A `wait` re-reads the record at least this often, whatever it was told.
+WAIT_RECHECK_SECS = 30.0
+
+Handler = Callable[["Client", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+class Client:
+    """One connection: its streams, its pending read, and the jobs it owns."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.owned: set[str] = set()
+        self._pending: asyncio.Task[bytes] | None = None
+
+    def next_line(self) -> asyncio.Task[bytes]:
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self.reader.readline())
+        return self._pending
+
+    def consume(self) -> bytes:
+        task = self._pending
+        assert task is not None and task.done()
+        self._pending = None
+        return task.result()
+
+    async def hung_up_or(self, future: Awaitable[Any], timeout: float | None) -> bool:
+        """Wait for `future` (or the timeout). True when the client closed its end first."""
+        line_task = self.next_line()
+        waiter = asyncio.ensure_future(future)
+        done, _ = await asyncio.wait({waiter, line_task}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if waiter not in done:
+            waiter.cancel()
+        if line_task in done:
+            try:
+                line = line_task.result()
+            except (OSError, ValueError, asyncio.IncompleteReadError):
+                return True
+            if not line:
+                return True
+        return False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.writer.write(protocol.encode(message))
+        await self.writer.drain()
+
+    def close(self) -> None:
+        if self._pending is not None and not self._pending.done():
+            self._pending.cancel()
+        try:
+            self.writer.close()
+        except (OSError, RuntimeError):
+            pass
+
+
+def peer_uid(sock: socket.socket | None) -> int | None:
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    return int(uid)
+
+
+class Server:
+    def __init__(self, coord: Coordinator) -> None:
+        self.coord = coord
+        self.clients: set[Client] = set()
+        self.streams: set[Client] = set()
+        self._handlers: dict[str, Handler] = {
+            "ping": self._ping,
+            "info": self._info,
+            "capabilities": self._capabilities,
+            "submit": self._submit,
+            "own_job": self._own_job,
+            "list": self._list,
+            "status": self._status,
+            "wait": self._wait,
+            "kill": self._kill,
+            "cancel": self._cancel,
+            "clean": self._clean,
+            "pause": self._pause,
+            "resume": self._resume,
+            "pause_state": self._pause_state,
+            "job_changed": self._job_changed,
+        }
+
+    def active_count(self) -> int:
+        """Connections that are not event streams (a reader does not keep a coordinator up)."""
+        return len(self.clients) - len(self.streams)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        client = Client(reader, writer)
+        uid = peer_uid(writer.get_extra_info("socket"))
+        if uid is not None and uid not in (os.getuid(), 0):
+            log(f"a process of uid {uid} connected, and only uid {os.getuid()} may; it was refused")
+            client.close()
+            return
+        self.clients.add(client)
+        try:
+            await self._loop(client)
+        except (ConnectionError, BrokenPipeError):
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log_exception("a connection failed")
+        finally:
+            self.clients.discard(client)
+            self.streams.discard(client)
+            client.close()
+            self._release(client)
+
+    async def _loop(self, client: Client) -> None:
+        while not self.coord.stopping:
+            try:
+                await client.next_line()
+                line = client.consume()
+            except (ValueError, asyncio.LimitOverrunError):
+                await client.send(protocol.error(
+                    protocol.INTERNAL, "qex could not read this request: the line is too long"))
+                return
+            if not line:
+                return
+            if not line.strip():
+                continue
+            self.coord.touch()
+            try:
+                message = protocol.decode(line)
+            except protocol.ProtocolError as exc:
+                await client.send(protocol.error(protocol.INTERNAL,
+                                                 f"qex could not read this request: {exc}"))
+                continue
+            op = message.get("op")
+            if op == "events":
+                await self._events(client, message)
+                return
+            handler = self._handlers.get(op) if isinstance(op, str) else None
+            if handler is None:
+                await client.send(protocol.error(
+                    protocol.INTERNAL,
+                    f"this coordinator does not know the request `{op}`; it may be older than "
+                    "the command that sent it"))
+                continue
+            try:
+                answer = await handler(client, message)
+            except Exception as exc:
+                log_exception(f"the request `{op}` failed")
+                answer = protocol.error(protocol.INTERNAL, f"qex could not handle `{op}`: {exc}")
+            if answer is None:
+                return  # the client went away while it waited
+            await client.send(answer)
+
+    def _release(self, client: Client) -> None:
+        """The connection ended: cancel the still-queued jobs it owned."""
+        for job_id in sorted(client.owned):
+            job = self.coord.jobs.get(job_id)
+            if job is not None and job.record.state == "queued":
+                control.cancel(self.coord, job, error=control.OWNER_GONE)
+        if not self.coord.has_work():
+            self.coord.kick()  # lets the loop notice a replaced program once nobody talks
+
+    # -- handlers ------------------------------------------------------------------------
+
+    async def _ping(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return protocol.ok()
+
+    async def _info(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return queries.handle_info(self.coord)
+
+    async def _capabilities(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return queries.handle_capabilities(self.coord)
+
+    async def _submit(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return handle_submit(self.coord, message)
+
+    async def _own_job(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        job_id = message.get("id")
+        if not isinstance(job_id, str) or job_id not in self.coord.jobs:
+            return protocol.error(protocol.NO_SUCH_JOB, f"there is no job with the id {job_id}")
+        client.owned.add(job_id)
+        return protocol.ok()
+
+    async def _list(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return queries.handle_list(self.coord)
+
+    async def _status(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return queries.handle_status(self.coord, message)
+
+    async def _wait(self, client: Client, message: dict[str, Any]) -> dict[str, Any] | None:
+        coord = self.coord
+        job_id = message.get("id")
+        if not isinstance(job_id, str) or job_id not in coord.jobs:
+            return protocol.error(protocol.NO_SUCH_JOB, f"there is no job with the id {job_id}")
+        while True:
+            job = coord.jobs.get(job_id)
+            if job is None:
+                return protocol.error(protocol.NO_SUCH_JOB, (
+                    f"the record of the job {job_id} was deleted while this command waited"))
+            coord.refresh(job)
+            if job.final:
+                return {"result": "status", "status": job.record.to_dict()}
+            future = coord.add_waiter(job_id)
+            try:
+                gone = await client.hung_up_or(future, WAIT_RECHECK_SECS)
+            finally:
+                coord.drop_waiter(job_id, future)
+            if gone:
+                return None
+            if coord.stopping:
+                return None
+
+    async def _kill(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return control.handle_kill(self.coord, message)
+
+    async def _cancel(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return control.handle_cancel(self.coord, message)
+
+    async def _clean(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return control.handle_clean(self.coord, message)
+
+    async def _pause(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            pausing.pause(self.coord, message)
+        except pausing.PauseError as exc:
+            return protocol.error(protocol.WRONG_STATE, str(exc))
+        return pausing.state_answer(self.coord)
+
+    async def _resume(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            pausing.resume(self.coord, message)
+        except pausing.PauseError as exc:
+            return protocol.error(protocol.WRONG_STATE, str(exc))
+        return pausing.state_answer(self.coord)
+
+    async def _pause_state(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return pausing.state_answer(self.coord)
+
+    async def _job_changed(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        job = self.coord.jobs.get(message.get("id") or "")
+        if job is not None:
+            before = job.record.state
+            if self.coord.refresh(job) and job.record.state != before:
+                log(f"the job {label(job.record)} is {job.record.state}")
+        return protocol.ok()
+
+    # -- the event stream ----------------------------------------------------------------
+
+    async def _events(self, client: Client, message: dict[str, Any]) -> None:
+        hub = self.coord.events
+        self.streams.add(client)
+        now = self.coord.now()
+        cursor, gaps = hub.open_cursor(message.get("since"), now)
+        writer = client.writer
+        writer.write(wrap(hub.header(now)))
+        for gap in gaps:
+            writer.write(wrap(gap))
+        while True:
+            if not await self._drain(client):
+                return
+            lines = hub.take(cursor, self.coord.now())
+            if lines:
+                writer.write(b"".join(lines))
+                continue
+            if hub.closed_reason is not None:
+                writer.write(wrap(hub.bye()))
+                await self._drain(client)
+                return
+            if await client.hung_up_or(hub.changed(), None):
+                return
+
+    async def _drain(self, client: Client) -> bool:
+        """Let the buffered lines leave; a reader that takes longer than the limit is dropped."""
+        try:
+            await asyncio.wait_for(client.writer.drain(), EVENT_WRITE_TIMEOUT)
+        except (TimeoutError, ConnectionError, BrokenPipeError):
+            return False
+        return True
+
+    async def say_goodbye(self, grace: float) -> None:
+        """The coordinator stops: give event readers a moment to receive `bye`."""
+        if not self.streams:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self.streams and loop.time() < deadline:
+            await asyncio.sleep(0.02)

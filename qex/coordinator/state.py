@@ -1,0 +1,347 @@
+"""The coordinator's memory: the jobs it knows, the queue order, and the primitive changes.
+
+Everything here runs on the event-loop thread, so no lock is needed: a handler that does
+not `await` between reading and writing the state is atomic with respect to every other.
+
+Single-writer rule for `status.json` (see `qex.core.records`): the coordinator writes a
+record while the job is queued, at the `starting` step, and when it makes a final state
+itself (cancel, skip, expiry, launch failure, a supervisor that died without a result,
+recovery). Between the launch and the final record the supervisor writes it, and the
+coordinator only reads (`refresh`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qex.coordinator.events import EventHub
+from qex.coordinator.log import log
+from qex.core.config import Config, Machine
+from qex.core.records import JobSpec, JobStatus
+from qex.core.scheduler_types import PeerLoad
+from qex.core.states import ACTIVE, FINAL, State, rank
+from qex.store import jobs as job_files
+from qex.store.paths import Paths
+from qex.store.pause import PauseFile
+
+
+@dataclass
+class Job:
+    """One job in memory: its record, and what the scheduler needs from its spec."""
+
+    record: JobStatus
+    dir: Path
+    priority: int = 0
+    max_queue_time: float | None = None
+    dedupe_window: float = 0.0
+    #: The dedupe key from spec.json (the record holds a reader's copy).
+    dedupe_key: str | None = None
+    #: The supervisor, when this coordinator knows it: pid, start token, and whether it is
+    #: our child (reaped on SIGCHLD) or inherited from an earlier coordinator (watched).
+    supervisor_pid: int | None = None
+    supervisor_token: str | None = None
+    supervisor_is_child: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def state(self) -> State:
+        return State(self.record.state)
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE
+
+    @classmethod
+    def from_records(cls, spec: JobSpec, record: JobStatus, job_dir: Path) -> Job:
+        key = spec.dedupe_key.strip() if isinstance(spec.dedupe_key, str) else None
+        return cls(record=record, dir=job_dir, priority=int(spec.priority),
+                   max_queue_time=spec.max_queue_time, dedupe_window=float(spec.dedupe_window or 0),
+                   dedupe_key=key or None)
+
+
+def label(record: JobStatus) -> str:
+    """`id8 (safe name)`: how a sentence names a job."""
+    from qex.core.names import safe_name, short_id
+
+    return f"{short_id(record.id)} ({safe_name(record.name) or 'job'})"
+
+
+@dataclass
+class Coordinator:
+    """The live state. Handlers, the scheduler pass and the reaper all work on this object."""
+
+    paths: Paths
+    config: Config
+    machine: Machine
+    events: EventHub
+    started_at: float
+    idle_limit: float
+    boot_id: str
+    jobs: dict[str, Job] = field(default_factory=dict)
+    queue: list[str] = field(default_factory=list)
+    next_sequence: int = 1
+    dedupe: dict[str, str] = field(default_factory=dict)
+    pauses: PauseFile = field(default_factory=PauseFile)
+    #: pid -> job id, for every supervisor this coordinator started (its children).
+    children: dict[int, str] = field(default_factory=dict)
+    idle_since: float | None = None
+    last_start_at: float | None = None
+    last_contact: float = 0.0
+    config_error: str | None = None
+    queue_state: str = "running"
+    head_id: str | None = None
+    head_blocker: str | None = None
+    #: The other coordinators' claims as last read, and why the peers dir is unusable.
+    peer_load: PeerLoad = field(default_factory=PeerLoad)
+    peers_problem: str | None = None
+    stopping: bool = False
+    stop_reason: str = ""
+    #: Counted for `qex info`: how often the main loop woke (the idle cost of a coordinator).
+    wakeups: int = 0
+    _waiters: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set by the runner: spawns the stop hook of a job that the coordinator made final.
+    hook_runner: Callable[[Job], None] | None = None
+
+    # -- time and wake-ups -------------------------------------------------------------
+
+    @staticmethod
+    def now() -> float:
+        return time.time()
+
+    def kick(self) -> None:
+        """Something changed that the scheduler must look at: wake the main loop."""
+        self._wake.set()
+
+    async def wait_for_kick(self, timeout: float | None) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            pass
+        self._wake.clear()
+
+    def is_stopping(self) -> bool:
+        """The flag, read through a call (another task may have set it while we awaited)."""
+        return self.stopping
+
+    def touch(self) -> None:
+        self.last_contact = self.now()
+
+    # -- views ---------------------------------------------------------------------------
+
+    def active_jobs(self) -> Iterator[Job]:
+        return (job for job in self.jobs.values() if job.active)
+
+    def queued_jobs(self) -> Iterator[Job]:
+        for job_id in self.queue:
+            job = self.jobs.get(job_id)
+            if job is not None:
+                yield job
+
+    def has_work(self) -> bool:
+        """Any job that is not final keeps the coordinator alive."""
+        return any(not job.final for job in self.jobs.values())
+
+    def sorted_records(self) -> list[JobStatus]:
+        return sorted((job.record for job in self.jobs.values()),
+                      key=lambda r: (r.submitted_at, r.sequence))
+
+    # -- records -------------------------------------------------------------------------
+
+    def write(self, job: Job) -> None:
+        """Write the record (atomic). Raises OSError; callers decide what a failure means."""
+        job_files.write_status(job.dir, job.record)
+
+    def write_logged(self, job: Job) -> bool:
+        try:
+            self.write(job)
+            return True
+        except OSError as exc:
+            log(f"qex could not write the record of the job {label(job.record)}: {_why(exc)}")
+            return False
+
+    def publish(self, job: Job) -> None:
+        self.events.observe(job.record.to_dict(), self.now())
+
+    def read_disk(self, job: Job) -> JobStatus | None:
+        return job_files.read_status(job.dir)
+
+    def refresh(self, job: Job) -> bool:
+        """Take the supervisor's newer record from disk. True when something changed.
+
+        A state never moves back (queued < starting < running < final), and a queued record
+        on disk never replaces a queued one in memory: the coordinator owns a queued job's
+        reason. A `queued` record written by a supervisor for an OOM retry is taken only when
+        that supervisor has exited (the reaper does it), so the claim is never counted twice.
+        """
+        if job.final:
+            return False
+        disk = self.read_disk(job)
+        if disk is None or disk.id != job.id:
+            return False
+        if disk.to_dict() == job.record.to_dict():
+            return False
+        mem_rank, disk_rank = rank(job.record.state), rank(disk.state)
+        if disk_rank < mem_rank or disk.state == State.QUEUED:
+            return False
+        self.adopt(job, disk)
+        return True
+
+    def adopt(self, job: Job, record: JobStatus) -> None:
+        """Install a record written by someone else (the supervisor) and tell everyone."""
+        was_final = job.final
+        job.record = record
+        if job.final and not was_final:
+            # Capacity came free: the scheduler looks again, and waiters wake at once.
+            self._left_queue(job)
+            self.wake_waiters(job.id)
+            self.kick()
+        self.publish(job)
+
+    def finish(self, job: Job, state: State, *, error: str | None, caused_by: str | None = None,
+               hook: bool = True) -> None:
+        """Make a final state that the coordinator decides (cancel, skip, expiry, failure)."""
+        now = self.now()
+        record = job.record
+        record.state = state.value
+        record.finished_at = now
+        record.blocked_reason = None
+        record.blocked_since = None
+        record.error = error
+        if caused_by is not None:
+            record.caused_by = caused_by
+        if record.pid is not None:
+            record.last_pid = record.pid
+            record.pid = None
+        record.pid_start_token = None
+        self._left_queue(job)
+        self.write_logged(job)
+        self.publish(job)
+        self.wake_waiters(job.id)
+        if hook and self.hook_runner is not None:
+            self.hook_runner(job)
+        self.kick()
+
+    def _left_queue(self, job: Job) -> None:
+        try:
+            self.queue.remove(job.id)
+        except ValueError:
+            pass
+
+    def enqueue(self, job: Job) -> None:
+        """Insert before the first queued job of a strictly lower priority (FIFO within one)."""
+        if job.id in self.queue:
+            return
+        for index, other_id in enumerate(self.queue):
+            other = self.jobs.get(other_id)
+            if other is not None and other.priority < job.priority:
+                self.queue.insert(index, job.id)
+                return
+        self.queue.append(job.id)
+
+    def forget(self, job: Job) -> None:
+        """Remove a job from memory entirely (its record was deleted)."""
+        self._left_queue(job)
+        self.jobs.pop(job.id, None)
+        self.events.forget(job.id)
+        if job.dedupe_key and self.dedupe.get(job.dedupe_key) == job.id:
+            del self.dedupe[job.dedupe_key]
+        self.wake_waiters(job.id)
+
+    # -- waiters -------------------------------------------------------------------------
+
+    def add_waiter(self, job_id: str) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(job_id, []).append(future)
+        return future
+
+    def drop_waiter(self, job_id: str, future: asyncio.Future[None]) -> None:
+        futures = self._waiters.get(job_id)
+        if futures and future in futures:
+            futures.remove(future)
+            if not futures:
+                del self._waiters[job_id]
+
+    def wake_waiters(self, job_id: str) -> None:
+        for future in self._waiters.pop(job_id, []):
+            if not future.done():
+                future.set_result(None)
+
+    # -- claims --------------------------------------------------------------------------
+
+    def claimed(self) -> tuple[int, int]:
+        """Cores and memory held by the active jobs of this queue."""
+        cpu = mem = 0
+        for job in self.active_jobs():
+            cpu += job.record.cpu
+            mem += job.record.mem
+        return cpu, mem
+
+    def cpu_budget(self) -> int:
+        return self.config.cpu_budget(self.machine)
+
+    def mem_budget(self) -> int:
+        return self.config.mem_budget(self.machine)
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "the disk is full"
+    return exc.strerror or str(exc)
+
+
+def describe_os_error(exc: OSError) -> str:
+    return _why(exc)
+
+
+def read_supervisor_pid_file(job_dir: Path) -> tuple[int | None, str | None, bool]:
+    """(pid, start token, file exists) from `supervisor.pid` (`"<pid> <token>"`)."""
+    try:
+        text = (job_dir / job_files.SUPERVISOR_PID).read_text()
+    except FileNotFoundError:
+        return None, None, False
+    except OSError:
+        return None, None, True
+    parts = text.split()
+    pid: int | None = None
+    token: str | None = None
+    if parts and parts[0].isdigit():
+        pid = int(parts[0])
+        token = parts[1] if len(parts) > 1 else None
+    return pid, token, True
+
+
+def supervisor_log_tail(job_dir: Path, lines: int = 3, limit: int = 400) -> str | None:
+    """The last non-empty lines of supervisor.log joined with ' / ', for an error sentence."""
+    try:
+        with open(job_dir / job_files.SUPERVISOR_LOG, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - 16384))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    from qex.core.names import printable_line
+
+    kept = [printable_line(line).strip() for line in text.splitlines() if line.strip()][-lines:]
+    if not kept:
+        return None
+    joined = " / ".join(kept)
+    return joined if len(joined) <= limit else "..." + joined[-limit:]
+
+
+def record_dict(job: Job) -> dict[str, Any]:
+    return job.record.to_dict()

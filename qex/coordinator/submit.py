@@ -1,0 +1,233 @@
+"""The `submit` request: accept a job, or say exactly why not (reference order of checks).
+
+1. every `needs`/`after` id exists; 2. the dedupe key (a holder answers for the new job);
+3. pause notes; 4. the pool check (a claim that can never be met is refused whatever
+`[queue] oversized` says); 5. the size check against the budget; 6. the job directory and its
+two records; 7. history, sequence, queue, events, and a wake-up of the scheduler.
+
+The handler never awaits, so it is atomic on the loop: two submissions with one dedupe key
+cannot both pass the holder rule.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Any
+
+from qex.coordinator.log import log
+from qex.coordinator.state import Coordinator, Job, label
+from qex.core import protocol
+from qex.core.names import is_uuid, safe_name, short_id
+from qex.core.records import JobSpec, JobStatus
+from qex.core.states import State
+from qex.store import history
+from qex.store import jobs as job_files
+
+
+class Refusal(Exception):
+    """A submission that is refused; `answer` is the error to send."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.answer = protocol.error(kind, message)
+
+
+def parse_spec(raw: object) -> JobSpec:
+    """A JobSpec from the wire, with the checks that protect the coordinator's invariants."""
+    if not isinstance(raw, dict):
+        raise Refusal(protocol.INTERNAL,
+                      "qex could not read this job: the request has no `spec` object")
+    try:
+        spec = JobSpec.from_dict(raw)
+    except TypeError as exc:
+        raise Refusal(protocol.INTERNAL,
+                      f"qex could not read this job: a field is missing ({exc})") from None
+    problems = spec_problems(raw)
+    if problems:
+        raise Refusal(protocol.INTERNAL, "qex could not read this job: " + "; ".join(problems))
+    return spec
+
+
+def _is_text_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_count(value: object, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def spec_problems(raw: dict[str, Any]) -> list[str]:
+    """What makes a wire spec unusable (the values are checked as JSON gives them)."""
+    problems: list[str] = []
+    job_id = raw.get("id")
+    if not isinstance(job_id, str) or not is_uuid(job_id):
+        problems.append("its id is not a UUID")
+    command = raw.get("command")
+    if not _is_text_list(command) or not command:
+        problems.append("its command is not a list of words")
+    cwd = raw.get("cwd")
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        problems.append("its directory is not an absolute path")
+    if not isinstance(raw.get("env"), dict):
+        problems.append("its environment is not a map")
+    for field in ("cpu", "mem"):
+        if not _is_count(raw.get(field), 1):
+            problems.append(f"its `{field}` claim is not a whole number of 1 or more")
+    if not isinstance(raw.get("name"), str):
+        problems.append("its name is not text")
+    submitted = raw.get("submitted_at")
+    if isinstance(submitted, bool) or not isinstance(submitted, (int, float)):
+        problems.append("its submission time is not a number")
+    for field in ("needs", "after", "locks", "tags"):
+        if field in raw and not _is_text_list(raw[field]):
+            problems.append(f"its `{field}` is not a list of text")
+    if not isinstance(raw.get("claims", {}), dict):
+        problems.append("its `claims` is not a map")
+    if not isinstance(raw.get("priority", 0), int):
+        problems.append("its priority is not a whole number")
+    return problems
+
+
+def _check_dependencies(coord: Coordinator, spec: JobSpec) -> None:
+    for dep in [*spec.needs, *spec.after]:
+        if dep not in coord.jobs:
+            raise Refusal(protocol.NO_SUCH_JOB, (
+                f"the job {dep} does not exist, so this job cannot wait for it; check the id "
+                "with `qex list`, or submit without that dependency"))
+
+
+def _dedupe_holder(coord: Coordinator, key: str, window: float) -> Job | None:
+    """The job that already answers for this key, or None when the key is free."""
+    holder_id = coord.dedupe.get(key)
+    holder = coord.jobs.get(holder_id) if holder_id else None
+    if holder is None:
+        return None
+    coord.refresh(holder)  # a job that just ended frees its key
+    if not holder.final:
+        return holder
+    finished = holder.record.finished_at
+    recent = finished is not None and coord.now() - finished < window
+    if holder.state == State.COMPLETED and window > 0 and recent:
+        return holder
+    return None
+
+
+def _deduplicated(holder: Job, key: str) -> dict[str, Any]:
+    state = holder.record.state
+    where = "starts now" if state == State.STARTING else f"is in the state `{state}`"
+    warning = (
+        f"this submission started no job: the dedupe key `{safe_name(key)}` belongs to the job "
+        f"{holder.id}, which {where}. Wait for that job with `qex wait {short_id(holder.id)}`; "
+        "its result answers for this submission too."
+    )
+    return {"result": "submitted", "id": holder.id, "warning": warning, "deduplicated": True}
+
+
+def _pause_notes(coord: Coordinator, spec: JobSpec) -> tuple[list[str], str | None]:
+    """Warnings about pauses, and the reason the record starts with (the queue pause)."""
+    from qex.coordinator.pausing import pause_view
+
+    notes: list[str] = []
+    reason: str | None = None
+    view = pause_view(coord)
+    if view.queue_reason is not None:
+        reason = view.queue_reason
+        notes.append("the queue is paused, so this job waits; run `qex resume queue` to start "
+                     "the queue again, or `qex pause` to see who paused it.")
+    for lock in sorted(set(spec.locks) | set(spec.claims)):
+        if lock in view.locks or safe_name(lock) in {safe_name(n) for n in view.locks}:
+            notes.append(f"a person holds the lock `{safe_name(lock)}`, so this job waits until "
+                         f"`qex resume lock {safe_name(lock)}`.")
+    return notes, reason
+
+
+def _size_policy(coord: Coordinator, spec: JobSpec) -> tuple[str | None, str | None]:
+    """(warning, initial reason) for a claim larger than the whole budget; raises for reject."""
+    from qex.core import size_check
+
+    too_big = size_check.size_reason(spec.cpu, spec.mem, coord.cpu_budget(), coord.mem_budget())
+    if too_big is None:
+        return None, None
+    policy = coord.config.queue.oversized
+    if policy == size_check.REJECT:
+        raise Refusal(protocol.WRONG_STATE, size_check.oversized_refusal(too_big))
+    warning = size_check.oversized_warning(too_big, policy)
+    return warning, (too_big if policy == size_check.RUN_WHEN_IDLE else None)
+
+
+def _write_job(coord: Coordinator, spec: JobSpec, record: JobStatus) -> Job:
+    """Create the directory and both records; on any failure leave nothing behind."""
+    job_dir = coord.paths.job_dir(spec.id)
+    created = False
+    try:
+        job_dir = job_files.create_job_dir(coord.paths, spec.id)
+        created = True
+        job_files.write_spec(job_dir, spec)
+        job_files.write_status(job_dir, record)
+    except OSError as exc:
+        if created:
+            job_files.remove_job_dir(job_dir)
+        if exc.errno == errno.EEXIST:
+            raise Refusal(protocol.WRONG_STATE, (
+                f"a job with the id {spec.id} already exists; a new submission needs a new id"
+            )) from None
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            message = (f"the disk that holds {coord.paths.state_dir} is full, so qex could not "
+                       "write the job record and nothing was queued; free some space (`qex gc` "
+                       "removes old records) and submit again")
+        else:
+            message = (f"qex could not write the job record in {job_dir} "
+                       f"({exc.strerror or exc}), so nothing was queued; fix that directory and "
+                       "submit again")
+        raise Refusal(protocol.INTERNAL, message) from None
+    return Job.from_records(spec, record, job_dir)
+
+
+def handle_submit(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _submit(coord, message)
+    except Refusal as refusal:
+        return refusal.answer
+
+
+def _submit(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    from qex.core.pools import check_claim
+
+    spec = parse_spec(message.get("spec"))
+    if spec.id in coord.jobs or os.path.lexists(coord.paths.job_dir(spec.id)):
+        raise Refusal(protocol.WRONG_STATE, (
+            f"a job with the id {spec.id} already exists; a new submission needs a new id"))
+    _check_dependencies(coord, spec)
+    key = spec.dedupe_key.strip() if isinstance(spec.dedupe_key, str) else None
+    if key:
+        holder = _dedupe_holder(coord, key, float(spec.dedupe_window or 0))
+        if holder is not None:
+            return _deduplicated(holder, key)
+    warnings, reason = _pause_notes(coord, spec)
+    problem = check_claim(spec.pool_claims(), spec.locks, coord.config.pools,
+                          coord.config.defaults.vram)
+    if problem is not None:
+        raise Refusal(protocol.WRONG_STATE, problem)
+    size_warning, size_reason = _size_policy(coord, spec)
+    if size_warning:
+        warnings.append(size_warning)
+    if reason is None:
+        reason = size_reason
+    record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=coord.config.retry.on_oom)
+    record.sequence = coord.next_sequence
+    record.blocked_reason = reason
+    job = _write_job(coord, spec, record)
+    coord.next_sequence += 1
+    coord.jobs[job.id] = job
+    if key:
+        coord.dedupe[key] = job.id
+    coord.enqueue(job)
+    coord.publish(job)
+    try:
+        history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
+    except OSError as exc:
+        log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
+    coord.kick()
+    return {"result": "submitted", "id": job.id, "warning": " ".join(warnings) or None,
+            "deduplicated": False}

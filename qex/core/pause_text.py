@@ -1,0 +1,133 @@
+"""The words qex uses about a pause: the reason a queued job shows, and one-line summaries.
+
+Pure. Callers pass clock times already formatted (local HH:MM:SS) and durations already
+measured, so the text does not depend on when or where it is built. A queued job's reason
+holds no elapsed time on purpose: it is written to the record once, not every second.
+
+Text typed by a person (the `--reason`) and fault messages pass through `printable_line`, so
+a control byte in them cannot repaint a terminal that shows the line.
+"""
+
+from __future__ import annotations
+
+from qex.core.names import printable_line, safe_name
+
+
+def _pauser(by_pid: int | None) -> str:
+    return f"pid {by_pid}" if by_pid else "an unknown process"
+
+
+def _note(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    text = printable_line(reason).strip()
+    return text or None
+
+
+def queue_paused_reason(
+    reason: str | None, by_pid: int | None, clock_text: str, until_clock: str | None = None
+) -> str:
+    """The reason every startable job shows while the queue is paused."""
+    parts = ["waits because the queue is paused, and qex starts no job while it is."]
+    note = _note(reason)
+    if note:
+        parts.append(f"The note given: {note}.")
+    parts.append(f"{_pauser(by_pid).capitalize()} paused it at {clock_text}.")
+    if until_clock:
+        parts.append(f"The pause ends by itself at {until_clock}, or run `qex resume queue` now.")
+    else:
+        parts.append("It has no end; run `qex resume queue` to start the queue again.")
+    return " ".join(parts)
+
+
+def queue_fault_reason(fault: str) -> str:
+    """The reason while qex holds the queue because its pause record cannot be read."""
+    return (
+        "waits because qex holds the queue: its pause record cannot be read, and a record "
+        f"that cannot be read may hold a pause. The fault: {printable_line(fault)}. Repair "
+        "that file, or run `qex resume queue` to write a fresh one."
+    )
+
+
+def lock_paused_reason(
+    name: str, reason: str | None, by_pid: int | None, clock_text: str
+) -> str:
+    """The reason of a job that needs a lock a person took with `qex pause lock`."""
+    shown = safe_name(name)
+    text = (
+        f"waits for the lock `{shown}`, which a person holds: {_pauser(by_pid)} took it at "
+        f"{clock_text}"
+    )
+    note = _note(reason)
+    if note:
+        text += f" (note: {note})"
+    return text + f". The job can start after `qex resume lock {shown}`."
+
+
+def lock_person_default(name: str) -> str:
+    """The same reason when the coordinator gave no detail about the person's hold."""
+    shown = safe_name(name)
+    return (
+        f"waits for the lock `{shown}`, which a person holds; the job can start after "
+        f"`qex resume lock {shown}`."
+    )
+
+
+def _end_text(until_clock: str | None, until_in: str | None, resume: str) -> str:
+    if until_clock:
+        suffix = f" (in {until_in})" if until_in else ""
+        return f"ends at {until_clock}{suffix}"
+    return f"NO END: it lasts until `{resume}`"
+
+
+def queue_pause_summary(
+    *,
+    paused_clock: str,
+    paused_for: str,
+    by_pid: int | None,
+    until_clock: str | None = None,
+    until_in: str | None = None,
+    reason: str | None = None,
+) -> str:
+    """One line for `info`, `top`, `list`, `wait` and `pause` while the queue is paused."""
+    line = (
+        f"queue paused since {paused_clock} ({paused_for}) by {_pauser(by_pid)} · "
+        + _end_text(until_clock, until_in, "qex resume queue")
+    )
+    note = _note(reason)
+    if note:
+        line += f" · reason: {note}"
+    return line
+
+
+def fault_summary(fault: str) -> str:
+    """The same line when the pause record could not be read."""
+    return (
+        "QUEUE HELD BY A FAULT: qex cannot read its pause record, so it starts no job · "
+        f"{printable_line(fault)} · `qex resume queue` writes a fresh record"
+    )
+
+
+def lock_pause_summary(
+    *,
+    name: str,
+    paused_clock: str,
+    paused_for: str,
+    by_pid: int | None,
+    holder: str | None = None,
+    until_clock: str | None = None,
+    until_in: str | None = None,
+    reason: str | None = None,
+) -> str:
+    """One line per paused lock; `holder` is "id8 (name)" of the job that still has it."""
+    shown = safe_name(name)
+    line = f"lock `{shown}`: paused since {paused_clock} ({paused_for}) by {_pauser(by_pid)} · "
+    if holder:
+        line += f"the job {holder} still holds it, and it passes to you when that job stops"
+    else:
+        line += "it is yours now"
+    line += " · " + _end_text(until_clock, until_in, f"qex resume lock {shown}")
+    note = _note(reason)
+    if note:
+        line += f" · reason: {note}"
+    return line

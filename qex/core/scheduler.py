@@ -1,0 +1,413 @@
+"""One scheduler pass: which queued jobs start now, and why each other one waits.
+
+Pure and deterministic: `decide(snapshot)` reads a `Snapshot` and returns a `Decision`; it
+touches no file, process or clock (`now` is in the snapshot), so the hard rules of qex can be
+tested with hypothesis in milliseconds.
+
+The pass, in order:
+1. Dependencies: a job whose `needs` failed is skipped (`caused_by` names the first job that
+   failed, followed through skipped jobs); a job whose `needs`/`after` have not stopped waits.
+2. Locks: a lock a person took, or an implicit lock an active job holds, makes a job wait.
+   Jobs waiting for a dependency, a lock or the pause take no capacity, so they never become
+   the head of the queue and never reserve anything.
+3. The pause: nothing starts and nothing expires; skips still happen.
+4. The walk over the ready jobs in queue order (see `_Walk`): admission tests, oversized jobs,
+   and the bounded bypass that keeps capacity for the head after `max_bypass` jobs passed it.
+   Several jobs may start in one pass; each start is counted before the next job is judged.
+5. Expiry of jobs whose `max_queue_time` is over (never one that starts in this pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from qex.core import wait_reasons as words
+from qex.core.config import Pool
+from qex.core.names import safe_name
+from qex.core.pause_text import lock_person_default, queue_fault_reason
+from qex.core.pools import (
+    EffectiveClaim,
+    PoolUsage,
+    add_assignment,
+    assign,
+    check_claim,
+    effective_claims,
+    free_devices,
+)
+from qex.core.records import Assignment
+from qex.core.scheduler_deps import DependencyVerdicts, dependency_verdicts
+from qex.core.scheduler_types import (
+    Decision,
+    Expiry,
+    JobView,
+    Skip,
+    Snapshot,
+    Start,
+    WaitUpdate,
+)
+from qex.core.size_check import QUEUE, RUN_WHEN_IDLE, forced_reason, size_reason
+
+#: Blocker classes: the words `qex info` shows as the queue state.
+SIBLING = "waits-for-capacity"
+PEER = "waits-for-peer"
+MACHINE = "waits-for-machine"
+IDLE = "waits-for-idle"
+PARKED = "parked"
+#: Only a wait whose holder qex itself will release may keep capacity for the head.
+RESERVING = frozenset({SIBLING, IDLE})
+#: Who holds the head back, for the health line (`Decision.head_blocker`).
+HOLDERS = {
+    SIBLING: "the jobs of this queue",
+    PEER: "another user",
+    MACHINE: "the machine",
+    IDLE: "its own size",
+    PARKED: "its own size or the configuration",
+}
+
+
+@dataclass
+class _Verdict:
+    """The outcome of the admission tests for one ready job."""
+
+    blocker: str | None = None            # None: the job starts
+    reason: str | None = None
+    held: Callable[[int], str] | None = None  # the reason as a reserved head, given passed_by
+    assigned: dict[str, Assignment] = field(default_factory=dict)
+    forced: bool = False
+    forced_reason: str | None = None
+
+
+class _Load:
+    """What this queue holds: active jobs plus the ones started earlier in this pass."""
+
+    def __init__(self, snap: Snapshot, pools: Mapping[str, Pool]) -> None:
+        self.pools = pools
+        self.cpu = 0
+        self.mem = 0
+        self.count = 0
+        self.started_mem = 0
+        self.usage: dict[str, PoolUsage] = {}
+        self.lock_holders: dict[str, JobView] = {}
+        for job in snap.active:
+            self.add(job, job.assigned, started_now=False)
+
+    def add(self, job: JobView, assigned: Mapping[str, Assignment], *, started_now: bool) -> None:
+        self.cpu += job.cpu
+        self.mem += job.mem
+        self.count += 1
+        if started_now:
+            self.started_mem += job.mem
+        for name, assignment in assigned.items():
+            usage = self.usage.setdefault(name, PoolUsage())
+            add_assignment(usage, self.pools.get(name), assignment)
+        if not job.locks and not job.claims:
+            return
+        for name, claim in effective_claims(job.locks, job.claims, self.pools.values()).items():
+            if claim.pool is None:
+                self.lock_holders.setdefault(name, job)
+            elif name not in assigned:
+                # An older record with no `assigned`: count the units it asked for.
+                self.usage.setdefault(name, PoolUsage()).units += claim.count
+
+
+def _claims_of(job: JobView, pools: Mapping[str, Pool]) -> dict[str, EffectiveClaim]:
+    if not job.locks and not job.claims:
+        return {}
+    return effective_claims(job.locks, job.claims, pools.values())
+
+
+class _Walk:
+    """Judges ready jobs against the live load, one at a time, in queue order."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.pools = {pool.name: pool for pool in snap.pools}
+        self.load = _Load(snap, self.pools)
+        person = snap.pause.locks
+        self.person_locks = {name: name for name in person}
+        for name in person:
+            self.person_locks.setdefault(safe_name(name), name)
+
+    # -- locks --------------------------------------------------------------------------------
+
+    def lock_reason(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> str | None:
+        """Why a lock keeps this job waiting, or None; a person's hold is named first."""
+        if self.person_locks:
+            for name in claims:
+                held = self.person_locks.get(name) or self.person_locks.get(safe_name(name))
+                if held is not None:
+                    return self.snap.pause.locks[held] or lock_person_default(name)
+        for name, claim in claims.items():
+            if claim.pool is None:
+                holder = self.load.lock_holders.get(name)
+                if holder is not None:
+                    return words.lock_held_by_job(name, words.job_label(holder.id, holder.name))
+        return None
+
+    # -- admission ----------------------------------------------------------------------------
+
+    def judge(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
+        snap = self.snap
+        if claims:
+            message = check_claim(job.claims, job.locks, snap.pools)
+            if message is not None:
+                return _Verdict(PARKED, words.pools_changed(message.rstrip(".")))
+        too_big = size_reason(job.cpu, job.mem, snap.cpu_budget, snap.mem_budget)
+        if too_big is not None:
+            return self.judge_oversized(job, claims, too_big)
+        return self.judge_fitting(job, claims)
+
+    def judge_oversized(
+        self, job: JobView, claims: Mapping[str, EffectiveClaim], too_big: str
+    ) -> _Verdict:
+        policy = self.snap.oversized
+        if policy == QUEUE:
+            return _Verdict(PARKED, words.oversized_parked(too_big))
+        if policy != RUN_WHEN_IDLE:
+            return _Verdict(PARKED, words.oversized_rejected(too_big))
+        obstacle = self.idle_obstacle()
+        if obstacle is None:
+            outcome = self.pool_test(claims)
+            if isinstance(outcome, dict):
+                return _Verdict(assigned=outcome, forced=True, forced_reason=forced_reason(too_big))
+            return outcome
+        return _Verdict(
+            IDLE,
+            words.oversized_waiting(too_big, obstacle),
+            lambda passed: words.oversized_held(too_big, obstacle, passed),
+        )
+
+    def idle_obstacle(self) -> str | None:
+        """What stops an oversized job from running alone now, or None when it may."""
+        snap = self.snap
+        if self.load.count:
+            return words.idle_obstacle_active(self.load.count)
+        if snap.idle_since is not None and snap.now - snap.idle_since < snap.settle:
+            return words.idle_obstacle_settle(snap.settle)
+        if snap.peers.holds_anything:
+            return words.idle_obstacle_peers()
+        if snap.pressure is not None and snap.pressure > snap.max_pressure:
+            return words.idle_obstacle_pressure(snap.pressure, snap.max_pressure)
+        return None
+
+    def judge_fitting(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
+        snap, load, peers = self.snap, self.load, self.snap.peers
+        # 1. This queue's own jobs.
+        own = ""
+        if load.cpu + job.cpu > snap.cpu_budget:
+            own = words.own_cores(job.cpu, load.cpu, snap.cpu_budget)
+        elif load.mem + job.mem > snap.mem_budget:
+            own = words.own_memory(job.mem, load.mem, snap.mem_budget)
+        if own:
+            return _sibling(own)
+        # 2. Other users' claims on the same budget.
+        if peers.cpu > 0 or peers.mem > 0:
+            details: list[str] = []
+            if load.cpu + peers.cpu + job.cpu > snap.cpu_budget:
+                details.append(words.peer_cores(job.cpu, load.cpu, peers.cpu, snap.cpu_budget))
+            if load.mem + peers.mem + job.mem > snap.mem_budget:
+                details.append(words.peer_memory(job.mem, load.mem, peers.mem, snap.mem_budget))
+            if details:
+                return _Verdict(PEER, words.peer_capacity(details, peers.count))
+        # 3. Pools.
+        outcome = self.pool_test(claims)
+        if not isinstance(outcome, dict):
+            return outcome
+        # 4. Memory the machine says a new program can use (measured once, so count our starts).
+        if snap.mem_available is not None:
+            available = snap.mem_available - load.started_mem
+            if available < snap.reserve_mem + job.mem:
+                return _Verdict(
+                    MACHINE,
+                    words.machine_memory(available, job.mem, snap.reserve_mem, snap.pressure),
+                )
+        # 5. Pressure.
+        if snap.pressure is not None and snap.pressure > snap.max_pressure:
+            return _Verdict(MACHINE, words.machine_pressure(snap.pressure, snap.max_pressure))
+        return _Verdict(assigned=outcome)
+
+    def pool_test(self, claims: Mapping[str, EffectiveClaim]) -> dict[str, Assignment] | _Verdict:
+        """Assign every declared pool the job claims, or say which one is short and why."""
+        assigned: dict[str, Assignment] = {}
+        peers = self.snap.peers
+        for name, claim in claims.items():
+            pool = claim.pool
+            if pool is None:
+                continue
+            usage = self.load.usage.get(name) or PoolUsage()
+            peer_devices = peers.devices.get(name, frozenset())
+            peer_units = peers.pools.get(name, 0) if not pool.indexed else 0
+            got = assign(claim, pool, usage, peer_devices, peer_units)
+            if got is not None:
+                assigned[name] = got
+                continue
+            alone = assign(claim, pool, PoolUsage(), peer_devices, peer_units)
+            arithmetic = self.arithmetic(claim, pool, usage, peer_devices, peer_units)
+            if alone is not None:
+                return _sibling(words.pool_sibling(name, arithmetic))
+            if peer_devices or peer_units:
+                return _Verdict(PEER, words.pool_peer(name, arithmetic))
+            fit = len(free_devices(pool, claim.size, PoolUsage()))
+            return _Verdict(PARKED, words.pools_changed(
+                words.device_not_free(name, claim.count, fit).rstrip(".")))
+        return assigned
+
+    @staticmethod
+    def arithmetic(
+        claim: EffectiveClaim, pool: Pool, usage: PoolUsage, peer_devices: frozenset[int],
+        peer_units: int,
+    ) -> str:
+        if pool.indexed:
+            fit = len(free_devices(pool, claim.size, usage, peer_devices))
+            return words.devices_arithmetic(claim.count, claim.size, pool.total, fit,
+                                            len(peer_devices))
+        return words.units_arithmetic(claim.count, pool.total, usage.units, peer_units)
+
+
+def _sibling(text: str) -> _Verdict:
+    return _Verdict(
+        SIBLING, words.sibling_free(text), lambda passed: words.sibling_held(text, passed)
+    )
+
+
+def _pause_reason(snap: Snapshot) -> str | None:
+    pause = snap.pause
+    if pause.queue_reason is not None:
+        return pause.queue_reason
+    if pause.fault:
+        return queue_fault_reason("the pause record is damaged")
+    return None
+
+
+def decide(snap: Snapshot) -> Decision:
+    """Run one scheduler pass over `snap` (see the module docstring for the order)."""
+    deps = dependency_verdicts(snap)
+    pause_reason = _pause_reason(snap)
+    paused = pause_reason is not None
+    walk = _Walk(snap)
+    now = snap.now
+
+    new_reason: dict[str, str] = {}
+    cause: dict[str, str] = {}
+    starts: list[Start] = []
+    started: set[str] = set()
+    expiring: set[str] = set()
+    if not paused:
+        for job in snap.queue:
+            if _due(job, now) and job.id not in deps.skips:
+                expiring.add(job.id)
+
+    head: JobView | None = None
+    head_verdict = _Verdict()
+    head_passed = 0
+    reserved = False
+    for job in snap.queue:
+        if job.id in deps.skips:
+            continue
+        waiting = deps.waiting.get(job.id)
+        if waiting is not None:
+            new_reason[job.id], cause[job.id] = waiting, words.CAUSE_DEPENDENCY
+            continue
+        claims = _claims_of(job, walk.pools)
+        lock = walk.lock_reason(job, claims) if claims else None
+        if lock is not None:
+            new_reason[job.id], cause[job.id] = lock, words.CAUSE_LOCK
+            continue
+        if pause_reason is not None:
+            new_reason[job.id], cause[job.id] = pause_reason, words.CAUSE_PAUSE
+            continue
+        cause[job.id] = words.CAUSE_CAPACITY
+        if reserved and head is not None:
+            new_reason[job.id] = words.behind_held_head(
+                words.job_label(head.id, head.name), head.cpu, head.mem, head_passed)
+            continue
+        verdict = walk.judge(job, claims)
+        if verdict.blocker is None:
+            starts.append(Start(job.id, verdict.assigned, verdict.forced, verdict.forced_reason))
+            started.add(job.id)
+            walk.load.add(job, verdict.assigned, started_now=True)
+            if head is not None:
+                head_passed += 1
+                if head_verdict.blocker in RESERVING and head_passed >= snap.max_bypass:
+                    reserved = True
+            continue
+        new_reason[job.id] = verdict.reason or ""
+        if head is None and job.id not in expiring:
+            head, head_verdict, head_passed = job, verdict, job.passed_by
+            if verdict.blocker in RESERVING and head_passed >= snap.max_bypass:
+                reserved = True
+
+    passed_by: dict[str, int] = {}
+    since: dict[str, float | None] = {}
+    if head is not None:
+        passed_by[head.id] = head_passed
+        since[head.id] = head.blocked_since if head.blocked_since is not None else now
+        if reserved:
+            new_reason[head.id] = _held_text(head_verdict, head_passed)
+
+    expiries = tuple(
+        Expiry(job.id, words.expired(_waited(job, now), job.max_queue_time or 0.0,
+                                     new_reason.get(job.id) or job.blocked_reason,
+                                     cause.get(job.id, words.CAUSE_CAPACITY)))
+        for job in snap.queue if job.id in expiring and job.id not in started
+    )
+    gone = started | {e.id for e in expiries} | set(deps.skips)
+    waits: dict[str, WaitUpdate] = {}
+    for job in snap.queue:
+        if job.id in gone:
+            continue
+        update = WaitUpdate(
+            blocked_reason=new_reason.get(job.id, job.blocked_reason),
+            blocked_since=since.get(job.id, job.blocked_since),
+            passed_by=passed_by.get(job.id, job.passed_by),
+        )
+        if (update.blocked_reason, update.blocked_since, update.passed_by) != (
+            job.blocked_reason, job.blocked_since, job.passed_by
+        ):
+            waits[job.id] = update
+
+    return Decision(
+        starts=tuple(starts),
+        waits=waits,
+        skips=_skips(snap, deps),
+        expiries=expiries,
+        queue_state=_queue_state(snap, paused, head, head_verdict, reserved),
+        head_id=head.id if head is not None else None,
+        head_blocker=HOLDERS.get(head_verdict.blocker or "") if head is not None else None,
+    )
+
+
+def _held_text(verdict: _Verdict, passed: int) -> str:
+    if verdict.held is not None:
+        return verdict.held(passed)
+    return verdict.reason or ""
+
+
+def _waited(job: JobView, now: float) -> float:
+    return now - job.submitted_at - job.queue_pause_secs
+
+
+def _due(job: JobView, now: float) -> bool:
+    if job.max_queue_time is None or not job.queue_time_applies or job.started_at is not None:
+        return False
+    return _waited(job, now) >= job.max_queue_time
+
+
+def _skips(snap: Snapshot, deps: DependencyVerdicts) -> tuple[Skip, ...]:
+    return tuple(
+        Skip(job.id, deps.skips[job.id][1], deps.skips[job.id][0])
+        for job in snap.queue if job.id in deps.skips
+    )
+
+
+def _queue_state(
+    snap: Snapshot, paused: bool, head: JobView | None, verdict: _Verdict, reserved: bool
+) -> str:
+    if paused:
+        return "paused-by-fault" if snap.pause.fault else "paused"
+    if head is None:
+        return "running"
+    if reserved:
+        return "held"
+    return verdict.blocker or "running"

@@ -1,0 +1,112 @@
+"""The dependency part of a scheduler pass: who waits for `needs`/`after`, who is skipped.
+
+Pure. A job is skipped when a job it needs ended in any state but `completed`, or when the
+record of that job is gone. `caused_by` always names the ROOT: the first job that failed,
+followed through jobs that were skipped before (their own `caused_by`) and through jobs
+skipped in this very pass, so a pipeline of twenty stages points at one failure, not at
+the stage just before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qex.core import wait_reasons as words
+from qex.core.scheduler_types import KnownJob, Snapshot
+from qex.core.states import FINAL, State
+
+
+@dataclass
+class DependencyVerdicts:
+    #: job id -> the reason it waits for a dependency
+    waiting: dict[str, str] = field(default_factory=dict)
+    #: job id -> (caused_by, error) for the jobs to skip now
+    skips: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def _is_final(state: str) -> bool:
+    try:
+        return State(state) in FINAL
+    except ValueError:
+        return False
+
+
+class _Deps:
+    def __init__(self, snap: Snapshot) -> None:
+        self.known: dict[str, KnownJob] = dict(snap.known)
+        # The queue and the active jobs are in memory even if `known` was built without them.
+        for job in (*snap.queue, *snap.active):
+            self.known.setdefault(job.id, KnownJob(job.id, job.name, job.state))
+        self.queued = {job.id for job in snap.queue}
+
+    def label(self, job_id: str) -> str:
+        job = self.known.get(job_id)
+        return words.job_label(job_id, job.name) if job is not None else job_id[:8]
+
+    def pending(self, dep: str) -> bool:
+        """The dependency has not stopped yet (a queued one may still be skipped below)."""
+        job = self.known.get(dep)
+        return job is not None and (dep in self.queued or not _is_final(job.state))
+
+    def broken_by_record(self, dep: str) -> tuple[str, str] | None:
+        """(root, error) when a needed job that is not queued already rules this job out."""
+        if dep in self.queued:
+            return None
+        job = self.known.get(dep)
+        if job is None:
+            return dep, words.needs_gone(dep)
+        if not _is_final(job.state) or job.state == State.COMPLETED:
+            return None
+        root = job.caused_by or dep
+        return root, self.broken_text(root, dep, job.state)
+
+    def broken_text(self, root: str, via: str, via_state: str) -> str:
+        root_job = self.known.get(root)
+        if root_job is None or root == via:
+            state = root_job.state if root_job is not None else via_state
+            return words.needs_broken(root, self.label(root), state, None)
+        return words.needs_broken(root, self.label(root), root_job.state, self.label(via))
+
+
+def dependency_verdicts(snap: Snapshot) -> DependencyVerdicts:
+    """Classify every queued job with `needs` or `after`; the others are simply ready."""
+    deps = _Deps(snap)
+    result = DependencyVerdicts()
+    with_needs = [job for job in snap.queue if job.needs]
+    for job in with_needs:
+        for dep in job.needs:
+            broken = deps.broken_by_record(dep)
+            if broken is not None:
+                result.skips[job.id] = broken
+                break
+    # A queued job that is skipped now breaks the jobs that need it, in this same pass.
+    # Repeat until nothing changes: each round skips at least one more job, or stops.
+    changed = True
+    while changed:
+        changed = False
+        for job in with_needs:
+            if job.id in result.skips:
+                continue
+            for dep in job.needs:
+                if dep in result.skips:
+                    root = result.skips[dep][0]
+                    result.skips[job.id] = (root, deps.broken_text(root, dep, State.SKIPPED.value))
+                    changed = True
+                    break
+    for job in snap.queue:
+        if job.id in result.skips or not (job.needs or job.after):
+            continue
+        reason = next(
+            (words.needs_waiting(deps.label(dep), deps.known[dep].state)
+             for dep in job.needs if deps.pending(dep)),
+            None,
+        )
+        if reason is None:
+            reason = next(
+                (words.after_waiting(deps.label(dep), deps.known[dep].state)
+                 for dep in job.after if deps.pending(dep)),
+                None,
+            )
+        if reason is not None:
+            result.waiting[job.id] = reason
+    return result

@@ -1,0 +1,108 @@
+"""What a supervisor does to itself and to the job process it is about to exec.
+
+- `become_subreaper`: orphans of the job (a daemon it leaves behind) are re-parented to the
+  supervisor instead of PID 1, so they are reaped promptly and counted; on machines whose
+  PID 1 does not reap, they would otherwise stay zombies.
+- `ioprio_setter`: the `[politeness] io` class (best-effort / idle) through the ioprio_set
+  system call, which Python does not wrap. Prepared in the parent, called in the child.
+- `set_oom_score_adj`: `[politeness] oom_score_adj` for the job (Linux).
+- `children_usage`: getrusage(RUSAGE_CHILDREN), normalised to bytes and seconds.
+- `pidfd_open`: a descriptor that becomes readable when the job exits (Linux 5.3+).
+
+Every call here is best effort: a politeness value that cannot be applied must not stop a job.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from collections.abc import Callable
+from typing import Any
+
+_LINUX = sys.platform.startswith("linux")
+_PR_SET_CHILD_SUBREAPER = 36
+_IOPRIO_WHO_PROCESS = 1
+_IOPRIO_CLASS_SHIFT = 13
+#: (class, level) per `[politeness] io` word; `none` makes no call at all.
+_IO_CLASSES = {"best-effort": (2, 4), "idle": (3, 0)}
+#: ioprio_set's number differs per architecture.
+_IOPRIO_SET_NR = {
+    "x86_64": 251, "i386": 289, "i686": 289, "aarch64": 30, "arm64": 30, "riscv64": 30,
+    "loongarch64": 30, "armv7l": 314, "armv6l": 314, "ppc64le": 273, "ppc64": 273, "s390x": 282,
+}
+
+_libc_handle: Any = None
+
+
+def _libc() -> Any:
+    global _libc_handle
+    if _libc_handle is None:
+        import ctypes
+
+        _libc_handle = ctypes.CDLL(None, use_errno=True)
+    return _libc_handle
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its descendants' orphans (Linux only)."""
+    if not _LINUX:
+        return False
+    try:
+        return int(_libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def ioprio_setter(io: str) -> Callable[[], None] | None:
+    """A function for the child that applies the I/O class, or None when there is nothing to do."""
+    if not _LINUX or io not in _IO_CLASSES:
+        return None
+    number = _IOPRIO_SET_NR.get(os.uname().machine)
+    if number is None:
+        return None
+    io_class, level = _IO_CLASSES[io]
+    value = (io_class << _IOPRIO_CLASS_SHIFT) | level
+    try:
+        syscall = _libc().syscall
+    except (OSError, AttributeError):
+        return None
+
+    def apply() -> None:
+        syscall(number, _IOPRIO_WHO_PROCESS, 0, value)
+
+    return apply
+
+
+def set_oom_score_adj(value: int) -> None:
+    """Offer this process to the OOM killer first (positive) or last (negative); Linux only."""
+    if not _LINUX or value == 0:
+        return
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write(str(value))
+    except OSError:
+        pass
+
+
+def children_usage() -> tuple[int, float]:
+    """(peak RSS in bytes, user+system seconds) of every child reaped so far.
+
+    The peak is a high-water mark over all children, so it only ever grows; the cpu time is a
+    sum, so callers subtract a snapshot to get one attempt's share.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    scale = 1 if sys.platform == "darwin" else 1024
+    return int(usage.ru_maxrss) * scale, float(usage.ru_utime + usage.ru_stime)
+
+
+def pidfd_open(pid: int) -> int | None:
+    """A pidfd for `pid`, or None where the kernel or Python has none."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd = opener(pid)
+    except OSError:
+        return None
+    return int(fd)

@@ -1,0 +1,88 @@
+"""Knowing, without polling, that a child exited; and reaping every child, orphans included.
+
+`ChildWatch` turns SIGCHLD into a readable descriptor (signal.set_wakeup_fd), so the
+supervisor's one selector loop wakes on a child's exit exactly as it wakes on output. On
+Linux the job itself is also watched through a pidfd, which cannot miss an exit; the SIGCHLD
+descriptor is still needed for the orphans that the job leaves to the subreaper.
+
+`Reaper.reap` waits for the job WITHOUT reaping it first (WNOWAIT), so its pid, which is also
+its process group id, cannot be reused while the leftovers of that group get SIGKILL; only
+then is the job reaped. Every other child that exited is reaped and counted as an orphan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from types import FrameType
+
+from qex.platform import procs
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    """A Python-level handler must exist for the wakeup descriptor to receive SIGCHLD."""
+
+
+class ChildWatch:
+    """A descriptor that becomes readable whenever SIGCHLD arrives."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._old_handler = signal.signal(signal.SIGCHLD, _ignore)
+        self._old_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+
+    def fileno(self) -> int:
+        return self._read
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while os.read(self._read, 4096):
+                pass
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._old_fd)
+        signal.signal(signal.SIGCHLD, self._old_handler)
+        os.close(self._read)
+        os.close(self._write)
+
+
+def forget_in_child() -> None:
+    """In a forked child before exec: stop writing SIGCHLD into the parent's descriptor."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+class Reaper:
+    """Reaps the job (once) and any orphan that exited; counts the orphans."""
+
+    def __init__(self) -> None:
+        self.orphans = 0
+
+    def reap(self, pid: int | None, *, kill_leftovers: bool = True) -> int | None:
+        """The wait status of `pid` if it ended now (it is then reaped), else None."""
+        status: int | None = None
+        if pid is not None:
+            try:
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                info = None
+            if info is not None:
+                if kill_leftovers:
+                    procs.signal_group(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+        while True:
+            try:
+                child, child_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if child == 0:
+                break
+            if child == pid and status is None:
+                status = child_status
+            else:
+                self.orphans += 1
+        return status

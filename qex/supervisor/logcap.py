@@ -1,0 +1,314 @@
+"""One stream's log file, capped while the job writes (`[logs] max_bytes`).
+
+The sizes, the cut rules and the words of the notes come from `qex.core.logcap_plan`; this
+module does the file work. Output goes straight to `<name>.log` until the file reaches the
+fill mark. At the first byte beyond it the file is cut back to the head (at a line end), a
+note says that the newest part is kept aside, and from then on the output goes round a ring
+file `<name>.log.tail` of the tail's size. When the attempt ends, a summary note and the ring
+(oldest byte first) are appended and the ring file is deleted.
+
+A write error never stops the job: the bytes that could not be written are counted as
+dropped, the first fault is reported once, and the pipe keeps being drained so the job never
+blocks on a full pipe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from qex.core import logcap_plan as plan
+
+#: How much of a cut stretch is read at a time to count what it held.
+_COUNT_CHUNK = 1024 * 1024
+
+
+class CappedLog:
+    """The capped log of one stream (stdout or stderr) for one attempt of a job."""
+
+    def __init__(
+        self,
+        path: Path,
+        limit: int | None,
+        *,
+        truncate: bool,
+        dropped_bytes: int = 0,
+        dropped_lines: int = 0,
+        report: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = path
+        self.limit = limit
+        self.parts = plan.parts(limit) if limit is not None else None
+        #: Cumulative over the attempts of the job: what is not in the file.
+        self.dropped_bytes = dropped_bytes
+        self.dropped_lines = dropped_lines
+        self.tail_path = path.with_name(path.name + ".tail")
+        self._report = report
+        self._faulted = False
+        self._fd: int | None = None
+        self.size = 0
+        self._at_line_start = True
+        # The file may hold qex's own lines (an earlier attempt, a mark): cuts must skip them.
+        self._mixed = False
+        self._overflowed = False
+        self._head_kept = 0
+        self._ring_fd: int | None = None
+        self._ring_error: str | None = None
+        self._ring_start = 0
+        self._ring_len = 0
+        self._ring_prev_newline = True
+        self._ring_last_newline = True
+        self._over_bytes = 0
+        self._over_newlines = 0
+        self._closed = False
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | (os.O_TRUNC if truncate else 0)
+        try:
+            self._fd = os.open(path, flags, 0o600)
+            os.fchmod(self._fd, 0o600)
+            self.size = os.fstat(self._fd).st_size
+            if self.size:
+                self._at_line_start = _pread(self._fd, 1, self.size - 1) == b"\n"
+                self._mixed = True
+        except OSError as exc:
+            self._fault(f"qex could not open the log file {path}: {exc.strerror or exc}")
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd = None
+
+    @property
+    def overflowed(self) -> bool:
+        return self._overflowed
+
+    # -- the job's output ---------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Add output of the job; never raises."""
+        if not data:
+            return
+        if self._fd is None:
+            self._drop(data)
+            return
+        if self.parts is None:
+            self._append(data, job=True)
+            return
+        if not self._overflowed:
+            room = self.parts.fill - self.size
+            if len(data) <= room:
+                self._append(data, job=True)
+                return
+            if room > 0:
+                self._append(data[:room], job=True)
+                data = data[room:]
+            self._overflow()
+        self._ring_write(data)
+
+    def begin_attempt(self, number: int) -> None:
+        """Write `--- attempt N ---`, first making room if earlier attempts filled the file."""
+        if self._fd is None:
+            return
+        mark = plan.attempt_mark(number)
+        prefix = b"" if self._at_line_start else b"\n"
+        if self.parts is not None and self.size + len(prefix) + len(mark) > self.parts.fill:
+            before_bytes, before_lines = self.dropped_bytes, self.dropped_lines
+            fragment = self._cut_head()
+            note = plan.fragment_note() if fragment else b""
+            note += plan.earlier_attempts_note(
+                self.dropped_bytes - before_bytes, self.dropped_lines - before_lines,
+                self.parts.limit,
+            )
+            self._append(note, job=False)
+            prefix = b""
+        self._append(prefix + mark, job=False)
+
+    def finish(self) -> None:
+        """End of the attempt: put the newest part back into the file, close everything."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._overflowed and self.parts is not None and self._fd is not None:
+            tail = self._read_ring()
+            trim, mid_line = plan.tail_trim(tail, not self._ring_prev_newline, self.parts.tail)
+            kept = tail[trim:]
+            self.dropped_bytes += self._over_bytes - len(kept)
+            self.dropped_lines += self._over_newlines - kept.count(b"\n")
+            notes = plan.no_ring_note(self._ring_error) if self._ring_error is not None else b""
+            notes += plan.summary_note(
+                self.dropped_bytes, self.dropped_lines, self.parts.limit, self._head_kept, len(kept)
+            )
+            if mid_line:
+                notes += plan.mid_line_note()
+            self._append(notes, job=False)
+            self._append(kept, job=True)
+        if self._ring_fd is not None:
+            os.close(self._ring_fd)
+            self._ring_fd = None
+        if self._overflowed:
+            try:
+                os.unlink(self.tail_path)
+            except OSError:
+                pass
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # -- the file ------------------------------------------------------------------------
+
+    def _append(self, data: bytes, *, job: bool) -> None:
+        if self._fd is None:
+            if job:
+                self._drop(data)
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.pwrite(self._fd, view, self.size)
+                self.size += written
+                view = view[written:]
+        except OSError as exc:
+            self._fault(f"qex could not write the log file {self.path}: {exc.strerror or exc}")
+            if job:
+                self._drop(bytes(view))
+        if not job:
+            self._mixed = True
+        if len(view) < len(data):
+            self._at_line_start = data[len(data) - len(view) - 1 : len(data) - len(view)] == b"\n"
+
+    def _drop(self, data: bytes) -> None:
+        self.dropped_bytes += len(data)
+        self.dropped_lines += data.count(b"\n")
+
+    def _cut_head(self) -> bool:
+        """Cut the file back to the head, counting what goes; True when it ends inside a line."""
+        assert self.parts is not None and self._fd is not None
+        head = self.parts.head
+        if self.size <= head:
+            self._head_kept = self.size
+            return False
+        try:
+            start, end = plan.cut_window(head)
+            window = _pread(self._fd, end - start, start)
+            cut, fragment = plan.head_cut(window, start, head)
+            tally = plan.JobTextTally(at_line_start=not fragment)
+            fast = not self._mixed
+            offset = cut
+            while offset < self.size:
+                chunk = _pread(self._fd, min(_COUNT_CHUNK, self.size - offset), offset)
+                if not chunk:
+                    break
+                if fast:
+                    tally.bytes += len(chunk)
+                    tally.newlines += chunk.count(b"\n")
+                else:
+                    tally.feed(chunk)
+                offset += len(chunk)
+            dropped_bytes, dropped_lines = tally.finish()
+            os.ftruncate(self._fd, cut)
+        except OSError as exc:
+            self._fault(f"qex could not shorten the log file {self.path}: {exc.strerror or exc}")
+            self._head_kept = self.size
+            return False
+        self.dropped_bytes += dropped_bytes
+        self.dropped_lines += dropped_lines
+        self.size = cut
+        self._head_kept = cut
+        self._at_line_start = not fragment
+        return fragment
+
+    def _overflow(self) -> None:
+        assert self.parts is not None
+        self._overflowed = True
+        self._ring_prev_newline = self._at_line_start
+        fragment = self._cut_head()
+        notes = (plan.fragment_note() if fragment else b"") + plan.overflow_note(self.parts.limit)
+        self._append(notes, job=False)
+        try:
+            self._ring_fd = os.open(
+                self.tail_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600
+            )
+        except OSError as exc:
+            self._ring_error = exc.strerror or str(exc)
+            self._fault(f"qex could not make {self.tail_path}: {self._ring_error}")
+
+    # -- the ring of the newest bytes ----------------------------------------------------
+
+    def _ring_write(self, data: bytes) -> None:
+        assert self.parts is not None
+        size = self.parts.tail
+        self._over_bytes += len(data)
+        self._over_newlines += data.count(b"\n")
+        if self._ring_fd is None:
+            return
+        try:
+            if len(data) >= size:
+                if len(data) > size:
+                    before = data[-size - 1] == 0x0A
+                elif self._ring_len:
+                    before = self._ring_last_newline
+                else:
+                    before = self._ring_prev_newline
+                _pwrite_all(self._ring_fd, data[-size:], 0)
+                self._ring_start, self._ring_len = 0, size
+                self._ring_prev_newline = before
+            else:
+                end = (self._ring_start + self._ring_len) % size
+                lost = max(0, self._ring_len + len(data) - size)
+                if lost:
+                    index = (self._ring_start + lost - 1) % size
+                    self._ring_prev_newline = _pread(self._ring_fd, 1, index) == b"\n"
+                first = min(len(data), size - end)
+                _pwrite_all(self._ring_fd, data[:first], end)
+                if first < len(data):
+                    _pwrite_all(self._ring_fd, data[first:], 0)
+                self._ring_len = min(size, self._ring_len + len(data))
+                self._ring_start = (self._ring_start + lost) % size
+            self._ring_last_newline = data[-1] == 0x0A
+        except OSError as exc:
+            # The ring is unusable: what it held is lost, and so is everything after.
+            self._ring_error = exc.strerror or str(exc)
+            self._fault(f"qex could not write {self.tail_path}: {self._ring_error}")
+            os.close(self._ring_fd)
+            self._ring_fd = None
+            self._ring_len = 0
+
+    def _read_ring(self) -> bytes:
+        if self._ring_fd is None or self.parts is None or not self._ring_len:
+            return b""
+        size = self.parts.tail
+        first = min(self._ring_len, size - self._ring_start)
+        try:
+            data = _pread(self._ring_fd, first, self._ring_start)
+            if first < self._ring_len:
+                data += _pread(self._ring_fd, self._ring_len - first, 0)
+        except OSError as exc:
+            self._ring_error = exc.strerror or str(exc)
+            self._fault(f"qex could not read {self.tail_path}: {self._ring_error}")
+            return b""
+        return data
+
+    def _fault(self, message: str) -> None:
+        if self._faulted:
+            return
+        self._faulted = True
+        if self._report is not None:
+            self._report(message)
+
+
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    chunks: list[bytes] = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        length -= len(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        offset += written
+        view = view[written:]

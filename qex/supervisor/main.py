@@ -1,0 +1,180 @@
+"""Entry of the supervisor: `python -m qex.supervisor <job_id>` (or `--hook <job_id>`).
+
+The coordinator starts this after it wrote `starting` into status.json, in a session of its
+own, so neither the coordinator's death nor a terminal hang-up reaches it (and it never asks
+for a parent-death signal: outliving the coordinator is its purpose).
+
+Start-up, in order, before the job is touched:
+1. read spec.json and status.json (a record that is not `starting` is left alone);
+2. when `QEX_SUPERVISOR_GO_FD` is set, wait for one byte on it: the coordinator sends it once
+   this process sits in its systemd scope; end-of-file instead means the scope could not be
+   made, and the job becomes `failed` without running, because running it unconfined would
+   break the promise of `[enforce] mode`;
+3. take `supervisor.lock` in the job directory, so two supervisors never write one record;
+4. read the config (a broken file: defaults, and a sentence in `error` that says so);
+5. open the sandbox of the job (`QEX_TEST_SANDBOX` replaces it in tests only).
+
+Imports stay small on purpose: one supervisor runs per running job, so every megabyte here is
+multiplied. No click, yaml, psutil or asyncio on this path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+
+from qex.core.config import Config, ConfigError
+from qex.core.names import is_uuid
+from qex.core.states import State
+from qex.platform.sandbox import Sandbox
+from qex.store import jobs
+from qex.store.paths import PathError, Paths
+from qex.supervisor.runner import Runner, say
+
+USAGE = "usage: python -m qex.supervisor <job-id>  |  python -m qex.supervisor --hook <job-id>"
+GO_FD_VAR = "QEX_SUPERVISOR_GO_FD"
+LOCK_FILE = "supervisor.lock"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    hook_only = "--hook" in args
+    rest = [arg for arg in args if arg != "--hook"]
+    if len(rest) != 1 or not is_uuid(rest[0]):
+        print(USAGE, file=sys.stderr)
+        return 2
+    job_id = rest[0].lower()
+    try:
+        paths = Paths.from_env()
+    except PathError as exc:
+        say(str(exc))
+        return 1
+    if hook_only:
+        from qex.supervisor.hook import run_stop_hook
+
+        run_stop_hook(paths, job_id, origin="coordinator")
+        return 0
+    return supervise(paths, job_id)
+
+
+def supervise(paths: Paths, job_id: str) -> int:
+    job_dir = paths.job_dir(job_id)
+    spec = jobs.read_spec(job_dir)
+    status = jobs.read_status(job_dir)
+    if spec is None or status is None:
+        say(f"the job {job_id} has no readable spec.json and status.json in {job_dir}; "
+            "nothing was started")
+        return 1
+    if status.state != State.STARTING.value:
+        say(f"the job {job_id} is `{status.state}`, not `starting`, so this supervisor "
+            "leaves it alone")
+        return 1
+    go = _wait_for_go()
+    lock = _take_lock(job_dir)
+    if lock is None:
+        say(f"another supervisor already runs the job {job_id}; this one stops")
+        return 1
+    config, notes = _load_config(paths, job_id)
+    if go is False:
+        runner = Runner(paths, spec, status, config, notes=notes,
+                        sandbox=_fallback_sandbox("no scope"))
+        runner.fail_before_start(
+            "qex could not place this job in a systemd scope of its own, so it did not start it; "
+            "run `qex config show` to see why enforcement is not available, or set "
+            "`[enforce] mode` = \"off\" to run jobs without a memory limit"
+        )
+        return 0
+    sandbox = _open_sandbox(job_id, config)
+    runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox)
+    try:
+        runner.run()
+    except Exception as exc:
+        runner.abort(exc)
+    finally:
+        try:
+            sandbox.close()
+        except Exception as exc:
+            say(f"the sandbox of the job did not close cleanly: {exc!r}")
+        os.close(lock)
+    return 0
+
+
+def _wait_for_go() -> bool | None:
+    """None without a go descriptor; True after the byte; False at end-of-file."""
+    raw = os.environ.pop(GO_FD_VAR, None)
+    if raw is None:
+        return None
+    try:
+        fd = int(raw)
+    except ValueError:
+        say(f"{GO_FD_VAR}={raw!r} is not a descriptor number; the job does not start")
+        return False
+    try:
+        while True:
+            try:
+                byte = os.read(fd, 1)
+                break
+            except InterruptedError:
+                continue
+    except OSError as exc:
+        say(f"qex could not read the go signal on descriptor {fd}: {exc}")
+        byte = b""
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    return bool(byte)
+
+
+def _take_lock(job_dir: os.PathLike[str]) -> int | None:
+    try:
+        fd = os.open(os.path.join(job_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        say(f"qex could not open {LOCK_FILE} in {job_dir}: {exc}")
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _load_config(paths: Paths, job_id: str) -> tuple[Config, list[str]]:
+    """The config, read once for this job; a broken file gives the defaults and a sentence."""
+    try:
+        from qex.store.config_file import load_config
+
+        return load_config(paths), []
+    except (ConfigError, OSError, ImportError) as exc:
+        text = " ".join(str(exc).split())
+        say(f"the config file could not be read: {text}")
+        return Config(), [
+            f"qex could not read the config file ({text}), so this job runs with the default "
+            "values and no limit from that file operates; correct the file (`qex config show` "
+            f"gives the whole message) and run the job again with `qex rerun {job_id[:8]}`"
+        ]
+
+
+def _fallback_sandbox(reason: str) -> Sandbox:
+    from qex.platform.procgroup import ProcessGroupSandbox
+
+    return ProcessGroupSandbox(reason=reason)
+
+
+def _open_sandbox(job_id: str, config: Config) -> Sandbox:
+    script = os.environ.get("QEX_TEST_SANDBOX")
+    if script:
+        from pathlib import Path
+
+        from qex.supervisor.scripted_sandbox import ScriptedSandbox
+
+        return ScriptedSandbox(Path(script))
+    try:
+        from qex.platform.select import open_sandbox
+
+        return open_sandbox(job_id, config.enforce.mode)
+    except Exception as exc:
+        say(f"qex could not open the sandbox of the job: {exc!r}")
+        return _fallback_sandbox(f"qex could not open a sandbox for this job ({exc})")

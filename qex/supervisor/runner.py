@@ -1,0 +1,452 @@
+"""One job's life under its supervisor: attempts, retries, the OOM correction, the result.
+
+From the moment the coordinator wrote `starting` until the job is final (or handed back as
+`queued` after a proven OOM), this process is the only writer of status.json. Every write is
+atomic and is followed by a `job_changed` note to the coordinator.
+
+Per attempt: apply the sandbox's limits, open the capped logs, start the job, write
+`running`, copy its output until it ended and its pipes closed, read the evidence, classify.
+Then one of:
+- `failed` with `--retries` left: the same process starts the job again in the same slot
+  (after waiting while the queue is paused: the pause page promises that);
+- a PROVEN memory kill with raises left and room under the budget: the claim grows by
+  `[retry] growth`, the job's claim hints are rewritten, and the record goes back to the queue
+  as `queued` WITHOUT the stop hook: the coordinator must admit the larger claim;
+- anything else is final: the record, a learner sample for a completed run, the stop hook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from qex.core import classify as verdicts
+from qex.core import learner
+from qex.core.config import Config, Pool
+from qex.core.records import Assignment, JobSpec, JobStatus
+from qex.core.states import State
+from qex.core.units import format_duration, format_size
+from qex.platform import jobprocess, procs
+from qex.platform.sandbox import Evidence, Limits, Sandbox
+from qex.store import jobs
+from qex.store.paths import Paths
+from qex.supervisor import notify
+from qex.supervisor.children import ChildWatch, Reaper
+from qex.supervisor.logcap import CappedLog
+from qex.supervisor.spawn import Child, SpawnError, spawn
+from qex.supervisor.watch import watch_job
+
+#: Between TERM and KILL when the `--timeout` timer fires.
+TERM_GRACE_SECS = 10.0
+#: How long the record waits for the output pipes after the job exited.
+PIPE_CLOSE_GRACE_SECS = 30.0
+#: How often a paused queue is looked at again before the next attempt. This is the one slow
+#: poll of the supervisor: the pause file has no event to wait on, and a retry is not urgent.
+PAUSE_RECHECK_SECS = 3.0
+
+
+def env_seconds(name: str, default: float) -> float:
+    """A duration override from the environment (tests shorten the graces); bad values ignored."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def say(message: str) -> None:
+    """A line for supervisor.log (this process's stderr)."""
+    print(f"qex: {message}", file=sys.stderr, flush=True)
+
+
+class Runner:
+    def __init__(self, paths: Paths, spec: JobSpec, status: JobStatus, config: Config, *,
+                 notes: list[str], sandbox: Sandbox,
+                 now: Callable[[], float] = time.time) -> None:
+        self.paths = paths
+        self.job_dir = paths.job_dir(spec.id)
+        self.spec = spec
+        self.status = status
+        self.config = config
+        #: Sentences that stay in `error` for every attempt (a config fault).
+        self.notes = notes
+        self.sandbox = sandbox
+        self.now = now
+        self.children: ChildWatch | None = None
+        self.reaper = Reaper()
+        self.pid: int | None = None
+        self.term_grace = env_seconds("QEX_TERM_GRACE_SECS", TERM_GRACE_SECS)
+        self.pipe_grace = env_seconds("QEX_PIPE_CLOSE_GRACE_SECS", PIPE_CLOSE_GRACE_SECS)
+
+    # -- the record ----------------------------------------------------------------------
+
+    def save(self) -> None:
+        try:
+            jobs.write_status(self.job_dir, self.status)
+        except OSError as exc:
+            say(f"qex could not write the record of the job {self.spec.id}: {exc}")
+        notify.job_changed(self.paths.socket_path, self.spec.id)
+
+    def _error(self, *extra: str | None) -> str | None:
+        sentences = [s for s in (*self.notes, *extra) if s]
+        return ". ".join(s.rstrip(".") for s in sentences) + "." if sentences else None
+
+    # -- the life of the job -------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run attempts until the job is final or back in the queue, then the stop hook."""
+        self.children = ChildWatch()
+        jobprocess.become_subreaper()
+        status = self.status
+        status.supervisor_pid = os.getpid()
+        status.supervisor_start_token = procs.start_token(os.getpid())
+        status.boot_id = procs.boot_id()
+        status.error = self._error()
+        self.save()
+        try:
+            while True:
+                outcome = self._attempt()
+                if outcome == "retry":
+                    self._wait_while_paused()
+                    continue
+                if outcome == "requeued":
+                    return
+                break
+            self.run_hook()
+        finally:
+            self.children.close()
+            self.children = None
+
+    def run_hook(self) -> None:
+        from qex.supervisor.hook import run_stop_hook
+
+        try:
+            run_stop_hook(self.paths, self.spec.id, origin="supervisor",
+                          children=self.children, reaper=self.reaper)
+        except Exception as exc:  # the hook must never cost the job its result
+            say(f"the stop hook failed inside qex: {exc!r}")
+
+    def fail_before_start(self, sentence: str) -> None:
+        """Make the job `failed` without running it (no scope, a broken spec) and tell everyone."""
+        status = self.status
+        status.state = State.FAILED.value
+        status.supervisor_pid = os.getpid()
+        status.supervisor_start_token = procs.start_token(os.getpid())
+        status.finished_at = self.now()
+        status.error = self._error(sentence)
+        self.save()
+        self.run_hook()
+
+    def abort(self, exc: BaseException) -> None:
+        """A fault inside the supervisor: stop the job, record why, keep the result honest."""
+        say("the supervisor met an internal fault:\n" + "".join(traceback.format_exception(exc)))
+        stopped = ""
+        if self.pid is not None and procs.same_process(self.pid, self.status.pid_start_token):
+            procs.signal_group(self.pid, 9)
+            stopped = ", so qex stopped the job"
+        status = self.status
+        if status.final:
+            return
+        status.state = State.FAILED.value
+        status.finished_at = self.now()
+        if status.pid is not None:
+            status.last_pid = status.pid
+        status.pid = None
+        status.pid_start_token = None
+        status.error = self._error(
+            f"the supervisor of this job failed inside qex ({type(exc).__name__}: {exc}){stopped}; "
+            "this is a fault in qex, and supervisor.log in the job's directory shows where"
+        )
+        self.save()
+        self.run_hook()
+
+    # -- one attempt ---------------------------------------------------------------------
+
+    def _limits(self) -> Limits:
+        mode = self.config.enforce.mode
+        claim = self.status.mem
+        if mode == "soft":
+            return Limits(mode="soft", memory_high=claim,
+                          memory_max=int(claim * self.config.enforce.mem_overcommit))
+        if mode == "hard":
+            return Limits(mode="hard", memory_max=claim, swap_max=0)
+        return Limits(mode="off")
+
+    def _job_env(self) -> dict[str, str]:
+        from qex.core.pools import job_env_for_assignment
+
+        env = dict(self.spec.env)
+        for name, raw in sorted(self.status.assigned.items()):
+            assignment = Assignment(units=int(raw.get("units", 0)),
+                                    devices=[int(d) for d in raw.get("devices") or []],
+                                    size=raw.get("size"))
+            pool = self.config.pool(name)
+            if pool is None:
+                # The config changed or could not be read; still tell the job what it holds.
+                if assignment.devices:
+                    pool = Pool(name=name, devices=(0,) * (max(assignment.devices) + 1),
+                                env="CUDA_VISIBLE_DEVICES" if name == "gpu" else None)
+                else:
+                    pool = Pool(name=name, count=max(1, assignment.units))
+            env.update(job_env_for_assignment(pool, assignment))
+        return env
+
+    def _open_logs(self, number: int) -> tuple[CappedLog, CappedLog]:
+        first = self.status.attempts == 0
+        before = self.status.logs_dropped or {}
+        limit = self.config.logs.max_bytes
+        logs = []
+        for name in ("stdout", "stderr"):
+            log = CappedLog(self.job_dir / f"{name}.log", limit, truncate=first,
+                            dropped_bytes=int(before.get(f"{name}_bytes", 0) or 0),
+                            dropped_lines=int(before.get(f"{name}_lines", 0) or 0), report=say)
+            if not first:
+                log.begin_attempt(number)
+            logs.append(log)
+        return logs[0], logs[1]
+
+    def _attempt(self) -> str:
+        status, spec = self.status, self.spec
+        assert self.children is not None
+        number = status.attempts + 1
+        status.error = self._error()
+        try:
+            os.unlink(self.job_dir / jobs.KILLED_MARK)
+        except OSError:
+            pass
+        self.sandbox.begin_attempt(self._limits())
+        status.enforcement = self.sandbox.describe()
+        out_log, err_log = self._open_logs(number)
+        _, cpu_before = jobprocess.children_usage()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        nice = spec.nice if spec.nice is not None else self.config.politeness.nice
+        child = Child(argv=list(spec.command), env=self._job_env(), cwd=spec.cwd, nice=nice,
+                      io=self.config.politeness.io,
+                      oom_score_adj=self.config.politeness.oom_score_adj,
+                      preexec=self.sandbox.preexec)
+        try:
+            pid = spawn(child, out_w, err_w)
+        except SpawnError as exc:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            out_log.finish()
+            err_log.finish()
+            status.state = State.FAILED.value
+            status.finished_at = self.now()
+            status.exit_code = None
+            status.signal = None
+            status.error = self._error(exc.sentence)
+            self.save()
+            return "final"
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        self.pid = pid
+        pidfd = jobprocess.pidfd_open(pid)
+        status.state = State.RUNNING.value
+        status.pid = pid
+        status.pid_start_token = procs.start_token(pid)
+        status.started_at = self.now()
+        status.finished_at = None
+        status.exit_code = None
+        status.signal = None
+        status.attempts = number
+        self.save()
+        try:
+            watched = watch_job(pid, {out_r: out_log, err_r: err_log}, timeout=spec.timeout,
+                                term_grace=self.term_grace, pipe_grace=self.pipe_grace,
+                                children=self.children, reaper=self.reaper, pidfd=pidfd)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            out_log.finish()
+            err_log.finish()
+        self.pid = None
+        finished = self.now()
+        evidence = self.sandbox.evidence()
+        max_rss, cpu_after = jobprocess.children_usage()
+        exit_code = os.WEXITSTATUS(watched.status) if os.WIFEXITED(watched.status) else None
+        signal = os.WTERMSIG(watched.status) if os.WIFSIGNALED(watched.status) else None
+        end = verdicts.AttemptEnd(
+            exit_code=exit_code, signal=signal, timed_out=watched.timed_out,
+            killed_by_user=(self.job_dir / jobs.KILLED_MARK).exists(),
+            oom_kills=evidence.oom_kills, oom_proven=evidence.proven, oom_source=evidence.source,
+        )
+        verdict = verdicts.classify(end, claim=status.mem, timeout=spec.timeout)
+        status.usage = self._usage(evidence, max_rss, cpu_after - cpu_before)
+        status.logs_dropped = self._logs_dropped(out_log, err_log, watched.incomplete)
+        incomplete = self._incomplete_sentence() if watched.incomplete else None
+        status.exit_code, status.signal, status.finished_at = exit_code, signal, finished
+        status.last_pid, status.pid, status.pid_start_token = pid, None, None
+        if verdict.state == State.FAILED and status.retries_left > 0:
+            status.retries_left -= 1
+            status.finished_at = None
+            retry = verdicts.retry_sentence(number, exit_code, signal)
+            status.error = self._error(incomplete, retry)
+            self.save()
+            return "retry"
+        if verdict.state == State.OOM and verdict.oom_evidence == "cgroup":
+            self._learn_oom(status.mem, evidence, cpu_after - cpu_before, finished)
+            if self._requeue_after_oom(number, incomplete):
+                return "requeued"
+            return "final"
+        status.state = verdict.state.value
+        status.oom_evidence = verdict.oom_evidence
+        status.error = self._error(incomplete, verdict.error)
+        self.save()
+        if verdict.state == State.COMPLETED:
+            self._learn_peak(status.usage, finished)
+        return "final"
+
+    # -- after an attempt ----------------------------------------------------------------
+
+    def _usage(self, evidence: Evidence, max_rss: int, cpu_secs: float) -> dict[str, Any]:
+        if evidence.peak:
+            usage: dict[str, Any] = {"max_rss": int(evidence.peak), "source": "memory.peak"}
+        else:
+            usage = {"max_rss": max_rss, "source": "rusage"}
+        usage["cpu_secs"] = round(max(0.0, cpu_secs), 3)
+        usage["orphans_reaped"] = self.reaper.orphans
+        if evidence.pressure is not None:
+            usage["pressure"] = evidence.pressure
+        return usage
+
+    def _logs_dropped(self, out: CappedLog, err: CappedLog,
+                      incomplete: bool) -> dict[str, Any] | None:
+        if not (out.dropped_bytes or err.dropped_bytes or out.dropped_lines or err.dropped_lines
+                or incomplete or (self.status.logs_dropped or {}).get("incomplete")):
+            return None
+        return {
+            "stdout_bytes": out.dropped_bytes, "stdout_lines": out.dropped_lines,
+            "stderr_bytes": err.dropped_bytes, "stderr_lines": err.dropped_lines,
+            "limit": self.config.logs.max_bytes or 0,
+            "incomplete": incomplete or bool((self.status.logs_dropped or {}).get("incomplete")),
+        }
+
+    def _incomplete_sentence(self) -> str:
+        return (
+            "a process that the job started kept its output open after the job ended, so qex "
+            f"stopped reading after {format_duration(self.pipe_grace)} and a log file may miss "
+            "its last part; give such a process an output of its own (for example "
+            "`setsid my-daemon > daemon.log 2>&1 &`)"
+        )
+
+    def _learn_key(self) -> str:
+        return learner.learn_key(self.spec.cwd, list(self.spec.learn_key or self.spec.command))
+
+    def _learn_peak(self, usage: dict[str, Any] | None, finished: float) -> None:
+        if not self.config.learn.enabled or not usage or not usage.get("max_rss"):
+            return
+        from qex.store import usage as store
+
+        started = self.status.started_at or finished
+        try:
+            store.record_peak(self.paths, self._learn_key(), name=self.spec.name,
+                              max_rss=int(usage["max_rss"]), cpu_secs=float(usage["cpu_secs"]),
+                              elapsed_secs=max(0.0, finished - started), at=finished,
+                              claim=self.status.mem)
+        except OSError as exc:
+            say(f"qex could not record what this job used: {exc}")
+
+    def _learn_oom(self, claim: int, evidence: Evidence, cpu_secs: float, finished: float) -> None:
+        if not self.config.learn.enabled:
+            return
+        from qex.store import usage as store
+
+        started = self.status.started_at or finished
+        try:
+            store.record_oom(self.paths, self._learn_key(), name=self.spec.name, claim=claim,
+                             max_rss=int((self.status.usage or {}).get("max_rss") or 0),
+                             cpu_secs=cpu_secs, elapsed_secs=max(0.0, finished - started),
+                             at=finished)
+        except OSError as exc:
+            say(f"qex could not record the memory kill of this job: {exc}")
+
+    def _requeue_after_oom(self, attempt: int, incomplete: str | None) -> bool:
+        """Raise the claim and hand the job back to the queue; False when it must stay `oom`."""
+        from qex.core.oom_retry import plan_oom
+        from qex.platform.machine import machine
+
+        status = self.status
+        left = status.oom_retries_left
+        if left is None:
+            left = self.config.retry.on_oom
+        budget = self.config.mem_budget(machine())
+        plan = plan_oom(status.mem, budget, self.config.retry.growth, left)
+        status.oom_evidence = "cgroup"
+        if plan.new_mem is None:
+            status.state = State.OOM.value
+            status.oom_retries_left = left
+            status.error = self._error(
+                incomplete,
+                verdicts.oom_at_budget_sentence(status.mem, budget) if plan.at_budget
+                else verdicts.oom_no_raises_sentence(status.mem, self.config.retry.on_oom),
+            )
+            self.save()
+            return False
+        old, new = status.mem, plan.new_mem
+        try:
+            self._rewrite_spec(new)
+        except OSError as exc:
+            say(f"qex could not rewrite the spec with the larger claim: {exc}")
+            status.state = State.OOM.value
+            status.error = self._error(incomplete, (
+                f"the kernel stopped this job for memory at its claim of {format_size(old)}, and "
+                f"qex could not write the larger claim into spec.json ({exc.strerror}); run "
+                "the job again with a larger --mem"
+            ))
+            self.save()
+            return False
+        status.state = State.QUEUED.value
+        status.mem = new
+        status.oom_retries_left = left - 1
+        status.queue_time_applies = False
+        status.exit_code = None
+        status.signal = None
+        status.finished_at = None
+        status.supervisor_pid = None
+        status.supervisor_start_token = None
+        status.blocked_reason = None
+        status.blocked_since = None
+        status.passed_by = 0
+        raised = verdicts.oom_raise_note(attempt, old, new)
+        status.note = f"{status.note} {raised}" if status.note else raised
+        status.error = self._error(incomplete,
+                                   verdicts.oom_requeue_sentence(attempt, old, new, left - 1))
+        self.save()
+        return True
+
+    def _rewrite_spec(self, new_mem: int) -> None:
+        from qex.core.hints import rewrite_hints
+
+        spec = self.spec
+        env = dict(spec.env)
+        rewrite_hints(env, spec.hint_keys, spec.cpu, new_mem, self.config.claims.also)
+        spec.env = env
+        spec.mem = new_mem
+        jobs.write_spec(self.job_dir, spec)
+
+    def _wait_while_paused(self) -> None:
+        """Before a retry: a paused queue starts nothing, and that includes a next attempt."""
+        from qex.store.pause import read_pause
+
+        announced = False
+        while True:
+            record = read_pause(self.paths.paused_file, self.now()).queue
+            if record is None or (record.until is not None and record.until <= self.now()):
+                return
+            if not announced:
+                announced = True
+                self.status.error = self._error(
+                    self.status.error,
+                    "the queue is paused, so the next attempt waits until `qex resume queue`",
+                )
+                self.save()
+            time.sleep(PAUSE_RECHECK_SECS)
+            self.reaper.reap(None)
+

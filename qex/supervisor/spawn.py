@@ -1,0 +1,188 @@
+"""Start a program exactly as the record says: argv, environment, directory, politeness.
+
+No shell is involved: argv[0] is searched on the JOB's PATH (the one in its environment; with
+none, the system default), and a file that is not a program fails with ENOEXEC instead of
+being handed to /bin/sh. Everything between fork and exec runs in the child, in this order:
+new session (so the job is its own process group), the sandbox's preexec (join the job
+cgroup), the standard descriptors, the directory, nice, the I/O class, oom_score_adj, exec.
+
+A failure in the child is sent back over a close-on-exec pipe as `<stage>:<errno>`, so the
+parent learns it before it writes `running`, and turns it into one sentence with a remedy.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from qex.platform import jobprocess
+from qex.supervisor.children import forget_in_child
+
+
+@dataclass
+class Child:
+    """What to start and how."""
+
+    argv: list[str]
+    env: Mapping[str, str]
+    cwd: str
+    nice: int | None = None
+    io: str = "none"
+    oom_score_adj: int = 0
+    preexec: Callable[[], None] | None = None
+
+
+class SpawnError(Exception):
+    """The program did not start; `sentence` says why and what to do."""
+
+    def __init__(self, sentence: str, code: int) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+        self.errno = code
+
+
+def spawn(child: Child, stdout_fd: int, stderr_fd: int) -> int:
+    """Fork and exec; returns the pid once exec succeeded, raises SpawnError otherwise."""
+    program = child.argv[0] if child.argv else ""
+    if not child.argv or not program:
+        raise SpawnError("the job has no command to run; submit it again with a command", 0)
+    texts = [*child.argv, *child.env.keys(), *child.env.values(), child.cwd]
+    if any("\0" in text for text in texts):
+        raise SpawnError(
+            f"qex could not start `{program}`: the command, the directory or the environment "
+            "holds a NUL byte, which no program can receive; remove it and submit the job again",
+            errno.EINVAL,
+        )
+    set_ioprio = jobprocess.ioprio_setter(child.io)
+    env = dict(child.env)
+    report_r, report_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(report_r)
+        os.close(report_w)
+        code = exc.errno or 0
+        raise SpawnError(_sentence(program, child.cwd, "fork", code), code) from None
+    if pid == 0:  # pragma: no cover - runs in the child, which execs or exits
+        _child(child, env, stdout_fd=stdout_fd, stderr_fd=stderr_fd, report_w=report_w,
+               set_ioprio=set_ioprio)
+    os.close(report_w)
+    report = b""
+    while True:
+        try:
+            chunk = os.read(report_r, 64)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        report += chunk
+    os.close(report_r)
+    if not report:
+        return pid
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            break
+    stage, _, code_text = report.decode("ascii", "replace").partition(":")
+    code = int(code_text) if code_text.isdigit() else 0
+    raise SpawnError(_sentence(program, child.cwd, stage, code), code)
+
+
+def _child(  # pragma: no cover - runs in the child
+    child: Child, env: dict[str, str], *, stdout_fd: int, stderr_fd: int, report_w: int,
+    set_ioprio: Callable[[], None] | None,
+) -> None:
+    stage = "setup"
+    try:
+        forget_in_child()
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.setsid()
+        if child.preexec is not None:
+            stage = "sandbox"
+            child.preexec()
+            stage = "setup"
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(stdout_fd, 1)
+        os.dup2(stderr_fd, 2)
+        # Nothing but 0-2 and the report pipe (close-on-exec) reaches the job.
+        os.closerange(3, report_w)
+        os.closerange(report_w + 1, 1 << 16)
+        stage = "chdir"
+        os.chdir(child.cwd)
+        stage = "setup"
+        if child.nice is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, 0, child.nice)
+            except OSError:
+                pass
+        if set_ioprio is not None:
+            try:
+                set_ioprio()
+            except OSError:
+                pass
+        jobprocess.set_oom_score_adj(child.oom_score_adj)
+        stage = "exec"
+        os.execvpe(child.argv[0], child.argv, env)
+    except OSError as exc:
+        _report(report_w, stage, exc.errno or 0)
+    except BaseException:
+        _report(report_w, stage, 0)
+    os._exit(127)
+
+
+def _report(fd: int, stage: str, code: int) -> None:  # pragma: no cover - runs in the child
+    try:
+        os.write(fd, f"{stage}:{code}".encode("ascii"))
+    except OSError:
+        pass
+
+
+_REMEDIES: dict[int, str] = {
+    errno.ENOENT: "check the program name and the PATH in the job's environment",
+    errno.EACCES: (
+        "the file is not executable for this user, or a directory on its path is closed; "
+        "check its permissions (chmod +x)"
+    ),
+    errno.EPERM: "the system does not permit this user to run it; check its permissions",
+    errno.ENOEXEC: (
+        "the file is not a program this machine can run; a script needs a first line such as "
+        "#!/bin/sh, or name its interpreter in the command"
+    ),
+    errno.E2BIG: (
+        "the arguments and the environment together are too large for the kernel; pass less "
+        "in the environment (for example with --env-capture minimal)"
+    ),
+    errno.EISDIR: "that path is a directory; name the program inside it",
+    errno.ENOTDIR: "a part of the path is not a directory; check the program path",
+    errno.ELOOP: "the path has too many symbolic links; check where they point",
+    errno.ENAMETOOLONG: "the program path is too long; use a shorter one",
+    errno.ETXTBSY: "another process is still writing the file; wait until it is complete",
+    errno.ENOMEM: "the machine had no memory to start it; try again when memory is free",
+    errno.EAGAIN: "the system has no room for another process now; try again later",
+}
+
+
+def _sentence(program: str, cwd: str, stage: str, code: int) -> str:
+    reason = os.strerror(code) if code else "an unknown fault"
+    if stage == "chdir":
+        return (
+            f"qex could not enter the job's directory {cwd}: {reason}; create it, or submit the "
+            "job again from a directory that exists"
+        )
+    if stage == "sandbox":
+        return (
+            f"qex could not put `{program}` into its memory sandbox: {reason}; run "
+            "`qex config show` to see the state of enforcement, or set `[enforce] mode` = \"off\""
+        )
+    if stage == "fork":
+        return f"qex could not create a process for `{program}`: {reason}; try again later"
+    remedy = _REMEDIES.get(code, "check the program and its permissions")
+    return f"qex could not start `{program}`: {reason}; {remedy}"

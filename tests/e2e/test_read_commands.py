@@ -1,0 +1,367 @@
+"""End to end: list, logs, kill, cancel, clean, gc, du, pause/resume, events, info, version,
+top and completion against a real coordinator in a private state directory.
+
+Jobs are gated with files, never with sleeps: a job that must stay running waits for a file
+that the test creates, and a job that must stay queued sits behind a paused queue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Env
+
+WAIT = ("wait", "--timeout", "60s")
+GATE_SCRIPT = 'while [ ! -e "$1" ]; do sleep 0.05; done'
+
+
+def gated(env: Env, name: str, *extra: str) -> tuple[str, Path]:
+    """A job that runs until the test creates its gate file."""
+    gate = env.root / f"gate-{name}"
+    job = env.submit("--name", name, *extra, "--", "sh", "-c", GATE_SCRIPT, "sh", str(gate))
+    return job, gate
+
+
+def finish(env: Env, *ids: str) -> None:
+    env.run(*WAIT, *ids, timeout=90)
+
+
+def running(env: Env, job: str) -> dict[str, Any]:
+    return env.wait_for(lambda: (r := env.record(job)).get("state") == "running" and r,
+                        what=f"job {job} running")
+
+
+def lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+# --- list -------------------------------------------------------------------------------
+
+
+def test_list_filters_and_empty(qex_env: Env) -> None:
+    out = qex_env.run("list", check=True)
+    assert out.stdout.strip() == "no jobs"
+    assert json.loads(qex_env.run("list", "--json", check=True).stdout) == []
+
+    sub = qex_env.root / "proj" / "sub"
+    sub.mkdir(parents=True)
+    a = qex_env.submit("--name", "alpha", "--tag", "ml", "--", "true")
+    b = qex_env.submit("--name", "beta", "--cwd", str(sub), "--", "sh", "-c", "exit 3")
+    finish(qex_env, a, b)
+
+    table = qex_env.run("list", check=True).stdout
+    assert table.splitlines()[0].split() == ["ID", "STATE", "NAME", "CPU", "MEM", "TIME", "NOTE"]
+    assert "alpha" in table and "beta" in table and "exit 3" in table
+
+    def names(*args: str) -> list[str]:
+        proc = qex_env.run("list", "--json", *args, check=True)
+        return [r["name"] for r in json.loads(proc.stdout)]
+
+    assert names() == ["alpha", "beta"]
+    assert names("--state", "failed") == ["beta"]
+    assert names("--state", "done") == ["alpha", "beta"]
+    assert names("--state", "active") == []
+    assert names("--tag", "ml") == ["alpha"]
+    assert names("--cwd", str(sub)) == ["beta"]
+    assert names("--under", str(qex_env.root / "proj")) == ["beta"]
+    # The commands run in the test's root, which holds `proj/sub`.
+    assert names("--cwd") == ["alpha"]
+    assert names("--under") == ["alpha", "beta"]
+    proc = qex_env.run("list", "--cwd", cwd=sub)
+    assert "beta" in proc.stdout and "alpha" not in proc.stdout
+    assert qex_env.run("list", "--state", "sleeping").returncode == 2
+    assert qex_env.run("list", "--group", "nosuchgroup").returncode == 127
+
+
+# --- logs -------------------------------------------------------------------------------
+
+
+def test_logs_selection(qex_env: Env) -> None:
+    script = ("i=1; while [ $i -le 1000 ]; do echo \"line $i\"; i=$((i+1)); done; "
+              "echo 'ERROR one' >&2; echo ok >&2; echo 'ERROR two' >&2")
+    job = qex_env.submit("--name", "talker", "--", "sh", "-c", script)
+    finish(qex_env, job)
+
+    both = qex_env.run("logs", job, check=True)
+    assert "==> stdout <==" in both.stdout and "==> stderr <==" in both.stdout
+    out = lines(qex_env.run("logs", job, "--stdout", check=True).stdout)
+    assert len(out) == 500 and out[0] == "line 501" and out[-1] == "line 1000"
+    assert "500 earlier lines" in qex_env.run("logs", job, "--stdout").stderr
+
+    assert lines(qex_env.run("logs", job, "--stdout", "--head", "2", check=True).stdout) == [
+        "line 1", "line 2"]
+    assert lines(qex_env.run("logs", job, "--stdout", "--lines", "10:12", check=True).stdout) == [
+        "line 10", "line 11", "line 12"]
+    assert len(lines(qex_env.run("logs", job, "--stdout", "--all", check=True).stdout)) == 1000
+
+    grep = qex_env.run("logs", job, "--stdout", "--grep", "^line 99[0-9]$", check=True)
+    assert lines(grep.stdout)[0] == "line 990" and "10 lines match" in grep.stderr
+    ctx = qex_env.run("logs", job, "--stdout", "--grep", "line 500$", "-C", "1", "--number",
+                      check=True)
+    assert lines(ctx.stdout) == ["   499  line 499", "   500  line 500", "   501  line 501"]
+    capped = qex_env.run("logs", job, "--stdout", "--grep", "line 7", "--max-matches", "2",
+                         check=True)
+    assert lines(capped.stdout) == ["line 7", "--", "line 70"]
+    assert "111 lines match" in capped.stderr and "shows 2" in capped.stderr
+    fixed = qex_env.run("logs", job, "--stderr", "--grep", "ERROR", "--fixed", check=True)
+    assert lines(fixed.stdout) == ["ERROR one", "ERROR two"]
+
+    doc = json.loads(qex_env.run("logs", job, "--json", "--grep", "ERROR", check=True).stdout)
+    assert doc["id"] == job and doc["stderr"]["matches"] == 2 and doc["stdout"]["matches"] == 0
+
+    # Mistakes are usage errors (2), an unknown job is 127.
+    assert qex_env.run("logs", job, "--head", "1", "--tail", "1").returncode == 2
+    assert qex_env.run("logs", job, "--grep", "(").returncode == 2
+    assert qex_env.run("logs", job, "--follow", "--head", "3").returncode == 2
+    assert qex_env.run("logs", "ffffffff-ffff-4fff-8fff-ffffffffffff").returncode == 127
+
+    # A finished job followed: its last lines, then the command ends by itself.
+    followed = qex_env.run("logs", job, "--follow", "--stdout", "--tail", "3", check=True)
+    assert lines(followed.stdout) == ["line 998", "line 999", "line 1000"]
+
+
+def test_logs_from_disk_without_a_coordinator(qex_env: Env) -> None:
+    job = qex_env.submit("--name", "quiet", "--", "sh", "-c", "echo from-disk")
+    finish(qex_env, job)
+    pid = qex_env.coordinator_pid()
+    assert pid is not None
+    os.kill(pid, 15)
+    qex_env.wait_for(lambda: qex_env.run("info", "--no-start").returncode == 1,
+                     what="the coordinator to stop")
+    out = qex_env.run("logs", job[:8], "--stdout", check=True)
+    assert out.stdout.strip() == "from-disk"
+    assert qex_env.run("info", "--no-start").returncode == 1  # logs started none
+    hook = qex_env.run("logs", job, "--hook", check=True)
+    assert "no stop hook" in hook.stderr
+
+
+def test_logs_follow_prints_new_lines(qex_env: Env) -> None:
+    gate = qex_env.root / "gate-follow"
+    job = qex_env.submit("--name", "follow", "--", "sh", "-c",
+                         f'echo first; while [ ! -e "{gate}" ]; do sleep 0.05; done; echo last')
+    running(qex_env, job)
+    proc = qex_env.popen("logs", job, "--follow", "--stdout")
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "first"
+    gate.touch()
+    rest, _err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert rest.strip().splitlines()[-1] == "last"
+
+
+# --- kill / cancel ----------------------------------------------------------------------
+
+
+def test_kill_and_cancel(qex_env: Env) -> None:
+    job, _gate = gated(qex_env, "victim")
+    running(qex_env, job)
+    out = qex_env.run("kill", job, check=True)
+    assert f"{job} received the signal SIGTERM" in out.stdout
+    finish(qex_env, job)
+    assert qex_env.record(job)["state"] == "killed"
+    again = qex_env.run("kill", job)
+    assert again.returncode == 1 and again.stderr.startswith("qex: ")
+
+    qex_env.run("pause", "queue", check=True)
+    queued = qex_env.submit("--name", "waiter", "--", "true")
+    refused = qex_env.run("kill", queued)
+    assert refused.returncode == 1 and "cancel" in refused.stderr
+    out = qex_env.run("cancel", queued, check=True)
+    assert f"{queued} left the queue" in out.stdout
+    assert qex_env.record(queued)["state"] == "cancelled"
+    assert qex_env.run("cancel", queued).returncode == 1
+    assert qex_env.run("cancel", "nosuchjob").returncode == 127
+    assert qex_env.run("kill", "nosuchjob", "--signal", "KILL").returncode == 127
+    assert qex_env.run("kill", queued, "--signal", "NOPE").returncode == 2
+    qex_env.run("resume", check=True)
+
+
+# --- clean / gc / du --------------------------------------------------------------------
+
+
+def test_clean_selection_codes_and_held_records(qex_env: Env) -> None:
+    assert qex_env.run("clean").returncode == 2
+    ok = qex_env.submit("--name", "ok", "--", "true")
+    bad = qex_env.submit("--name", "bad", "--", "false")
+    finish(qex_env, ok, bad)
+    live, gate = gated(qex_env, "live")
+    running(qex_env, live)
+
+    refused = qex_env.run("clean", live)
+    assert refused.returncode == 1 and refused.stderr.startswith("qex: ")
+    assert qex_env.run("clean", "nosuchjob").returncode == 127
+    assert qex_env.run("clean", "--auto", "--all").returncode == 2
+
+    out = qex_env.run("clean", "--state", "failed", check=True)
+    assert "deleted 1 record" in out.stdout
+    assert not (qex_env.state / "jobs" / bad).exists()
+    assert (qex_env.state / "jobs" / ok).exists()
+
+    # A record that a queued job needs stays, and the command says why.
+    qex_env.run("pause", "queue", check=True)
+    later = qex_env.submit("--name", "later", "--after", ok, "--", "true")
+    held = qex_env.run("clean", "done", check=True)
+    assert "deleted 0 records" in held.stdout and "1 record stayed" in held.stdout
+    assert (qex_env.state / "jobs" / ok).exists()
+    qex_env.run("resume", check=True)
+    gate.touch()
+    finish(qex_env, later, live)
+    out = qex_env.run("clean", "--all", check=True)
+    assert "deleted 3 records" in out.stdout
+    assert json.loads(qex_env.run("list", "--json", check=True).stdout) == []
+
+
+def test_gc_and_du(qex_env: Env) -> None:
+    job = qex_env.submit("--name", "old", "--", "sh", "-c", "echo some output")
+    finish(qex_env, job)
+    orphan = qex_env.state / "jobs" / "0badbeef-0000-4000-8000-000000000000"
+    orphan.mkdir()
+    (orphan / "junk").write_text("x" * 1000)
+    past = time.time() - 7200
+    os.utime(orphan / "junk", (past, past))
+    os.utime(orphan, (past, past))
+
+    usage = json.loads(qex_env.run("du", "--json", check=True).stdout)
+    assert usage["job_count"] == 2 and usage["directories_with_no_record"] == 1
+    assert usage["total_bytes"] >= usage["jobs_bytes"] > 0
+    assert usage["largest"][0]["bytes"] >= usage["largest"][-1]["bytes"]
+    assert "qex holds" in qex_env.run("du", check=True).stdout
+
+    dry = json.loads(qex_env.run("gc", "--older-than", "0", "--dry-run", "--json",
+                                 check=True).stdout)
+    assert dry["dry_run"] is True and [j["id"] for j in dry["jobs"]] == [job]
+    assert dry["directories_with_no_record"] == [orphan.name]
+    assert (qex_env.state / "jobs" / job).exists() and orphan.exists()
+
+    default = json.loads(qex_env.run("gc", "--json", check=True).stdout)
+    assert default["jobs"] == [] and default["older_than_secs"] == 86400
+
+    done = qex_env.run("gc", "--older-than", "0", check=True)
+    assert "deleted 1 record" in done.stdout and "1 directory" in done.stdout
+    assert not (qex_env.state / "jobs" / job).exists() and not orphan.exists()
+
+
+# --- pause / resume ---------------------------------------------------------------------
+
+
+def test_pause_and_resume(qex_env: Env) -> None:
+    assert "nothing is paused" in qex_env.run("pause", check=True).stdout
+    assert qex_env.run("pause", "queue", "--for", "0").returncode == 2
+    out = qex_env.run("pause", "queue", "--reason", "demo time", "--for", "30m", check=True)
+    assert "demo time" in out.stdout
+    state = json.loads(qex_env.run("pause", "--json", check=True).stdout)
+    assert state["paused"] is True and state["queue"]["reason"] == "demo time"
+    assert state["queue"]["until"] is not None
+
+    job = qex_env.submit("--name", "held", "--", "true")
+    listing = qex_env.run("list", check=True)
+    assert "paused" in listing.stderr
+    assert qex_env.record(job)["state"] == "queued"
+
+    lock = qex_env.run("pause", "lock", "gpu0", "--reason", "mine", check=True)
+    assert "gpu0" in lock.stdout
+    report = qex_env.run("pause", check=True).stdout
+    assert "gpu0" in report and "demo time" in report
+    assert "is free" in qex_env.run("resume", "lock", "gpu0", check=True).stdout
+    assert "runs again" in qex_env.run("resume", check=True).stdout
+    finish(qex_env, job)
+    assert qex_env.record(job)["state"] == "completed"
+    assert json.loads(qex_env.run("pause", "--json", check=True).stdout)["paused"] is False
+
+
+def test_pause_drain_returns_when_quiet(qex_env: Env) -> None:
+    job, gate = gated(qex_env, "drainer")
+    running(qex_env, job)
+    proc = qex_env.popen("pause", "queue", "--drain")
+    gate.touch()  # the drain may see the job run or already stopped; it must end either way
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "quiet" in out
+    qex_env.run("resume", check=True)
+
+
+# --- events -----------------------------------------------------------------------------
+
+
+def test_events_count_and_timeout(qex_env: Env) -> None:
+    job = qex_env.submit("--name", "evented", "--", "true")
+    finish(qex_env, job)
+    proc = qex_env.run("events", "--json", "--since", "start", "--count", "2", check=True)
+    events = [json.loads(line) for line in lines(proc.stdout)]
+    assert events[0]["event"] == "stream" and events[0]["stream_id"]
+    jobs = [e for e in events if e["event"] in ("job", "gap")]
+    assert len(jobs) == 2 and jobs[0]["id"] == job
+    stream = events[0]["stream_id"]
+    last = jobs[-1]["seq"]
+
+    timed = qex_env.run("events", "--json", "--since", f"{stream}:{last + 1000}",
+                        "--timeout", "1s")
+    assert timed.returncode == 124
+    bare = qex_env.run("events", "--since", "1", "--count", "1", "--timeout", "5s")
+    assert "stream_id" in bare.stderr
+    assert qex_env.run("events", "--since", "yesterday").returncode == 2
+
+
+# --- info / version ---------------------------------------------------------------------
+
+
+def test_info_and_version(qex_env: Env) -> None:
+    none = qex_env.run("info", "--no-start", "--json")
+    assert none.returncode == 1 and json.loads(none.stdout) == {"running": False}
+    assert qex_env.run("info", "--no-start").stdout.strip() == "no coordinator operates"
+    version = qex_env.run("version", check=True)
+    assert "coordinator: none operates" in version.stdout
+
+    info = json.loads(qex_env.run("info", "--json", check=True).stdout)
+    assert isinstance(info["pid"], int) and info["pid"] > 1 and info["running"] is True
+    text = qex_env.run("info", check=True).stdout
+    assert f"coordinator pid: {info['pid']}" in text and "queue: healthy" in text
+
+    doc = json.loads(qex_env.run("version", "--json", check=True).stdout)
+    assert doc["coordinator"]["pid"] == info["pid"] and doc["coordinator"]["matches"] is True
+    assert "events" in doc["capabilities"] and doc["coordinator"]["cannot_do"] == []
+
+
+# --- top / completion -------------------------------------------------------------------
+
+
+def test_top_once_never_starts_a_coordinator(qex_env: Env) -> None:
+    page = qex_env.run("top", "--once", check=True)
+    assert "no coordinator" in page.stdout and "no jobs" in page.stdout
+    assert qex_env.run("info", "--no-start").returncode == 1
+    job, gate = gated(qex_env, "topped")
+    running(qex_env, job)
+    page = qex_env.run("top", "--once", "--no-color", check=True)
+    assert "topped" in page.stdout and "running" in page.stdout and "\x1b[" not in page.stdout
+    gate.touch()
+    finish(qex_env, job)
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts(qex_env: Env, shell: str) -> None:
+    script = qex_env.run("completion", shell, check=True).stdout
+    assert "_QEX_COMPLETE" in script
+
+
+def test_completion_candidates_come_from_disk(qex_env: Env) -> None:
+    job = qex_env.submit("--name", "candidate", "--", "true")
+    finish(qex_env, job)
+    pid = qex_env.coordinator_pid()
+    assert pid is not None
+    os.kill(pid, 15)
+    qex_env.wait_for(lambda: qex_env.run("info", "--no-start").returncode == 1,
+                     what="the coordinator to stop")
+    ids = qex_env.run("__complete", "ids", check=True).stdout.split()
+    assert ids == [job, "candidate"]
+    assert qex_env.run("__complete", "queued", check=True).stdout == ""
+    assert qex_env.run("__complete", "nonsense").returncode == 0
+    tab = qex_env.run(extra_env={"_QEX_COMPLETE": "bash_complete", "COMP_WORDS": "qex logs ",
+                                 "COMP_CWORD": "2"})
+    assert job in tab.stdout
+    assert qex_env.run("info", "--no-start").returncode == 1

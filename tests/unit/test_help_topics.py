@@ -1,0 +1,155 @@
+"""The help pages: every topic and alias opens a page, and the pages are our own words."""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import re
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from qex.cli.commands.help import command as help_command
+from qex.cli.topics import ALIASES, TOPICS, resolve, text
+
+SEED_GLOB = "/work/shared/seeds/001_*.txt"
+EARLIER_URL = "github.com/stephenc"
+
+EXPECTED_TOPICS = {
+    "agents", "job-file", "config", "resources", "states", "events", "output",
+    "exit-codes", "pipeline", "each-line", "pause", "enforcement",
+}
+EXPECTED_ALIASES = {
+    "agent": "agents", "jobfile": "job-file", "job": "job-file", "configuration": "config",
+    "resource": "resources", "budget": "resources", "state": "states", "event": "events",
+    "stream": "events", "json": "output", "exit": "exit-codes", "exitcodes": "exit-codes",
+    "pipelines": "pipeline", "eachline": "each-line", "fan-out": "each-line",
+    "fanout": "each-line", "resume": "pause", "limits": "enforcement", "oom": "enforcement",
+}
+
+
+def test_the_topic_list_is_the_agreed_one() -> None:
+    assert set(TOPICS) == EXPECTED_TOPICS
+    assert ALIASES == EXPECTED_ALIASES
+
+
+@pytest.mark.parametrize("topic", sorted(EXPECTED_TOPICS))
+def test_every_topic_resolves_to_itself_and_has_a_titled_page(topic: str) -> None:
+    assert resolve(topic) == topic
+    assert resolve(f"  {topic.upper()} ") == topic
+    page = text(topic)
+    lines = page.splitlines()
+    # A title, then an underline of the same length.
+    assert lines[0].startswith("qex")
+    assert lines[1] == "=" * len(lines[0])
+    assert len(lines) > 20
+
+
+@pytest.mark.parametrize(("alias", "topic"), sorted(EXPECTED_ALIASES.items()))
+def test_every_alias_opens_its_topic(alias: str, topic: str) -> None:
+    assert resolve(alias) == topic
+    assert text(resolve(alias) or "") == text(topic)
+
+
+def test_unknown_words_resolve_to_nothing() -> None:
+    for word in ("", "agentz", "help", "exit codes", "job_file"):
+        assert resolve(word) is None
+
+
+@pytest.mark.parametrize("topic", sorted(EXPECTED_TOPICS))
+def test_no_page_points_at_the_earlier_project(topic: str) -> None:
+    assert EARLIER_URL not in text(topic)
+    assert "https://github.com" not in text(topic)
+
+
+@pytest.mark.parametrize("topic", sorted(EXPECTED_TOPICS))
+def test_pages_fit_a_terminal_and_hold_no_control_characters(topic: str) -> None:
+    for line in text(topic).splitlines():
+        assert len(line) <= 80, line
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", line), line
+
+
+def test_a_topic_imports_only_its_own_module() -> None:
+    prefix = "qex.cli.topics."
+    for name in [m for m in sys.modules if m.startswith(prefix)]:
+        del sys.modules[name]
+    text("states")
+    loaded = {m for m in sys.modules if m.startswith(prefix)}
+    assert loaded == {prefix + "states"}
+    importlib.import_module(prefix + "agents")  # leave the cache usable for other tests
+
+
+def test_the_enforcement_page_covers_our_linux_design() -> None:
+    page = text("enforcement")
+    for needle in ("off", "soft", "hard", "scope", "NOT ACTIVE", "qex config show",
+                   "memory.max", "memory.high", "memory.oom.group", "oom_kill",
+                   "[retry] growth", "on_oom", "99", "docs/enforcement.md", "docs/systemd.md"):
+        assert needle in page, needle
+
+
+def test_the_agents_page_sends_sandbox_trouble_to_our_docs() -> None:
+    assert "docs/sandbox.md" in text("agents")
+
+
+# --- our own words: no long line of the earlier help text appears in ours ------------------
+
+
+def _normal(line: str) -> str:
+    """Collapse spacing and case, and undo the escapes of the seed's string literals."""
+    line = line.replace('\\"', '"').replace("\\\\", "\\")
+    return " ".join(line.split()).casefold()
+
+
+def _seed_lines() -> set[str]:
+    paths = glob.glob(SEED_GLOB)
+    if not paths:
+        pytest.skip("the earlier help text is not on this machine")
+    lines: set[str] = set()
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for raw in handle:
+                line = _normal(raw)
+                # Underlines and rules carry no words; only prose and examples count.
+                if len(line) > 40 and any(ch.isalnum() for ch in line):
+                    lines.add(line)
+    return lines
+
+
+def test_no_line_of_our_topics_repeats_a_long_line_of_the_earlier_help() -> None:
+    seed = _seed_lines()
+    copied = [
+        f"{topic}: {line.strip()}"
+        for topic in TOPICS
+        for line in text(topic).splitlines()
+        if _normal(line) in seed
+    ]
+    assert copied == []
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def test_help_without_a_topic_prints_the_banner_and_the_topic_list() -> None:
+    result = CliRunner().invoke(help_command, [])
+    assert result.exit_code == 0
+    assert "qex help agents" in result.output
+    assert "Usage: qex help TOPIC" in result.output
+    for topic in TOPICS:
+        assert f"  {topic}" in result.output
+
+
+def test_help_with_an_alias_prints_the_page() -> None:
+    result = CliRunner().invoke(help_command, ["fanout"])
+    assert result.exit_code == 0
+    assert result.output.rstrip("\n") == text("each-line").rstrip("\n")
+
+
+def test_help_with_an_unknown_topic_names_the_topics_and_exits_2() -> None:
+    result = CliRunner().invoke(help_command, ["nonsense\x1b[2J"])
+    assert result.exit_code == 2
+    message = result.stderr if hasattr(result, "stderr") else result.output
+    assert message.startswith("qex: ")
+    assert "\x1b" not in message
+    assert "agents" in message
+    assert "enforcement" in message

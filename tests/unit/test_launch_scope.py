@@ -1,0 +1,313 @@
+"""Starting a supervisor in a transient scope: the handshake, both backends, every fallback.
+
+The user manager is `FakeScopeManager`; spawning is recorded instead of run, except in the
+test of `spawn_detached` itself, which starts a real child to prove the go pipe arrives.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qex.platform.detect import Capabilities
+from qex.platform.fakes import FakeScopeManager
+from qex.platform.launch import GO_FD, ScopeLauncher, spawn_detached
+from qex.platform.scope import (
+    PystemdScopeManager,
+    ScopeError,
+    ScopeRequest,
+    in_unit,
+    scope_in_path,
+    scope_properties,
+    systemd_run_argv,
+    unit_name,
+)
+
+JOB = "1a2b3c4d-0000-4000-8000-000000000001"
+
+
+def caps(backend: str | None = "pystemd", possible: bool = True,
+         reason: str | None = None) -> Capabilities:
+    return Capabilities(os="linux", scope_backend=backend, enforcement_possible=possible,
+                        reason=reason)
+
+
+@dataclass
+class Spawner:
+    """Records each spawn; keeps the go pipe open like a waiting supervisor would."""
+
+    next_pid: int = 50000
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    go_fds: list[int] = field(default_factory=list)
+
+    def __call__(self, argv: list[str], log: Path, env: dict[str, str], *,
+                 go_fd: int | None = None) -> int:
+        self.next_pid += 1
+        self.calls.append({"argv": argv, "log": log, "env": dict(env), "go_fd": go_fd,
+                           "pid": self.next_pid})
+        if go_fd is not None:
+            self.go_fds.append(os.dup(go_fd))
+        return self.next_pid
+
+    def go_byte(self, index: int = -1) -> bytes:
+        fd = self.go_fds[index]
+        os.set_blocking(fd, False)
+        try:
+            return os.read(fd, 16)
+        except BlockingIOError:
+            return b""
+
+
+def launcher(manager: Any, spawner: Spawner, capabilities: Capabilities,
+             killed: list[int]) -> ScopeLauncher:
+    return ScopeLauncher(
+        capabilities=lambda: capabilities,
+        manager_factory=lambda: manager,
+        spawn=spawner,
+        cgroup_of=manager.cgroup_of,
+        kill=killed.append,
+    )
+
+
+def test_no_scope_wanted_is_a_plain_process_group(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+    got = launcher(FakeScopeManager(), spawner, caps(), killed).launch(
+        JOB, tmp_path, want_scope=False, env={"PATH": "/bin"})
+    assert got.backend == "process-group" and got.note is None and got.unit is None
+    assert spawner.calls[0]["argv"][-2:] == ["qex.supervisor", JOB]
+    assert "QEX_SCOPE_NOTE" not in spawner.calls[0]["env"]
+    assert spawner.calls[0]["log"] == tmp_path / "supervisor.log"
+
+
+def test_machine_without_scopes_says_why(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+    got = launcher(FakeScopeManager(), spawner, caps(None, False, "cgroups are hybrid"),
+                   killed).launch(JOB, tmp_path, want_scope=True, env={})
+    assert got.backend == "process-group"
+    assert got.note == "no scope: cgroups are hybrid"
+    assert spawner.calls[0]["env"]["QEX_SCOPE_NOTE"] == got.note
+
+
+def test_pystemd_handshake_scope_first_then_go(tmp_path: Path) -> None:
+    spawner, killed, manager = Spawner(), [], FakeScopeManager()
+    run = launcher(manager, spawner, caps("pystemd"), killed)
+    got = run.launch(JOB, tmp_path, want_scope=True, env={"A": "1"})
+    call = spawner.calls[0]
+    assert call["env"]["QEX_SUPERVISOR_GO_FD"] == str(GO_FD) and call["go_fd"] is not None
+    assert got.backend == "pystemd" and got.unit == "qex-1a2b3c4d-1.scope" and got.note is None
+    request, pid = manager.started[0]
+    assert pid == got.pid and request.delegate and request.slice == "qex.slice"
+    assert request.collect_mode == "inactive-or-failed" and request.oom_policy == "continue"
+    assert spawner.go_byte() == b"1"
+    assert killed == []
+    # The next attempt of the same job gets a new scope name.
+    again = run.launch(JOB, tmp_path, want_scope=True, env={})
+    assert again.unit == "qex-1a2b3c4d-2.scope"
+
+
+def test_pystemd_refusal_kills_the_waiting_supervisor_and_runs_plain(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+    manager = FakeScopeManager(fail="Access denied")
+    got = launcher(manager, spawner, caps("pystemd"), killed).launch(
+        JOB, tmp_path, want_scope=True, env={"A": "1"})
+    first, second = spawner.calls
+    assert killed == [first["pid"]]
+    assert spawner.go_byte(0) == b""  # it never got the go: it never touched the job
+    assert got.backend == "process-group" and got.pid == second["pid"]
+    assert got.note is not None and "Access denied" in got.note
+    assert second["env"]["QEX_SCOPE_NOTE"] == got.note
+    assert "QEX_SUPERVISOR_GO_FD" not in second["env"] and second["go_fd"] is None
+
+
+def test_scope_that_did_not_take_the_pid_is_caught(tmp_path: Path) -> None:
+    # systemd issue 36781: success reported, process not moved. /proc is the judge.
+    spawner, killed = Spawner(), []
+    manager = FakeScopeManager(misplace=True)
+    got = launcher(manager, spawner, caps("pystemd"), killed).launch(
+        JOB, tmp_path, want_scope=True, env={})
+    assert killed == [spawner.calls[0]["pid"]]
+    assert got.backend == "process-group"
+    assert got.note is not None and "session-1.scope" in got.note
+
+
+def test_supervisor_that_died_before_go_is_replaced(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+    manager = FakeScopeManager()
+
+    def spawn_and_die(argv: list[str], log: Path, env: dict[str, str], *,
+                      go_fd: int | None = None) -> int:
+        pid = spawner(argv, log, env, go_fd=go_fd)
+        if go_fd is not None:
+            os.close(spawner.go_fds.pop())  # the child is gone: no reader is left
+        return pid
+
+    run = launcher(manager, spawner, caps("pystemd"), killed)
+    run.spawn = spawn_and_die
+    got = run.launch(JOB, tmp_path, want_scope=True, env={})
+    assert got.backend == "process-group" and got.note is not None
+    assert "did not wait" in got.note
+
+
+def test_systemd_run_wraps_the_supervisor(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+    got = launcher(FakeScopeManager(), spawner, caps("systemd-run"), killed).launch(
+        JOB, tmp_path, want_scope=True, env={"QEX_SCOPE_NOTE": "stale"})
+    argv = spawner.calls[0]["argv"]
+    assert argv[:5] == ["systemd-run", "--user", "--scope", "--quiet", "--collect"]
+    assert "--unit=qex-1a2b3c4d-1.scope" in argv and "--slice=qex.slice" in argv
+    assert argv[argv.index("-p") + 1] == "Delegate=yes"
+    assert "OOMPolicy=continue" in argv
+    tail = argv[argv.index("--") + 1:]
+    assert tail[1:] == ["-m", "qex.supervisor", JOB]
+    assert got.backend == "systemd-run" and got.unit == "qex-1a2b3c4d-1.scope"
+    assert "QEX_SCOPE_NOTE" not in spawner.calls[0]["env"]
+    assert spawner.calls[0]["go_fd"] is None
+
+
+def test_systemd_run_missing_falls_back(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+
+    def spawn(argv: list[str], log: Path, env: dict[str, str], *,
+              go_fd: int | None = None) -> int:
+        if argv[0] == "systemd-run":
+            raise FileNotFoundError("`systemd-run` is not on PATH")
+        return spawner(argv, log, env, go_fd=go_fd)
+
+    run = launcher(FakeScopeManager(), spawner, caps("systemd-run"), killed)
+    run.spawn = spawn
+    got = run.launch(JOB, tmp_path, want_scope=True, env={})
+    assert got.backend == "process-group" and got.note is not None
+    assert "systemd-run" in got.note
+
+
+def test_spawn_detached_hands_over_the_go_pipe(tmp_path: Path) -> None:
+    log = tmp_path / "supervisor.log"
+    read_end, write_end = os.pipe()
+    script = ("import os, sys; fd = int(os.environ['QEX_SUPERVISOR_GO_FD']); "
+              "print('go', os.read(fd, 1).decode(), os.getsid(0) == os.getpid(), flush=True)")
+    try:
+        pid = spawn_detached([sys.executable, "-c", script], log,
+                             {**os.environ, "QEX_SUPERVISOR_GO_FD": str(GO_FD)}, go_fd=read_end)
+    finally:
+        os.close(read_end)
+    os.write(write_end, b"1")
+    os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert log.read_text().strip() == "go 1 True"
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
+
+
+# -- the D-Bus manager's logic, with a fake bus ----------------------------------------------
+
+
+@dataclass
+class FakeBus:
+    refuse_oom_policy: bool = False
+    result: str = "done"
+    hang: bool = False
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    closed: bool = False
+
+    def start_transient_unit(self, name: str, properties: dict[str, Any]) -> str:
+        self.calls.append({"name": name, **properties})
+        if self.refuse_oom_policy and "OOMPolicy" in properties:
+            raise RuntimeError("Cannot set property OOMPolicy, or unknown property.")
+        return f"/org/freedesktop/systemd1/job/{len(self.calls)}"
+
+    def wait_job(self, job: str, timeout: float) -> str:
+        if self.hang:
+            raise ScopeError(f"the user manager did not finish the start job {job} in {timeout:g}s")
+        return self.result
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def request() -> ScopeRequest:
+    return ScopeRequest(unit="qex-1a2b3c4d-1.scope", description="qex job x")
+
+
+def test_manager_sends_pids_delegate_and_oom_policy() -> None:
+    bus = FakeBus()
+    PystemdScopeManager(bus_factory=lambda: bus).start(request(), 321, 5)
+    sent = bus.calls[0]
+    assert sent["PIDs"] == [321] and sent["Delegate"] is True and sent["Slice"] == "qex.slice"
+    assert sent["OOMPolicy"] == "continue" and sent["CollectMode"] == "inactive-or-failed"
+
+
+def test_manager_retries_without_oom_policy_and_remembers() -> None:
+    bus = FakeBus(refuse_oom_policy=True)
+    manager = PystemdScopeManager(bus_factory=lambda: bus)
+    manager.start(request(), 321, 5)
+    assert [("OOMPolicy" in c) for c in bus.calls] == [True, False]
+    manager.start(request(), 322, 5)
+    assert "OOMPolicy" not in bus.calls[-1] and len(bus.calls) == 3
+
+
+def test_manager_reports_a_failed_start_job() -> None:
+    bus = FakeBus(result="failed")
+    with pytest.raises(ScopeError, match="ended `failed`"):
+        PystemdScopeManager(bus_factory=lambda: bus).start(request(), 321, 5)
+
+
+def test_manager_drops_a_broken_connection() -> None:
+    bus = FakeBus(hang=True)
+    made: list[FakeBus] = []
+
+    def factory() -> FakeBus:
+        made.append(bus)
+        return bus
+
+    manager = PystemdScopeManager(bus_factory=factory)
+    with pytest.raises(ScopeError, match="did not finish"):
+        manager.start(request(), 321, 0.01)
+    assert bus.closed
+    bus.hang = False
+    manager.start(request(), 321, 1)
+    assert len(made) == 2  # reconnected
+
+
+def test_manager_without_a_bus() -> None:
+    def no_bus() -> FakeBus:
+        raise OSError("Could not open a bus to DBus")
+
+    with pytest.raises(ScopeError, match="cannot reach the systemd user manager"):
+        PystemdScopeManager(bus_factory=no_bus).start(request(), 1, 1)
+
+
+# -- names and paths ---------------------------------------------------------------------------
+
+
+def test_names_and_paths() -> None:
+    assert unit_name(JOB, 3) == "qex-1a2b3c4d-3.scope"
+    assert unit_name("a/b c", 1) == "qex-a_b_c-1.scope"
+    path = "/user.slice/user-0.slice/user@0.service/qex.slice/qex-1a2b3c4d-1.scope/supervisor"
+    assert scope_in_path(path) == (path.rsplit("/", 1)[0], "qex-1a2b3c4d-1.scope")
+    assert scope_in_path("/user.slice/user-0.slice/session-3.scope") is None
+    assert in_unit(path, "qex-1a2b3c4d-1.scope") and not in_unit(path, "qex-1a2b3c4d-2.scope")
+    assert not in_unit(None, "x")
+    props = scope_properties(request(), 9, with_oom_policy=False)
+    assert "OOMPolicy" not in props and props["Description"] == "qex job x"
+
+
+def test_systemd_run_line_without_oom_policy() -> None:
+    line = systemd_run_argv(ScopeRequest(unit="u.scope", oom_policy=None), ["prog"],
+                            "/usr/bin/systemd-run")
+    assert line[0] == "/usr/bin/systemd-run" and line[-2:] == ["--", "prog"]
+    assert not any(a.startswith("OOMPolicy") for a in line)
+
+
+def test_sequence_survives_a_new_launcher(tmp_path: Path) -> None:
+    spawner, killed = Spawner(), []
+    for _ in range(2):
+        launcher(FakeScopeManager(), spawner, caps("systemd-run"), killed).launch(
+            JOB, tmp_path, want_scope=True, env={})
+    units = [c["argv"][5] for c in spawner.calls]
+    assert units == ["--unit=qex-1a2b3c4d-1.scope", "--unit=qex-1a2b3c4d-2.scope"]
+    assert (tmp_path / "scope.seq").read_text().strip() == "2"

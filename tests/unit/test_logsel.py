@@ -1,0 +1,216 @@
+"""Line selection for `qex logs` and `qex status`: ranges, search, context, counts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qex.core.logsel import (
+    DEFAULT_MAX_MATCHES,
+    GAP_MARK,
+    Selection,
+    SelectionError,
+    StreamFilter,
+    parse_range,
+    select_lines,
+    split_lines,
+)
+
+LINES = [f"line {i}" for i in range(1, 1001)]
+
+
+def test_default_is_last_500_with_a_notice() -> None:
+    out = select_lines(LINES, Selection())
+    assert out.lines == LINES[500:]
+    assert out.hidden == 500
+    assert out.total == 1000
+    notice = out.notice()
+    assert notice is not None and "500 earlier lines" in notice
+
+
+def test_short_log_has_no_notice() -> None:
+    out = select_lines(LINES[:10], Selection())
+    assert out.lines == LINES[:10]
+    assert out.notice() is None
+
+
+def test_tail_head_lines_all() -> None:
+    assert select_lines(LINES, Selection(tail=3)).lines == ["line 998", "line 999", "line 1000"]
+    head = select_lines(LINES, Selection(head=2))
+    assert head.lines == ["line 1", "line 2"]
+    assert head.hidden == 998 and "later" in (head.notice() or "")
+    rng = select_lines(LINES, Selection(lines=(400, 402)))
+    assert rng.lines == ["line 400", "line 401", "line 402"]
+    assert "outside the range" in (rng.notice() or "")
+    every = select_lines(LINES, Selection(all=True))
+    assert every.lines == LINES and every.notice() is None
+
+
+def test_tail_zero_shows_nothing_and_counts_everything() -> None:
+    out = select_lines(LINES[:5], Selection(tail=0))
+    assert out.lines == [] and out.hidden == 5
+
+
+def test_number_prefixes_the_line_number() -> None:
+    out = select_lines(LINES, Selection(tail=1, number=True))
+    assert out.lines == ["  1000  line 1000"]
+
+
+def test_grep_counts_every_match_and_shows_the_first_ones() -> None:
+    lines = [f"ERROR {i}" if i % 2 else f"ok {i}" for i in range(1000)]
+    out = select_lines(lines, Selection(grep="ERROR"))
+    assert out.matches == 500
+    assert out.matches_shown == DEFAULT_MAX_MATCHES
+    # The FIRST matches: the first failure is usually the cause.
+    assert out.lines[0] == "ERROR 1"
+    notice = out.notice() or ""
+    assert "500 lines match" in notice and "--max-matches" in notice
+
+
+def test_max_matches_limits_and_all_lifts_the_limit() -> None:
+    lines = ["a x", "b", "c x", "d", "e x"]
+    out = select_lines(lines, Selection(grep="x", max_matches=2))
+    assert out.lines == ["a x", GAP_MARK, "c x"]
+    assert out.matches == 3 and out.matches_shown == 2
+    every = select_lines(lines, Selection(grep="x", all=True))
+    assert [line for line in every.lines if line != GAP_MARK] == ["a x", "c x", "e x"]
+    assert every.notice() == "... 3 lines match the pattern."
+
+
+def test_context_lines_and_gap_marks() -> None:
+    lines = [str(i) for i in range(1, 21)]
+    out = select_lines(lines, Selection(grep="^(5|15)$", context=1, number=True))
+    assert out.lines == ["     4  4", "     5  5", "     6  6", GAP_MARK,
+                         "    14  14", "    15  15", "    16  16"]
+
+
+def test_overlapping_context_merges() -> None:
+    lines = ["a", "hit", "b", "hit", "c"]
+    out = select_lines(lines, Selection(grep="hit", context=1))
+    assert out.lines == lines
+
+
+def test_fixed_reads_the_pattern_as_text() -> None:
+    lines = ["a.b", "axb", "[x]"]
+    assert select_lines(lines, Selection(grep="a.b")).matches == 2
+    assert select_lines(lines, Selection(grep="a.b", fixed=True)).matches == 1
+    assert select_lines(lines, Selection(grep="[x]", fixed=True)).lines == ["[x]"]
+
+
+def test_single_match_uses_the_singular() -> None:
+    out = select_lines(["one ERROR"], Selection(grep="ERROR"))
+    assert out.notice() == "... 1 line matches the pattern."
+
+
+def test_no_match_says_so() -> None:
+    out = select_lines(["a"], Selection(grep="zzz"))
+    assert out.lines == [] and out.matches == 0
+    assert out.notice() == "... 0 lines match the pattern."
+
+
+def test_bad_regex_is_a_selection_error() -> None:
+    with pytest.raises(SelectionError, match="--fixed"):
+        select_lines(["a"], Selection(grep="(unclosed"))
+
+
+def test_conflicting_ranges_are_refused() -> None:
+    with pytest.raises(SelectionError):
+        Selection(tail=1, head=1)
+    with pytest.raises(SelectionError):
+        Selection(all=True, lines=(1, 2))
+    with pytest.raises(SelectionError):
+        Selection(context=2)
+    with pytest.raises(SelectionError):
+        Selection(tail=-1)
+
+
+def test_follow_refuses_options_that_need_an_end() -> None:
+    Selection(tail=5, grep="x").check_follow()
+    for sel in (Selection(head=1), Selection(lines=(1, 2)), Selection(grep="x", max_matches=3),
+                Selection(all=True)):
+        with pytest.raises(SelectionError):
+            sel.check_follow()
+
+
+@pytest.mark.parametrize("text", ["5", "a:b", "0:3", "9:3", ":"])
+def test_parse_range_refuses(text: str) -> None:
+    with pytest.raises(SelectionError):
+        parse_range(text)
+
+
+def test_parse_range() -> None:
+    assert parse_range("4200:4230") == (4200, 4230)
+    assert parse_range(" 1 : 1 ") == (1, 1)
+
+
+def test_split_lines_keeps_a_last_line_without_newline() -> None:
+    assert split_lines("") == []
+    assert split_lines("a\nb\n") == ["a", "b"]
+    assert split_lines("a\nb") == ["a", "b"]
+    assert split_lines("a\r\n\n") == ["a\r", ""]
+    # A form feed is text inside a line, not a line break.
+    assert split_lines("a\x0cb\n") == ["a\x0cb"]
+
+
+def test_line_offset_continues_numbers_and_counts_unloaded_lines() -> None:
+    out = select_lines(["x", "y"], Selection(tail=1, number=True), line_offset=98)
+    assert out.lines == ["   100  y"]
+    assert out.total == 100 and out.hidden == 99
+    with pytest.raises(ValueError):
+        select_lines(["x"], Selection(grep="x"), line_offset=3)
+
+
+def test_stream_filter_without_grep_passes_everything() -> None:
+    flt = StreamFilter(Selection(number=True), first_number=10)
+    assert flt.feed("a") == ["    10  a"]
+    assert flt.feed("b") == ["    11  b"]
+
+
+def test_stream_filter_context() -> None:
+    flt = StreamFilter(Selection(grep="HIT", context=1))
+    out: list[str] = []
+    for line in ["a", "b", "HIT", "c", "d", "e", "HIT", "f"]:
+        out.extend(flt.feed(line))
+    assert out == ["b", "HIT", "c", GAP_MARK, "e", "HIT", "f"]
+
+
+# --- invariants -----------------------------------------------------------------------
+
+_lines = st.lists(st.sampled_from(["a", "b", "ERR x", "ERR y", ""]), max_size=60)
+
+
+@given(_lines, st.integers(0, 80), st.sampled_from(["tail", "head", "all"]))
+def test_range_shows_plus_hidden_is_total(lines: list[str], n: int, mode: str) -> None:
+    sel = Selection(all=True) if mode == "all" else Selection(**{mode: n})
+    out = select_lines(lines, sel)
+    shown = [line for line in out.lines if line != GAP_MARK]
+    assert len(shown) + out.hidden == len(lines)
+
+
+@given(_lines, st.integers(1, 70), st.integers(0, 70))
+def test_lines_range_is_a_contiguous_slice(lines: list[str], start: int, width: int) -> None:
+    out = select_lines(lines, Selection(lines=(start, start + width)))
+    assert out.lines == lines[start - 1: start + width]
+
+
+@given(_lines, st.integers(0, 3), st.integers(0, 10))
+def test_grep_output_is_an_ordered_subsequence_with_counted_matches(
+        lines: list[str], context: int, max_matches: int) -> None:
+    out = select_lines(lines, Selection(grep="ERR", context=context, max_matches=max_matches,
+                                        number=True))
+    numbers = [int(line.split()[0]) for line in out.lines if line != GAP_MARK]
+    assert numbers == sorted(set(numbers))
+    assert out.matches == sum("ERR" in line for line in lines)
+    assert out.matches_shown == min(max_matches, out.matches or 0)
+
+
+@given(_lines, st.integers(0, 3))
+def test_stream_filter_agrees_with_whole_file_search(lines: list[str], context: int) -> None:
+    sel = Selection(grep="ERR", context=context, all=True)
+    whole = select_lines(lines, sel).lines
+    flt = StreamFilter(sel)
+    streamed: list[str] = []
+    for line in lines:
+        streamed.extend(flt.feed(line))
+    assert streamed == whole
