@@ -131,10 +131,13 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
                 report_interrupted([job_id])
                 raise SystemExit(Exit.WAIT_INTERRUPTED) from None
             latest = waiter.records[job_id]
-            waiter.close()
+            # Stop first, then close: closing the line that owns a queued job would cancel
+            # it behind our back, and the final sentence would blame "a different command".
             stopped = _stop(paths, job_id)
+            waiter.close()
             # Handlers stay at their defaults now: a second Ctrl-C ends this command at once.
             settings.timeout = None
+            settings.narrate = False
             try:
                 again = connect(paths, start=False)
             except CoordinatorError:

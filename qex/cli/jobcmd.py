@@ -7,7 +7,8 @@ coordinator that does not answer is 124, and an id that names nothing is 127.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from qex.cli.common import die, warn
@@ -102,6 +103,22 @@ def wait_for(paths: Paths, conn: Connection | None, records: list[dict[str, Any]
         die(exc.message, Exit.NO_SUCH_JOB)
     except CoordinatorError as exc:
         die(exc.message, exc.code)
+
+
+@contextmanager
+def interruptible(words: list[str]) -> Iterator[None]:
+    """Cover a whole waiting command: Ctrl-C before the wait proper also gives 122.
+
+    `words` are what the person typed, for the attach hint when no id is known yet.
+    """
+    from qex.cli.waiting import WaitInterrupted, report_interrupted, stop_signals
+
+    try:
+        with stop_signals():
+            yield
+    except WaitInterrupted:
+        report_interrupted(words)
+        raise SystemExit(Exit.WAIT_INTERRUPTED) from None
 
 
 def print_warnings(answer: dict[str, Any]) -> None:

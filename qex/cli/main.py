@@ -8,6 +8,7 @@ click command object called `command`.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -112,10 +113,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         # `qex list | head`: the reader left; end quietly like any Unix filter.
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        finally:
-            sys.exit(0)
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

@@ -18,15 +18,22 @@ into a verdict on the JOB:
 from __future__ import annotations
 
 import select
-import signal
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import FrameType
 from typing import Any, TextIO
 
+# Re-exported below: the commands import the ends of a wait from this module.
+from qex.cli.wait_ends import (
+    JobGone,
+    WaitInterrupted,
+    WaitTimedOut,
+    attach_command,
+    report_interrupted,
+    report_timeout,
+    say,
+    stop_signals,
+)
 from qex.client.connection import NO_LIMIT, Connection, CoordinatorError, connect
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.states import FINAL
@@ -40,85 +47,14 @@ RECONNECT_EVERY = 5.0
 STATUS_EACH_LIMIT = 8
 
 
-class WaitInterrupted(Exception):
-    """SIGINT or SIGTERM arrived during a wait; the job was not touched."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class WaitTimedOut(Exception):
-    """The reader's `--timeout` passed; the job goes on."""
-
-
-class JobGone(Exception):
-    """The job's record disappeared during the wait (it was cleaned); exit 127."""
-
-    def __init__(self, job_id: str, message: str) -> None:
-        super().__init__(message)
-        self.job_id = job_id
-        self.message = message
+__all__ = [
+    "JobGone", "WaitInterrupted", "WaitSettings", "WaitTimedOut", "Waiter", "attach_command",
+    "is_final", "pause_notice", "report_interrupted", "report_timeout", "say", "stop_signals",
+]
 
 
 def is_final(record: dict[str, Any] | None) -> bool:
     return record is not None and record.get("state") in FINAL
-
-
-@contextmanager
-def stop_signals() -> Iterator[None]:
-    """Turn the first SIGINT/SIGTERM into WaitInterrupted; the next one kills as usual.
-
-    After a caught signal the default actions stay in place, so a second Ctrl-C while the
-    command reports (or while `qex run` stops its job) ends the process immediately.
-    """
-    watched = (signal.SIGINT, signal.SIGTERM)
-    previous = {signum: signal.getsignal(signum) for signum in watched}
-    caught: list[int] = []
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        for other in watched:
-            signal.signal(other, signal.SIG_DFL)
-        caught.append(signum)
-        raise WaitInterrupted(signum)
-
-    for signum in watched:
-        signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        if not caught:
-            for signum, old in previous.items():
-                signal.signal(signum, old)
-
-
-def attach_command(ids: list[str], group: str | None = None) -> str:
-    """The command that attaches to the same work again."""
-    if group:
-        return f"qex wait {group}"
-    if len(ids) == 1:
-        return f"qex status {ids[0]} --wait"
-    return "qex wait " + " ".join(ids)
-
-
-def say(message: str, out: TextIO | None = None) -> None:
-    print(f"qex: {message}", file=out or sys.stderr, flush=True)
-
-
-def report_interrupted(ids: list[str], group: str | None = None) -> None:
-    many = len(ids) > 1 or group is not None
-    say("your wait stopped, and the " + ("jobs continue" if many else "job continues")
-        + "; nothing was sent to " + ("them" if many else "it"))
-    say(("attach to them again:  " if many else "attach to it again:  ")
-        + attach_command(ids, group))
-
-
-def report_timeout(ids: list[str], group: str | None = None) -> None:
-    many = len(ids) > 1 or group is not None
-    what = "jobs continue" if many else "job continues"
-    say(f"the wait reached its time limit, and the {what}")
-    say(("attach to them again:  " if many else "attach to it again:  ")
-        + attach_command(ids, group))
 
 
 @dataclass
@@ -151,6 +87,7 @@ class Waiter:
         self._events_tried = False
         self._said: dict[str, str] = {}
         self._lost_said = False
+        self._had_coordinator = conn is not None
         for record in records:
             self._narrate(record)
 
@@ -171,6 +108,8 @@ class Waiter:
         reason = record.get("blocked_reason")
         if record.get("state") != "queued" or not isinstance(reason, str) or not reason.strip():
             return
+        if len(self.ids) > STATUS_EACH_LIMIT and job_id != next(iter(self._pending()), None):
+            return  # a large group: narrate the job at the front of this wait, not hundreds
         text = printable_line(reason)
         if self._said.get(job_id) == text:
             return
@@ -335,8 +274,13 @@ class Waiter:
         self._drop()
         if self.settings.narrate and not self._lost_said:
             self._lost_said = True
-            say("the coordinator stopped answering; qex reads the job records on disk and "
-                "looks for a new coordinator, and the job is not affected", self.settings.out)
+            if self._had_coordinator:
+                say("the coordinator stopped answering; qex reads the job records on disk and "
+                    "looks for a new coordinator, and the job is not affected", self.settings.out)
+            elif any(self.records[i].get("state") == "queued" for i in self._pending()):
+                say("no coordinator runs, so a queued job cannot start until one does (any "
+                    "command that submits, or `qex info`, starts one); qex watches the records "
+                    "meanwhile", self.settings.out)
         lost_at = time.monotonic()
         watch: DirWatch | None = None
         try:
@@ -354,6 +298,7 @@ class Waiter:
                 if conn is not None:
                     self.conn = conn
                     self._lost_said = False
+                    self._had_coordinator = True
                     if self.on_reconnect is not None:
                         self.on_reconnect(conn)
                     return

@@ -3,8 +3,8 @@
 Two failures look alike from outside and must never be confused:
 
 * "nobody listens" (no socket file, ECONNREFUSED, ENOTSOCK): the coordinator is not running,
-  so a command that may start one does so, under a file lock, so that twenty commands started
-  at the same moment give exactly one coordinator;
+  so a command that may start one does so (`qex.client.starting`: under a file lock, so that
+  twenty commands started at the same moment give exactly one coordinator);
 * "no answer" (a timeout, a full backlog, a permission error): something IS there, and a
   second coordinator would split the queue in two, so the command waits up to its ceiling
   and then fails with 124. A timeout is never reported as "there is no such job".
@@ -17,29 +17,22 @@ library and `qex.core.protocol`, so `qex status <id> --json` stays fast.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import socket
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from qex.core import protocol
 from qex.store.paths import Paths
 
 DEFAULT_CEILING = 300.0
-#: How long a freshly spawned coordinator may take to open its socket.
-SPAWN_WAIT = 10.0
-#: After this long without a socket, look for a sandbox that refuses Unix sockets.
-SANDBOX_PROBE_AFTER = 1.0
-SANDBOX_DOC = "docs/sandbox.md"
 #: A request that takes longer than this prints one "still waiting" line (1..10 s by env).
 DEFAULT_SAY_WAITING = 10.0
 
 _NOBODY = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK, errno.ENOTDIR})
-_SANDBOX = frozenset({
+SANDBOX_ERRNOS = frozenset({
     errno.EACCES, errno.EPERM, errno.EROFS, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT,
     errno.EOPNOTSUPP, errno.ENOSYS,
 })
@@ -109,16 +102,8 @@ def _say_waiting_step() -> float:
     return min(max(value, 1.0), 10.0)
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     return f"{value:g}"
-
-
-def sandbox_message(directory: Path, exc: OSError) -> str:
-    return (
-        f"this process may not use a Unix socket in {directory} ({exc.strerror or exc}), which is "
-        f"what a sandbox around the command does; only the person who runs this harness can allow "
-        f"that directory, and {SANDBOX_DOC} in the qex documentation says how"
-    )
 
 
 class Connection:
@@ -172,8 +157,8 @@ class Connection:
         except TimeoutError:
             self._poison("the coordinator did not take the request in time")
             raise CoordinatorError(
-                f"the coordinator did not take the request in {_seconds(self.ceiling)} seconds; "
-                "run `qex info --no-start` to see whether it is alive", timeout=True,
+                f"the coordinator did not take the request in {seconds_text(self.ceiling)} "
+                "seconds; run `qex info --no-start` to see whether it is alive", timeout=True,
             ) from None
         except OSError as exc:
             self._poison("the coordinator closed the connection")
@@ -213,7 +198,7 @@ class Connection:
             now = time.monotonic()
             remaining = deadline - now
             if remaining <= 0:
-                waited = _seconds(round(now - started, 1))
+                waited = seconds_text(round(now - started, 1))
                 if self._buffer:
                     self._poison("the coordinator left an answer unfinished")
                     raise CoordinatorError(
@@ -231,9 +216,9 @@ class Connection:
                 self._sock.settimeout(None if wait == NO_LIMIT else wait)
                 chunk = self._sock.recv(1 << 16)
             except TimeoutError:
-                if say_waiting and not said:
+                left = round(deadline - time.monotonic())
+                if say_waiting and not said and left >= 1:
                     said = True
-                    left = max(0, round(deadline - time.monotonic()))
                     print(
                         f"qex: still waiting for the coordinator to answer {what}; this command "
                         f"gives up in {left} more seconds with the exit code 124",
@@ -345,15 +330,17 @@ class RequestError(Exception):
 
 # -- connecting and starting ----------------------------------------------------------------
 
-_CONNECTED, _NOBODY_LISTENS, _NO_ANSWER = "connected", "nobody", "no-answer"
+CONNECTED, NOBODY_LISTENS, NO_ANSWER = "connected", "nobody", "no-answer"
 
 
-def _attempt(paths: Paths, budget: float) -> tuple[str, socket.socket | None, OSError | None]:
+def attempt(paths: Paths, budget: float) -> tuple[str, socket.socket | None, OSError | None]:
     """One connect attempt, classified. Raises CoordinatorError for a sandbox refusal."""
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     except OSError as exc:
-        if exc.errno in _SANDBOX:
+        if exc.errno in SANDBOX_ERRNOS:
+            from qex.client.starting import sandbox_message
+
             raise CoordinatorError(sandbox_message(paths.socket_dir, exc)) from None
         raise CoordinatorError(
             f"qex could not make a Unix socket ({exc.strerror or exc})"
@@ -364,51 +351,22 @@ def _attempt(paths: Paths, budget: float) -> tuple[str, socket.socket | None, OS
     except OSError as exc:
         sock.close()
         if exc.errno in _NOBODY:
-            return _NOBODY_LISTENS, None, exc
+            return NOBODY_LISTENS, None, exc
         if exc.errno in (errno.EACCES, errno.EPERM):
+            from qex.client.starting import probe_socket_dir, sandbox_message
+
             refused = probe_socket_dir(paths.socket_dir)
             if refused is not None:
                 raise CoordinatorError(sandbox_message(paths.socket_dir, refused)) from None
-        return _NO_ANSWER, None, exc
+        return NO_ANSWER, None, exc
     sock.settimeout(None)
-    return _CONNECTED, sock, None
+    return CONNECTED, sock, None
 
 
-def probe_socket_dir(directory: Path) -> OSError | None:
-    """The error when this process may not make files or Unix sockets in `directory`.
-
-    A sandboxed harness refuses with EACCES/EPERM/EROFS and the like; any other failure (the
-    directory does not exist yet, say) is not a sandbox and gives None.
-    """
-    probe = directory / f".qp{os.getpid()}"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-        os.unlink(probe)
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        try:
-            server.bind(os.fspath(probe))
-            server.listen(1)
-            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-            try:
-                client.connect(os.fspath(probe))
-            finally:
-                client.close()
-        finally:
-            server.close()
-            try:
-                os.unlink(probe)
-            except OSError:
-                pass
-    except OSError as exc:
-        return exc if exc.errno in _SANDBOX else None
-    return None
-
-
-def _no_answer_error(paths: Paths, waited: float, exc: OSError | None) -> CoordinatorError:
+def no_answer_error(paths: Paths, waited: float, exc: OSError | None) -> CoordinatorError:
     cause = f" ({exc.strerror})" if exc is not None and exc.strerror else ""
     return CoordinatorError(
-        f"the socket {paths.socket_path} gave no answer in {_seconds(round(waited))} "
+        f"the socket {paths.socket_path} gave no answer in {seconds_text(round(waited))} "
         f"seconds{cause}; "
         "qex starts no second coordinator beside one that may be alive, so run "
         "`qex info --no-start` to see it, or stop the process that holds the socket",
@@ -427,145 +385,19 @@ def connect(paths: Paths, *, start: bool = True, ceiling: float | None = None) -
     deadline = began + limit
     pause = 0.02
     while True:
-        outcome, sock, exc = _attempt(paths, deadline - time.monotonic())
-        if outcome == _CONNECTED and sock is not None:
+        outcome, sock, exc = attempt(paths, deadline - time.monotonic())
+        if outcome == CONNECTED and sock is not None:
             return Connection(sock, paths, limit)
-        if outcome == _NOBODY_LISTENS:
+        if outcome == NOBODY_LISTENS:
             break
         if time.monotonic() + pause >= deadline:
-            raise _no_answer_error(paths, time.monotonic() - began, exc)
+            raise no_answer_error(paths, time.monotonic() - began, exc)
         time.sleep(pause)
         pause = min(pause * 2, 0.5)
     if not start:
         return None
-    return _start_and_connect(paths, limit, began, deadline)
+    from qex.client.starting import start_and_connect
+
+    return start_and_connect(paths, limit, began, deadline)
 
 
-def _prepare_run_dir(paths: Paths) -> None:
-    try:
-        paths.run_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(paths.run_dir, 0o700)
-    except OSError as exc:
-        if exc.errno in _SANDBOX:
-            raise CoordinatorError(sandbox_message(paths.run_dir, exc)) from None
-        raise CoordinatorError(
-            f"qex could not make its directory {paths.run_dir} ({exc.strerror or exc}); "
-            "check that the disk has room and that the directory is yours"
-        ) from None
-
-
-def _take_spawn_lock(paths: Paths, began: float, deadline: float) -> int:
-    try:
-        fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        if exc.errno in _SANDBOX:
-            raise CoordinatorError(sandbox_message(paths.run_dir, exc)) from None
-        raise CoordinatorError(
-            f"qex could not open its lock file {paths.spawn_lock} ({exc.strerror or exc})"
-        ) from None
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            pass
-        except OSError as exc:
-            os.close(fd)
-            raise CoordinatorError(
-                f"qex could not lock {paths.spawn_lock} ({exc.strerror or exc})"
-            ) from None
-        if time.monotonic() >= deadline:
-            os.close(fd)
-            raise CoordinatorError(
-                f"a different qex command held the lock {paths.spawn_lock} for "
-                f"{_seconds(round(time.monotonic() - began))} seconds while it started a "
-                "coordinator; "
-                "run `qex info --no-start`, and stop that command if it hangs",
-                timeout=True,
-            )
-        time.sleep(0.02)
-
-
-def _log_tail(path: Path, count: int = 5) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 16384))
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return "(the log cannot be read)"
-    lines = [line for line in text.splitlines() if line.strip()][-count:]
-    return " / ".join(lines) if lines else "(the log is empty)"
-
-
-def spawn_coordinator(paths: Paths) -> Any:
-    """Start `python -m qex daemon` detached: its own session, cwd /, output to daemon.log.
-
-    The spawn lock's descriptor is close-on-exec, so the coordinator never holds it.
-    """
-    import subprocess
-
-    log = os.open(paths.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "qex", "daemon"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
-            start_new_session=True, close_fds=True,
-        )
-    except OSError as exc:
-        raise CoordinatorError(
-            f"qex could not start a coordinator ({exc.strerror or exc}); check that "
-            f"{sys.executable} still exists"
-        ) from None
-    finally:
-        os.close(log)
-
-
-def _start_and_connect(paths: Paths, limit: float, began: float, deadline: float) -> Connection:
-    _prepare_run_dir(paths)
-    lock = _take_spawn_lock(paths, began, deadline)
-    try:
-        # Another command may have started one while this one waited for the lock.
-        outcome, sock, exc = _attempt(paths, deadline - time.monotonic())
-        if outcome == _CONNECTED and sock is not None:
-            return Connection(sock, paths, limit)
-        if outcome == _NO_ANSWER:
-            raise _no_answer_error(paths, time.monotonic() - began, exc)
-        child = spawn_coordinator(paths)
-        spawned_at = time.monotonic()
-        spawn_deadline = min(deadline, spawned_at + SPAWN_WAIT)
-        pause = 0.002
-        probed = False
-        while True:
-            outcome, sock, exc = _attempt(paths, spawn_deadline - time.monotonic())
-            if outcome == _CONNECTED and sock is not None:
-                return Connection(sock, paths, limit, spawned=True)
-            now = time.monotonic()
-            if not probed and now - spawned_at >= SANDBOX_PROBE_AFTER:
-                probed = True
-                directory = paths.socket_dir if paths.socket_dir.is_dir() else paths.run_dir
-                refused = probe_socket_dir(directory)
-                if refused is not None:
-                    raise CoordinatorError(sandbox_message(directory, refused))
-            code = child.poll()
-            if code not in (None, 0):
-                raise CoordinatorError(
-                    f"the coordinator stopped at once with the code {code}; its log "
-                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log)}"
-                )
-            if now >= spawn_deadline:
-                if now >= deadline:
-                    raise _no_answer_error(paths, now - began, exc)
-                raise CoordinatorError(
-                    f"the coordinator did not open its socket in {_seconds(SPAWN_WAIT)} seconds; "
-                    "its log "
-                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log)}"
-                )
-            time.sleep(min(pause, max(spawn_deadline - now, 0.0)))
-            pause = min(pause * 2, 0.05)
-    finally:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-        finally:
-            os.close(lock)

@@ -120,6 +120,7 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
 
 async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     from qex.coordinator.events import EventHub, retained_from_env
+    from qex.coordinator.filewatch import FileWatch
     from qex.coordinator.hooks import make_hook_runner
     from qex.coordinator.reaper import reap_children
     from qex.coordinator.recovery import recover
@@ -152,7 +153,8 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     except Exception as exc:
         log(f"the configuration file will not be read again while this coordinator runs: {exc}")
         watcher = None
-    runner = Runner(coord, watcher, server.active_count)
+    file_watch = FileWatch.start(paths.config_file, coord.kick) if watcher is not None else None
+    runner = Runner(coord, watcher, server.active_count, file_watch)
     runner.prune_history(coord.now())
 
     def stop(reason: str) -> None:
@@ -172,6 +174,7 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     log(f"the coordinator started; pid {os.getpid()}; version {__version__}; socket {where}")
     notify(f"READY=1\nSTATUS=the queue of {paths.state_dir} is open\nMAINPID={os.getpid()}")
     reap_children(coord)  # anything that exited before the handler existed
+    coord.kick()  # the first pass: recovered jobs may start, and `info` gets a queue state
 
     await runner.run()
 
@@ -183,6 +186,8 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     coord.events.close(coord.stop_reason or "the coordinator stops", coord.now())
     await server.say_goodbye(BYE_GRACE_SECS)
     runner.withdraw_peer()
+    if file_watch is not None:
+        file_watch.close()
     for client in list(server.clients):
         client.close()
     log("the coordinator stopped")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qex.coordinator import pausing
+from qex.coordinator.filewatch import FileWatch
 from qex.coordinator.log import log
 from qex.coordinator.reaper import reap_children
 from qex.coordinator.scheduling import peer_claims, run_pass
@@ -30,7 +31,8 @@ from qex.store.config_file import ConfigWatcher
 SAFETY_SCAN_SECS = 30.0
 #: Re-measure this often while the head waits for another user or for machine memory.
 EXTERNAL_RECHECK_SECS = 1.0
-#: Look at the config file this often while jobs wait (a budget edit must reach them).
+#: Look again this often while jobs wait and no event would announce a change (a parked head,
+#: or a config file that inotify cannot watch).
 QUEUED_HEARTBEAT_SECS = 5.0
 #: Peers are read at most this often (a burst of submissions reads them once).
 PEER_READ_SECS = 0.5
@@ -79,9 +81,10 @@ def pid_alive(pid: int) -> bool:
 
 class Runner:
     def __init__(self, coord: Coordinator, watcher: ConfigWatcher | None,
-                 client_count: Callable[[], int]) -> None:
+                 client_count: Callable[[], int], file_watch: FileWatch | None = None) -> None:
         self.coord = coord
         self.watcher = watcher
+        self.file_watch = file_watch
         self.client_count = client_count
         self.external_wait = False
         now = coord.now()
@@ -144,7 +147,10 @@ class Runner:
                 deadlines.append(coord.idle_since + coord.config.queue.settle + 0.01)
             if self.external_wait:
                 deadlines.append(now + EXTERNAL_RECHECK_SECS)
-            deadlines.append(now + QUEUED_HEARTBEAT_SECS)
+            elif coord.queue_state == "parked" or not self.config_watched():
+                # A parked head can hide jobs that wait for machine memory, and without
+                # inotify a budget edit is only seen when we look.
+                deadlines.append(now + QUEUED_HEARTBEAT_SECS)
         active = any(True for _ in coord.active_jobs())
         if active:
             deadlines.append(self.last_scan + SAFETY_SCAN_SECS)
@@ -155,6 +161,10 @@ class Runner:
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - now)
+
+    def config_watched(self) -> bool:
+        """True while inotify tells us about config edits (no need to look on a timer)."""
+        return self.file_watch is not None and not self.file_watch.closed
 
     # -- the parts of a tick ---------------------------------------------------------------------
 

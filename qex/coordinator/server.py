@@ -55,22 +55,32 @@ class Client:
         self._pending = None
         return task.result()
 
-    async def hung_up_or(self, future: Awaitable[Any], timeout: float | None) -> bool:
-        """Wait for `future` (or the timeout). True when the client closed its end first."""
-        line_task = self.next_line()
+    async def hung_up_or(self, future: Awaitable[Any], timeout: float | None, *,
+                         discard_input: bool = False) -> bool:
+        """Wait for `future` (or the timeout). True when the client closed its end first.
+
+        A request line that arrives meanwhile stays pending for the main loop (it is answered
+        after this one), or is dropped when `discard_input` (an event stream takes no input).
+        """
         waiter = asyncio.ensure_future(future)
-        done, _ = await asyncio.wait({waiter, line_task}, timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if waiter not in done:
-            waiter.cancel()
-        if line_task in done:
-            try:
-                line = line_task.result()
-            except (OSError, ValueError, asyncio.IncompleteReadError):
-                return True
-            if not line:
-                return True
-        return False
+        try:
+            while True:
+                line_task = self.next_line()
+                if line_task.done():
+                    if _hung_up(line_task):
+                        return True
+                    if discard_input:
+                        self.consume()
+                        continue
+                    await asyncio.wait({waiter}, timeout=timeout)
+                    return False
+                done, _ = await asyncio.wait({waiter, line_task}, timeout=timeout,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if line_task not in done:
+                    return False
+        finally:
+            if not waiter.done():
+                waiter.cancel()
 
     async def send(self, message: dict[str, Any]) -> None:
         self.writer.write(protocol.encode(message))
@@ -83,6 +93,13 @@ class Client:
             self.writer.close()
         except (OSError, RuntimeError):
             pass
+
+
+def _hung_up(task: asyncio.Task[bytes]) -> bool:
+    """A finished read that ends the connection: EOF, a broken connection, or a line too long."""
+    if task.cancelled() or task.exception() is not None:
+        return True
+    return not task.result()
 
 
 def peer_uid(sock: socket.socket | None) -> int | None:
@@ -300,7 +317,7 @@ class Server:
                 writer.write(wrap(hub.bye()))
                 await self._drain(client)
                 return
-            if await client.hung_up_or(hub.changed(), None):
+            if await client.hung_up_or(hub.changed(), None, discard_input=True):
                 return
 
     async def _drain(self, client: Client) -> bool:

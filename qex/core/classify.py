@@ -6,8 +6,10 @@ order, so that the same facts always give the same state:
 
 1. exit code 0 -> `completed`, even when the timer fired at the same moment;
 2. the timer fired -> `timeout`;
-3. a signal ended it and a qex command marked the kill -> `killed` (a person's kill wins
-   over everything the kernel may also have done);
+3. a qex command marked the kill (`qex kill` writes the mark before it signals) ->
+   `killed`, whatever the kernel may also have done, and also when the job caught the
+   signal and exited with a code of its own: the person asked for a stop, so a `--retries`
+   attempt must not start it again;
 4. SIGKILL, or a non-zero exit, with a memory kill counted in the job's OWN cgroup ->
    `oom`, proven (evidence "cgroup"): the claim was too small, so qex may raise it;
 5. SIGKILL with the login session's counter risen -> `oom` too, but evidence "session": that
@@ -61,7 +63,7 @@ def classify(end: AttemptEnd, *, claim: int, timeout: float | None = None) -> Ve
         return Verdict(State.COMPLETED)
     if end.timed_out:
         return Verdict(State.TIMEOUT, error=timeout_sentence(timeout))
-    if end.signal is not None and end.killed_by_user:
+    if end.killed_by_user:
         return Verdict(State.KILLED)
     proven = end.oom_proven and end.oom_kills > 0
     if proven and (end.signal == SIGKILL or (end.exit_code is not None and end.exit_code != 0)):

@@ -1,6 +1,6 @@
 """The configuration model: every section and key of `qex.toml`, with parsed values.
 
-Pure. `parse_config(data, machine)` (in `qex.core.config_parse`) turns the TOML dict into a
+Pure. `parse_config(data, source)` (in `qex.core.config_parse`) turns the TOML dict into a
 `Config` or raises `ConfigError` naming the key. Values here are already in base units:
 sizes in bytes, durations in seconds (None = no limit), budgets still in the form the user
 gave (`BudgetValue`) because they resolve against the machine at use time.

@@ -28,20 +28,18 @@ from typing import Any
 from qex.core.claims import (
     ClaimError,
     ClaimRequest,
-    parse_claim_option,
     parse_cpu_claim,
-    parse_lock_option,
     parse_mem_claim,
     resolve_cpu,
     resolve_mem,
 )
 from qex.core.config import Config, Machine
 from qex.core.hints import apply_hints
-from qex.core.jobfile import UNSET, JobFile, Unset
+from qex.core.jobfile import JobFile, Unset
 from qex.core.names import derive_name, is_safe_name, visible
-from qex.core.pools import GPU_POOL, check_claim
-from qex.core.records import JobSpec, PoolClaim
-from qex.core.units import UnitError, format_size, parse_duration, parse_size
+from qex.core.records import JobSpec
+from qex.core.spec_pools import check_pool_env, pool_claims
+from qex.core.units import UnitError, format_size, parse_duration
 
 CAPTURE_MODES = ("all", "minimal", "none")
 
@@ -136,8 +134,14 @@ def build_spec(
         opts, jf, config=config, machine=machine, learned=learned, learn_key=learn_key,
         warnings=warnings,
     )
-    claims, locks = _pools(opts, jf, config)
-    _check_pool_env(claims, own_env, config)
+    try:
+        claims, locks = pool_claims(
+            jf, claim_options=opts.claims, gpu_option=opts.gpu, vram_option=opts.vram,
+            lock_options=opts.locks, config=config,
+        )
+        check_pool_env(claims, own_env, config)
+    except ClaimError as exc:
+        raise SpecError(str(exc)) from None
 
     hint_keys: list[str] = []
     if (explicit and config.claims.export_env and capture != "none"
@@ -313,99 +317,6 @@ def _claim(
     else:
         source = "default"
     return cpu, mem, source, cpu_req is not None and mem_req is not None
-
-
-def _pools(
-    opts: SubmitOptions, jf: JobFile, config: Config
-) -> tuple[dict[str, PoolClaim], list[str]]:
-    """The pool claims and the plain locks of the job, checked against `[[pool]]`."""
-    claims: dict[str, PoolClaim] = dict(jf.resources.claims)
-    cli_claims: dict[str, PoolClaim] = {}
-    for item in opts.claims:
-        try:
-            name, claim = parse_claim_option(item)
-        except ClaimError as exc:
-            raise SpecError(str(exc)) from None
-        if name in cli_claims:
-            raise SpecError(f"--claim {name} is given twice; give each pool once")
-        cli_claims[name] = claim
-    claims.update(cli_claims)
-
-    gpu = _gpu_count(opts.gpu) if opts.gpu is not None else jf.resources.gpu
-    vram_given = opts.vram is not None or jf.resources.vram is not UNSET
-    if opts.vram is not None:
-        vram = _size_option(opts.vram, "--vram") or None
-    elif jf.resources.vram is not UNSET:
-        vram = jf.resources.vram
-    else:
-        vram = config.defaults.vram
-    if opts.gpu is not None and GPU_POOL in cli_claims:
-        raise SpecError("--gpu and --claim gpu=... both claim GPUs; give one of them")
-    if vram_given and not gpu and GPU_POOL not in cli_claims:
-        raise SpecError(
-            "--vram (or vram in [resources]) is memory on each GPU the job gets, so the job "
-            "must also claim a device; add --gpu 1"
-        )
-    if gpu:
-        claims[GPU_POOL] = PoolClaim(count=gpu, size=vram)
-
-    locks: list[str] = []
-    for item in [*jf.locks, *opts.locks]:
-        try:
-            name, count = parse_lock_option(item)
-        except ClaimError as exc:
-            raise SpecError(str(exc)) from None
-        if count == 1:
-            locks.append(name)
-        elif name in claims:
-            raise SpecError(f"`{name}` is claimed twice, as a lock and as a claim; give it once")
-        else:
-            claims[name] = PoolClaim(count=count)
-    locks = sorted(set(locks))
-
-    problem = check_claim(claims, locks, config.pools, config.defaults.vram)
-    if problem is not None:
-        raise SpecError(problem)
-    return claims, locks
-
-
-def _gpu_count(value: str | int) -> int:
-    try:
-        count = int(str(value).strip())
-    except ValueError:
-        raise SpecError(
-            f"--gpu takes a whole number of devices, and `{visible(str(value))}` is "
-            "not one"
-        ) from None
-    if count < 0:
-        raise SpecError(f"--gpu takes 0 or more devices, and it is {count}")
-    return count
-
-
-def _size_option(value: str | int, option: str) -> int:
-    try:
-        return parse_size(value, what=f"{option} value")
-    except UnitError as exc:
-        raise SpecError(str(exc)) from None
-
-
-def _check_pool_env(
-    claims: Mapping[str, PoolClaim], own_env: Mapping[str, str], config: Config
-) -> None:
-    """Refuse a job that sets the variable a claimed pool writes (CUDA_VISIBLE_DEVICES).
-
-    qex writes that variable with the devices it assigns; a value from [env] or --env would
-    disagree with the assignment. A value merely inherited from the shell is fine: the
-    supervisor replaces it.
-    """
-    for name in claims:
-        pool = config.pool(name)
-        if pool is not None and pool.env and pool.env in own_env:
-            raise SpecError(
-                f"the job claims the pool `{name}` and also sets {pool.env} itself; qex writes "
-                f"{pool.env} with the devices it gives the job, so the two would disagree; "
-                f"remove {pool.env} from --env and [env]"
-            )
 
 
 def _name(opts: SubmitOptions, jf: JobFile, command: list[str]) -> str:

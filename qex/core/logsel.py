@@ -28,7 +28,8 @@ DEFAULT_MAX_MATCHES = 100
 FOLLOW_LEAD = 20
 #: Lines of each stream that `qex status` shows for a job that did not complete.
 STATUS_LINES = 20
-#: The mark between two chosen lines that are not neighbours in the file.
+#: The mark between two groups of context lines (`-C N`) that are not neighbours in the file,
+#: as grep writes it.
 GAP_MARK = "--"
 
 
@@ -251,8 +252,9 @@ def select_lines(lines: list[str], sel: Selection, *, default_tail: int = DEFAUL
 
     out: list[str] = []
     previous: int | None = None
+    marks = sel.grep is not None and sel.context > 0
     for i in picked:
-        if previous is not None and i > previous + 1:
+        if marks and previous is not None and i > previous + 1:
             out.append(GAP_MARK)
         number = line_offset + i + 1
         out.append(f"{number:>6}  {lines[i]}" if sel.number else lines[i])
@@ -298,7 +300,7 @@ class StreamFilter:
     def _emit(self, items: list[tuple[int, str]]) -> list[str]:
         out: list[str] = []
         for number, line in items:
-            if self._sel.grep is not None and self._last_shown is not None \
+            if self._sel.context > 0 and self._last_shown is not None \
                     and number > self._last_shown + 1:
                 out.append(GAP_MARK)
             out.append(f"{number:>6}  {line}" if self._sel.number else line)

@@ -28,24 +28,25 @@ def queue_paused_reason(
     reason: str | None, by_pid: int | None, clock_text: str, until_clock: str | None = None
 ) -> str:
     """The reason every startable job shows while the queue is paused."""
-    parts = ["waits because the queue is paused, and qex starts no job while it is."]
     note = _note(reason)
-    if note:
-        parts.append(f"The note given: {note}.")
-    parts.append(f"{_pauser(by_pid).capitalize()} paused it at {clock_text}.")
+    noted = f" (note: {note})" if note else ""
+    text = (
+        f"waits for the queue to be resumed: {_pauser(by_pid)} paused it at {clock_text}"
+        f"{noted}, and no job starts until then."
+    )
     if until_clock:
-        parts.append(f"The pause ends by itself at {until_clock}, or run `qex resume queue` now.")
-    else:
-        parts.append("It has no end; run `qex resume queue` to start the queue again.")
-    return " ".join(parts)
+        return text + (
+            f" The pause lifts by itself at {until_clock}, or earlier with `qex resume queue`."
+        )
+    return text + " It has no end set; `qex resume queue` lifts it."
 
 
 def queue_fault_reason(fault: str) -> str:
     """The reason while qex holds the queue because its pause record cannot be read."""
     return (
-        "waits because qex holds the queue: its pause record cannot be read, and a record "
-        f"that cannot be read may hold a pause. The fault: {printable_line(fault)}. Repair "
-        "that file, or run `qex resume queue` to write a fresh one."
+        "waits because qex is holding the queue: its pause record cannot be read "
+        f"({printable_line(fault)}), and since that record might describe a pause, qex starts "
+        "nothing rather than guess. Fix the file, or run `qex resume queue` to replace it."
     )
 
 
@@ -55,29 +56,29 @@ def lock_paused_reason(
     """The reason of a job that needs a lock a person took with `qex pause lock`."""
     shown = safe_name(name)
     text = (
-        f"waits for the lock `{shown}`, which a person holds: {_pauser(by_pid)} took it at "
+        f"waits for the lock `{shown}`: {_pauser(by_pid)} reserved it for a person at "
         f"{clock_text}"
     )
     note = _note(reason)
     if note:
         text += f" (note: {note})"
-    return text + f". The job can start after `qex resume lock {shown}`."
+    return text + f", and the job can take it after `qex resume lock {shown}`."
 
 
 def lock_person_default(name: str) -> str:
     """The same reason when the coordinator gave no detail about the person's hold."""
     shown = safe_name(name)
     return (
-        f"waits for the lock `{shown}`, which a person holds; the job can start after "
-        f"`qex resume lock {shown}`."
+        f"waits for the lock `{shown}`: a person reserved it with `qex pause lock`, and the "
+        f"job can take it after `qex resume lock {shown}`."
     )
 
 
 def _end_text(until_clock: str | None, until_in: str | None, resume: str) -> str:
     if until_clock:
         suffix = f" (in {until_in})" if until_in else ""
-        return f"ends at {until_clock}{suffix}"
-    return f"NO END: it lasts until `{resume}`"
+        return f"lifts at {until_clock}{suffix}"
+    return f"NO END SET: it lasts until `{resume}`"
 
 
 def queue_pause_summary(
@@ -91,20 +92,20 @@ def queue_pause_summary(
 ) -> str:
     """One line for `info`, `top`, `list`, `wait` and `pause` while the queue is paused."""
     line = (
-        f"queue paused since {paused_clock} ({paused_for}) by {_pauser(by_pid)} · "
+        f"queue paused at {paused_clock} ({paused_for} ago) by {_pauser(by_pid)} · "
         + _end_text(until_clock, until_in, "qex resume queue")
     )
     note = _note(reason)
     if note:
-        line += f" · reason: {note}"
+        line += f" · note: {note}"
     return line
 
 
 def fault_summary(fault: str) -> str:
     """The same line when the pause record could not be read."""
     return (
-        "QUEUE HELD BY A FAULT: qex cannot read its pause record, so it starts no job · "
-        f"{printable_line(fault)} · `qex resume queue` writes a fresh record"
+        "QUEUE HELD BY A FAULT: the pause record is unreadable, so no job starts · "
+        f"{printable_line(fault)} · `qex resume queue` replaces the record"
     )
 
 
@@ -121,13 +122,13 @@ def lock_pause_summary(
 ) -> str:
     """One line per paused lock; `holder` is "id8 (name)" of the job that still has it."""
     shown = safe_name(name)
-    line = f"lock `{shown}`: paused since {paused_clock} ({paused_for}) by {_pauser(by_pid)} · "
+    line = f"lock `{shown}`: paused at {paused_clock} ({paused_for} ago) by {_pauser(by_pid)} · "
     if holder:
-        line += f"the job {holder} still holds it, and it passes to you when that job stops"
+        line += f"the job {holder} still holds it; yours once that job ends"
     else:
-        line += "it is yours now"
+        line += "yours now"
     line += " · " + _end_text(until_clock, until_in, f"qex resume lock {shown}")
     note = _note(reason)
     if note:
-        line += f" · reason: {note}"
+        line += f" · note: {note}"
     return line

@@ -120,13 +120,12 @@ def check_claim(
         if gpu is not None and _normal_size(gpu.size) is None:
             adjusted[GPU_POOL] = PoolClaim(gpu.count, defaults_vram)
         claims = adjusted
-    for name in sorted(claims):
-        if claims[name].count < 0:
-            return (
-                f"the claim on `{safe_name(name)}` asks for {claims[name].count} units, "
-                "and a claim must be 1 unit or more; give a positive count"
-            )
-    for claim in effective_claims(locks, claims, pools).values():
+    return check_effective(effective_claims(locks, claims, pools))
+
+
+def check_effective(claims: Mapping[str, EffectiveClaim]) -> str | None:
+    """`check_claim` for claims already merged by `effective_claims` (the scheduler's path)."""
+    for claim in claims.values():
         message = _check_one(claim)
         if message is not None:
             return message
@@ -136,6 +135,11 @@ def check_claim(
 def _check_one(claim: EffectiveClaim) -> str | None:
     shown = safe_name(claim.name)
     pool = claim.pool
+    if claim.count < 0:
+        return (
+            f"the claim on `{shown}` asks for {claim.count} units, and a claim must be 1 unit "
+            "or more; give a positive count"
+        )
     if pool is None:
         if claim.name == GPU_POOL:
             return (

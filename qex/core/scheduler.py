@@ -20,7 +20,7 @@ The pass, in order:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from qex.core import wait_reasons as words
 from qex.core.config import Pool
@@ -31,7 +31,7 @@ from qex.core.pools import (
     PoolUsage,
     add_assignment,
     assign,
-    check_claim,
+    check_effective,
     effective_claims,
     free_devices,
 )
@@ -66,14 +66,14 @@ HOLDERS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class _Verdict:
     """The outcome of the admission tests for one ready job."""
 
     blocker: str | None = None            # None: the job starts
     reason: str | None = None
     held: Callable[[int], str] | None = None  # the reason as a reserved head, given passed_by
-    assigned: dict[str, Assignment] = field(default_factory=dict)
+    assigned: Mapping[str, Assignment] | None = None
     forced: bool = False
     forced_reason: str | None = None
 
@@ -111,9 +111,10 @@ class _Load:
                 self.usage.setdefault(name, PoolUsage()).units += claim.count
 
 
-def _claims_of(job: JobView, pools: Mapping[str, Pool]) -> dict[str, EffectiveClaim]:
-    if not job.locks and not job.claims:
-        return {}
+_NO_CLAIMS: Mapping[str, EffectiveClaim] = {}
+
+
+def _claims_of(job: JobView, pools: Mapping[str, Pool]) -> Mapping[str, EffectiveClaim]:
     return effective_claims(job.locks, job.claims, pools.values())
 
 
@@ -150,7 +151,7 @@ class _Walk:
     def judge(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
         snap = self.snap
         if claims:
-            message = check_claim(job.claims, job.locks, snap.pools)
+            message = check_effective(claims)
             if message is not None:
                 return _Verdict(PARKED, words.pools_changed(message.rstrip(".")))
         too_big = size_reason(job.cpu, job.mem, snap.cpu_budget, snap.mem_budget)
@@ -209,7 +210,7 @@ class _Walk:
             if load.mem + peers.mem + job.mem > snap.mem_budget:
                 details.append(words.peer_memory(job.mem, load.mem, peers.mem, snap.mem_budget))
             if details:
-                return _Verdict(PEER, words.peer_capacity(details, peers.count))
+                return _Verdict(PEER, words.peer_capacity(tuple(details), peers.count))
         # 3. Pools.
         outcome = self.pool_test(claims)
         if not isinstance(outcome, dict):
@@ -249,8 +250,8 @@ class _Walk:
             if peer_devices or peer_units:
                 return _Verdict(PEER, words.pool_peer(name, arithmetic))
             fit = len(free_devices(pool, claim.size, PoolUsage()))
-            return _Verdict(PARKED, words.pools_changed(
-                words.device_not_free(name, claim.count, fit).rstrip(".")))
+            text = words.pools_changed(words.device_not_free(name, claim.count, fit))
+            return _Verdict(PARKED, text)
         return assigned
 
     @staticmethod
@@ -295,7 +296,7 @@ def decide(snap: Snapshot) -> Decision:
     expiring: set[str] = set()
     if not paused:
         for job in snap.queue:
-            if _due(job, now) and job.id not in deps.skips:
+            if job.max_queue_time is not None and _due(job, now) and job.id not in deps.skips:
                 expiring.add(job.id)
 
     head: JobView | None = None
@@ -309,11 +310,12 @@ def decide(snap: Snapshot) -> Decision:
         if waiting is not None:
             new_reason[job.id], cause[job.id] = waiting, words.CAUSE_DEPENDENCY
             continue
-        claims = _claims_of(job, walk.pools)
-        lock = walk.lock_reason(job, claims) if claims else None
-        if lock is not None:
-            new_reason[job.id], cause[job.id] = lock, words.CAUSE_LOCK
-            continue
+        claims = _claims_of(job, walk.pools) if job.locks or job.claims else _NO_CLAIMS
+        if claims:
+            lock = walk.lock_reason(job, claims)
+            if lock is not None:
+                new_reason[job.id], cause[job.id] = lock, words.CAUSE_LOCK
+                continue
         if pause_reason is not None:
             new_reason[job.id], cause[job.id] = pause_reason, words.CAUSE_PAUSE
             continue
@@ -324,9 +326,10 @@ def decide(snap: Snapshot) -> Decision:
             continue
         verdict = walk.judge(job, claims)
         if verdict.blocker is None:
-            starts.append(Start(job.id, verdict.assigned, verdict.forced, verdict.forced_reason))
+            assigned = verdict.assigned or {}
+            starts.append(Start(job.id, assigned, verdict.forced, verdict.forced_reason))
             started.add(job.id)
-            walk.load.add(job, verdict.assigned, started_now=True)
+            walk.load.add(job, assigned, started_now=True)
             if head is not None:
                 head_passed += 1
                 if head_verdict.blocker in RESERVING and head_passed >= snap.max_bypass:
@@ -338,13 +341,8 @@ def decide(snap: Snapshot) -> Decision:
             if verdict.blocker in RESERVING and head_passed >= snap.max_bypass:
                 reserved = True
 
-    passed_by: dict[str, int] = {}
-    since: dict[str, float | None] = {}
-    if head is not None:
-        passed_by[head.id] = head_passed
-        since[head.id] = head.blocked_since if head.blocked_since is not None else now
-        if reserved:
-            new_reason[head.id] = _held_text(head_verdict, head_passed)
+    if head is not None and reserved:
+        new_reason[head.id] = _held_text(head_verdict, head_passed)
 
     expiries = tuple(
         Expiry(job.id, words.expired(_waited(job, now), job.max_queue_time or 0.0,
@@ -357,15 +355,14 @@ def decide(snap: Snapshot) -> Decision:
     for job in snap.queue:
         if job.id in gone:
             continue
-        update = WaitUpdate(
-            blocked_reason=new_reason.get(job.id, job.blocked_reason),
-            blocked_since=since.get(job.id, job.blocked_since),
-            passed_by=passed_by.get(job.id, job.passed_by),
-        )
-        if (update.blocked_reason, update.blocked_since, update.passed_by) != (
-            job.blocked_reason, job.blocked_since, job.passed_by
-        ):
-            waits[job.id] = update
+        text = new_reason.get(job.id, job.blocked_reason)
+        blocked_since, passed = job.blocked_since, job.passed_by
+        if job is head:
+            passed = head_passed
+            if blocked_since is None:
+                blocked_since = now
+        if (text, blocked_since, passed) != (job.blocked_reason, job.blocked_since, job.passed_by):
+            waits[job.id] = WaitUpdate(text, blocked_since, passed)
 
     return Decision(
         starts=tuple(starts),

@@ -31,12 +31,30 @@ def _is_final(state: str) -> bool:
         return False
 
 
+class _Known:
+    """`snap.known`, completed by the queue and the active jobs should a caller leave them out."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.known = snap.known
+        self.extra = {
+            job.id: KnownJob(job.id, job.name, job.state)
+            for job in (*snap.queue, *snap.active) if job.id not in snap.known
+        }
+
+    def get(self, job_id: str) -> KnownJob | None:
+        found = self.known.get(job_id)
+        return found if found is not None else self.extra.get(job_id)
+
+    def __getitem__(self, job_id: str) -> KnownJob:
+        found = self.get(job_id)
+        if found is None:
+            raise KeyError(job_id)
+        return found
+
+
 class _Deps:
     def __init__(self, snap: Snapshot) -> None:
-        self.known: dict[str, KnownJob] = dict(snap.known)
-        # The queue and the active jobs are in memory even if `known` was built without them.
-        for job in (*snap.queue, *snap.active):
-            self.known.setdefault(job.id, KnownJob(job.id, job.name, job.state))
+        self.known = _Known(snap)
         self.queued = {job.id for job in snap.queue}
 
     def label(self, job_id: str) -> str:
@@ -70,8 +88,10 @@ class _Deps:
 
 def dependency_verdicts(snap: Snapshot) -> DependencyVerdicts:
     """Classify every queued job with `needs` or `after`; the others are simply ready."""
-    deps = _Deps(snap)
     result = DependencyVerdicts()
+    if not any(job.needs or job.after for job in snap.queue):
+        return result
+    deps = _Deps(snap)
     with_needs = [job for job in snap.queue if job.needs]
     for job in with_needs:
         for dep in job.needs:

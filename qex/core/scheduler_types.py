@@ -138,4 +138,6 @@ class Decision:
     #: waits-for-machine | waits-for-idle | parked
     queue_state: str = "running"
     head_id: str | None = None
+    #: Who holds the head back, for the health line: "the jobs of this queue", "another
+    #: user", "the machine", "its own size" or "its own size or the configuration".
     head_blocker: str | None = None

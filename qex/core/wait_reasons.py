@@ -4,15 +4,21 @@ Pure. Every reason names the HOLDER (the jobs of this queue, another user, the m
 job's own size, a lock and who has it, a dependency) and what ends the wait, because a queue
 that does not move with no stated cause is the complaint this text exists to answer. Names
 and lock names pass through `safe_name`, so text from another agent cannot repaint a screen.
+
+The sentences a long queue repeats (the same numbers for every job behind a full budget) are
+cached, so a pass over 1000 jobs does not build 1000 equal strings.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from qex.core.names import safe_name, short_id
 from qex.core.size_check import cores_text
 from qex.core.units import format_duration, format_size
 
 
+@lru_cache(maxsize=4096)
 def job_label(job_id: str, name: str) -> str:
     """`a1b2c3d4 (build)`: how every reason names a job."""
     return f"{short_id(job_id)} ({safe_name(name)})"
@@ -24,166 +30,170 @@ def _jobs(count: int) -> str:
 
 # --- dependencies ---------------------------------------------------------------------------
 
+@lru_cache(maxsize=4096)
 def needs_waiting(dep_label: str, dep_state: str) -> str:
     return (
-        f"waits for the job {dep_label} that it needs, which is {dep_state}; this job starts "
-        "once that one completes, and is skipped if that one ends any other way."
+        f"waits for the job {dep_label} to complete first (it is {dep_state} now); should that "
+        "job end in any other way, this one is skipped."
     )
 
 
+@lru_cache(maxsize=4096)
 def after_waiting(dep_label: str, dep_state: str) -> str:
     return (
-        f"waits for the job {dep_label} to stop (it is {dep_state}); this job runs after that "
-        "one ends, whatever its result."
+        f"waits until the job {dep_label} ends, whichever way it ends; that job is "
+        f"{dep_state} now."
     )
 
 
 def needs_gone(dep_id: str) -> str:
     return (
-        f"the record of the job {short_id(dep_id)} that this job needs is gone, so qex cannot "
-        "tell whether it succeeded, and this job did not run. Submit it again without that "
+        f"this job was skipped: it needs the job {short_id(dep_id)}, whose record no longer "
+        "exists, so qex has no proof that it completed. Submit this job again without that "
         "dependency if it should still run."
     )
 
 
 def needs_broken(root_id: str, root_label: str, root_state: str, via_label: str | None) -> str:
-    chain = f" (through the job {via_label})" if via_label else ""
+    chain = f" (by way of the job {via_label})" if via_label else ""
     text = (
-        f"this job did not run because the job {root_label} that it depends on{chain} ended "
-        f"as `{root_state}`."
+        f"this job was skipped: the job {root_label} that it depends on{chain} ended as "
+        f"`{root_state}`, and a job runs only after everything it needs has completed."
     )
     if root_state not in ("cancelled", "expired", "skipped"):
-        text += f" Read `qex logs {short_id(root_id)}` for the cause."
+        text += f" `qex logs {short_id(root_id)}` shows what went wrong there."
     return text
 
 
 # --- locks ----------------------------------------------------------------------------------
 
+@lru_cache(maxsize=4096)
 def lock_held_by_job(lock: str, holder_label: str) -> str:
     return (
-        f"waits for the lock `{safe_name(lock)}`: the job {holder_label} holds it, and it is "
-        "free again when that job stops."
+        f"waits for the lock `{safe_name(lock)}`: the job {holder_label} took it first and "
+        "gives it up when it ends."
     )
 
 
 # --- capacity: this queue -------------------------------------------------------------------
 
-def _behind_may_start() -> str:
-    return "jobs behind this one may start in the meantime."
+_MEANWHILE = "jobs behind this one may start in the meantime."
 
 
-def _held_tail(passed: int) -> str:
-    return (
-        f"{_jobs(passed)} already started ahead of it, so qex now keeps the capacity that "
-        "frees up for this job and starts nothing behind it."
-    )
-
-
+@lru_cache(maxsize=4096)
 def own_cores(need: int, held: int, budget: int) -> str:
     return (
-        f"waits for cores: it needs {cores_text(need)}, and the jobs of this queue hold {held} "
-        f"of the {cores_text(budget)} in the budget. They release them when they stop;"
+        f"waits for cores: it needs {cores_text(need)}, but the running jobs of this queue "
+        f"already use {held} of the {budget} that the budget allows"
     )
 
 
+@lru_cache(maxsize=4096)
 def own_memory(need: int, held: int, budget: int) -> str:
     return (
-        f"waits for memory: it needs {format_size(need)}, and the jobs of this queue hold "
-        f"{format_size(held)} of the {format_size(budget)} budget. They release it when they stop;"
+        f"waits for memory: it needs {format_size(need)}, but the running jobs of this queue "
+        f"already use {format_size(held)} of the {format_size(budget)} budget"
     )
 
 
+@lru_cache(maxsize=4096)
 def sibling_free(text: str) -> str:
-    return f"{text} {_behind_may_start()}"
+    return f"{text}. That comes back as the running jobs of this queue end, and {_MEANWHILE}"
 
 
 def sibling_held(text: str, passed: int) -> str:
-    return f"{text} {_held_tail(passed)} `qex list` shows what holds it."
+    return (
+        f"{text}. That comes back as the running jobs of this queue end; {_jobs(passed)} "
+        "went ahead of this one already, so qex now saves what frees up for it and starts "
+        "nothing behind it. `qex list` shows the jobs that hold it."
+    )
 
 
 def pool_sibling(name: str, arithmetic: str) -> str:
-    return (
-        f"waits for the pool `{safe_name(name)}`: {arithmetic} The jobs of this queue release "
-        "it when they stop;"
-    )
+    return f"waits for the pool `{safe_name(name)}`: {arithmetic}"
 
 
 # --- capacity: other users ------------------------------------------------------------------
 
-def peer_capacity(details: list[str], peers: int) -> str:
-    who = "another user" if peers <= 1 else f"other users ({peers} queues)"
+@lru_cache(maxsize=4096)
+def peer_capacity(details: tuple[str, ...], peers: int) -> str:
+    who = "that user" if peers <= 1 else f"those users ({peers} queues)"
     return (
         f"this job cannot fit while another user holds capacity: {'; '.join(details)}. "
-        f"qex cannot make {who} release it, so this wait has no known end; "
-        f"{_behind_may_start()} `qex info` shows the load of the machine."
+        f"Nothing in this queue can make {who} let go, so no one can say when the wait "
+        f"ends; {_MEANWHILE} `qex info` shows the load of the machine."
     )
 
 
+@lru_cache(maxsize=4096)
 def peer_cores(need: int, ours: int, theirs: int, budget: int) -> str:
     return (
-        f"it needs {cores_text(need)}, this queue holds {ours} and other users hold {theirs} "
-        f"of the {cores_text(budget)} in the budget"
+        f"it needs {cores_text(need)}, while this queue uses {ours} and other users claim "
+        f"{theirs} of the {budget} cores in the budget"
     )
 
 
+@lru_cache(maxsize=4096)
 def peer_memory(need: int, ours: int, theirs: int, budget: int) -> str:
     return (
-        f"it needs {format_size(need)}, this queue holds {format_size(ours)} and other users "
-        f"hold {format_size(theirs)} of the {format_size(budget)} budget"
+        f"it needs {format_size(need)}, while this queue uses {format_size(ours)} and other "
+        f"users claim {format_size(theirs)} of the {format_size(budget)} budget"
     )
 
 
 def pool_peer(name: str, arithmetic: str) -> str:
     return (
         f"this job cannot fit while another user holds the pool `{safe_name(name)}`: "
-        f"{arithmetic} qex cannot make that user release it, so this wait has no known end; "
-        f"{_behind_may_start()}"
+        f"{arithmetic}. Nothing in this queue can make that user let go, so no one can say "
+        f"when the wait ends; {_MEANWHILE}"
     )
 
 
 def devices_arithmetic(count: int, size: int | None, total: int, fit: int, peer_held: int) -> str:
-    each = "that are entirely free"
+    each = "completely free"
     if size is not None:
-        each = f"with {format_size(size)} free on each"
-    text = f"it needs {count} device(s) {each}, the pool has {total}, and {fit} can take it now"
+        each = f"with {format_size(size)} to spare"
+    text = f"it needs {count} of the {total} devices {each}, and {fit} qualify now"
     if peer_held:
-        text += f" ({peer_held} held by other users)"
-    return text + "."
+        text += f" ({peer_held} in use by other users)"
+    return text
 
 
 def units_arithmetic(count: int, total: int, ours: int, theirs: int) -> str:
-    text = f"it needs {count} of the {total} units, and the jobs of this queue hold {ours}"
+    text = f"it needs {count} of the {total} units, and the running jobs of this queue use {ours}"
     if theirs:
-        text += f" while other users hold {theirs}"
-    return text + "."
+        text += f" while other users claim {theirs}"
+    return text
 
 
 # --- the machine ----------------------------------------------------------------------------
 
+@lru_cache(maxsize=4096)
 def machine_memory(available: int, need: int, reserve: int, pressure: float | None) -> str:
     text = (
-        f"waits for free memory on the machine: {format_size(max(available, 0))} is available "
-        f"to a new program, and this job needs {format_size(need)} with {format_size(reserve)} "
-        "kept in reserve."
+        f"waits for free memory on the machine: starting it takes {format_size(need)} plus "
+        f"the {format_size(reserve)} reserve, and the machine can give a new program only "
+        f"{format_size(max(available, 0))} now."
     )
     if pressure is not None and pressure < 1.0:
         text += (
-            f" Memory pressure is only {pressure:.1f}, so the machine is not short of memory: "
-            "the available figure leaves out memory the kernel moved to swap. A smaller claim "
-            "or a lower `[system] reserve_mem` lets this job start."
+            f" With memory pressure at just {pressure:.1f}, memory is not really scarce: the "
+            "figure ignores what sits in swap. A smaller claim, or a lower `[system] "
+            "reserve_mem`, lets this job start."
         )
     else:
-        text += " `qex info` shows the load, and `qex list` what this queue holds."
+        text += " `qex info` shows the load, and `qex list` what this queue runs."
     return text + (
-        " Programs outside this queue hold that memory, so this wait has no known end; "
-        f"{_behind_may_start()}"
+        " Programs outside this queue hold that memory, so no one can say when the wait "
+        f"ends; {_MEANWHILE}"
     )
 
 
+@lru_cache(maxsize=4096)
 def machine_pressure(pressure: float, limit: float) -> str:
     return (
-        f"waits for the machine: memory pressure is {pressure:.1f}, above the limit of "
-        f"{limit:g} in `[system] max_pressure`; it can start when the pressure falls."
+        f"waits for memory pressure to ease: the machine reports {pressure:.1f}, and "
+        f"`[system] max_pressure` allows at most {limit:g}; the job can start once it drops."
     )
 
 
@@ -191,7 +201,7 @@ def machine_pressure(pressure: float, limit: float) -> str:
 
 def idle_obstacle_active(count: int) -> str:
     verb = "runs" if count == 1 else "run"
-    return f"{_jobs(count)} of this queue still {verb} and must stop first"
+    return f"{_jobs(count)} of this queue still {verb} and must end first"
 
 
 def idle_obstacle_settle(settle: float) -> str:
@@ -199,66 +209,67 @@ def idle_obstacle_settle(settle: float) -> str:
 
 
 def idle_obstacle_peers() -> str:
-    return "another user holds capacity, and qex cannot make that user release it"
+    return "another user holds capacity, which this queue cannot free"
 
 
 def idle_obstacle_pressure(pressure: float, limit: float) -> str:
-    return f"memory pressure is {pressure:.1f}, above the limit of {limit:g}"
+    return f"memory pressure is {pressure:.1f}, more than the {limit:g} allowed"
+
+
+def _alone(size: str) -> str:
+    return (
+        f"{size}, so it can only run by itself: on an idle queue, with no claims from other "
+        "users and acceptable memory pressure"
+    )
 
 
 def oversized_waiting(size: str, obstacle: str) -> str:
-    return (
-        f"{size}; qex runs it alone once no other job of this queue runs, no other user holds "
-        f"capacity and memory pressure is within the limit. Now {obstacle}; "
-        f"{_behind_may_start()}"
-    )
+    return f"{_alone(size)}. At the moment {obstacle}; {_MEANWHILE}"
 
 
 def oversized_held(size: str, obstacle: str, passed: int) -> str:
     return (
-        f"{size}; qex runs it alone once no other job of this queue runs, no other user holds "
-        f"capacity and memory pressure is within the limit. Now {obstacle}. {_jobs(passed)} "
-        "already started ahead of it, so qex starts nothing else and lets this queue empty."
+        f"{_alone(size)}. At the moment {obstacle}. {_jobs(passed)} went ahead of it already, "
+        "so qex starts nothing else and lets this queue run dry for it."
     )
 
 
 def oversized_parked(size: str) -> str:
     return (
-        f"{size}; the config file sets `[queue] oversized = \"queue\"`, so this job stays "
-        "queued until its claim or the budget changes, and the jobs behind it start meanwhile."
+        f"{size}; with `[queue] oversized = \"queue\"` in the config file it stays queued "
+        "until its claim or the budget changes, without blocking the jobs behind it."
     )
 
 
 def oversized_rejected(size: str) -> str:
     return (
-        f"{size}; the config file now sets `[queue] oversized = \"reject\"`, so this job will "
-        "never start: cancel it and submit a smaller claim, or raise `[budget]`. The jobs "
-        "behind it start meanwhile."
+        f"{size}; the config file now says `[queue] oversized = \"reject\"`, so this job "
+        "will never start: cancel it and submit a smaller claim, or raise `[budget]`. It "
+        "does not block the jobs behind it."
     )
 
 
 def pools_changed(message: str) -> str:
     return (
-        f"{message}. The pool configuration changed after this job was submitted, so it "
-        "cannot start as it is; the jobs behind it start meanwhile."
+        f"{message}. The `[[pool]]` settings no longer fit what this job was accepted with; "
+        "it stays queued without blocking the jobs behind it. Cancel it and submit it again, "
+        "or restore the pool."
     )
 
 
 def device_not_free(name: str, count: int, fit: int) -> str:
-    return (
-        f"waits for the pool `{safe_name(name)}`: it needs {count} device(s), and {fit} can "
-        "take it now."
-    )
+    shown = safe_name(name)
+    return f"the pool `{shown}` has {fit} device(s) that could take this job, and it needs {count}"
 
 
-# --- behind a reserved head -----------------------------------------------------------------
+# --- behind a held head ---------------------------------------------------------------------
 
+@lru_cache(maxsize=4096)
 def behind_held_head(head_label: str, cpu: int, mem: int, passed: int) -> str:
     return (
-        f"waits behind the job {head_label}, which is at the front of the queue and needs "
-        f"{cores_text(cpu)} and {format_size(mem)}: {_jobs(passed)} already started ahead of "
-        "it, so qex keeps the capacity that frees up for that job. This job's turn comes "
-        "once it starts."
+        f"waits its turn behind {head_label}, the first job in the queue (it needs "
+        f"{cores_text(cpu)} and {format_size(mem)}): after {_jobs(passed)} went ahead of that "
+        "one, qex saves freed capacity for it, and this job follows once it has started."
     )
 
 
@@ -271,23 +282,24 @@ CAUSE_PAUSE = "pause"
 
 
 def expired(waited: float, limit: float, last_reason: str | None, cause: str) -> str:
-    last = last_reason or "it waited for free capacity"
+    last = last_reason or "it waited for free capacity."
     if cause == CAUSE_DEPENDENCY:
         remedy = (
-            "Time spent waiting for other jobs counts too, so give a --max-queue-time that "
-            "covers the whole pipeline, or none."
+            "Waiting for other jobs uses up the same allowance, so give a --max-queue-time "
+            "that covers the whole pipeline, or none."
         )
     elif cause == CAUSE_LOCK:
         remedy = (
-            "A lock goes to one job at a time, so give a --max-queue-time that covers how long "
-            "others hold it, or use different lock names for work that may overlap."
+            "Only one job at a time holds a lock, so allow for how long the others keep it, "
+            "or give work that may overlap different lock names."
         )
     else:
         remedy = (
-            "Submit it again with a smaller claim, when the machine is quieter, or with a "
-            "longer --max-queue-time."
+            "Submit it again with a smaller claim, at a quieter time, or with a longer "
+            "--max-queue-time."
         )
     return (
-        f"the job never started: it waited {format_duration(waited)} in the queue, and its "
-        f"--max-queue-time is {format_duration(limit)}. Its last reason: {last} {remedy}"
+        f"the job gave up before starting: after {format_duration(waited)} in the queue it "
+        f"reached its --max-queue-time of {format_duration(limit)}. It was waiting because: "
+        f"{last} {remedy}"
     )

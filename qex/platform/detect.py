@@ -125,10 +125,11 @@ def _cgroup_mode(cgroup_root: Path, proc_root: Path) -> str:
     return "none"
 
 
-def _user_manager_socket(
-    env: Mapping[str, str], connect: Callable[[Path], bool]
+def user_manager_sockets(
+    env: Mapping[str, str], connect: Callable[[Path], bool] | None = None
 ) -> tuple[Path | None, Path | None]:
     """(private socket, bus socket) of the user manager, each only when it answers."""
+    connect = connect or _socket_answers
     runtime = env.get("XDG_RUNTIME_DIR", "")
     private = bus = None
     if runtime:
@@ -185,8 +186,10 @@ def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabiliti
     pystemd_found = has_module("pystemd")
     systemd_run = p.which("systemd-run") is not None
     mode = _cgroup_mode(p.cgroup_root, p.proc_root)
-    base: dict[str, Any] = dict(os=p.platform, psi=psi, pystemd=pystemd_found, systemd_run=systemd_run,
-                cgroup_mode=mode, cgroup_v2=mode == "unified", details=details)
+    base: dict[str, Any] = dict(
+        os=p.platform, psi=psi, pystemd=pystemd_found, systemd_run=systemd_run,
+        cgroup_mode=mode, cgroup_v2=mode == "unified", details=details,
+    )
 
     def fail(reason: str, fix: str, **extra: Any) -> Capabilities:
         return Capabilities(**{**base, **extra}, reason=reason, fix=fix)
@@ -207,7 +210,7 @@ def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabiliti
                     "job's cgroup only through a systemd user scope",
                     "set [enforce] use_systemd = true in the config file")
 
-    private, bus = _user_manager_socket(p.env, connect)
+    private, bus = user_manager_sockets(p.env, connect)
     details["manager_socket"] = os.fspath(private) if private else None
     details["bus_socket"] = os.fspath(bus) if bus else None
     if private is None and bus is None:

@@ -161,7 +161,7 @@ class ScopeLauncher:
         backend = caps.scope_backend
         if not caps.enforcement_possible or backend is None:
             reason = caps.reason or "this machine cannot make a scope"
-            return self._plain(argv, log, env, note=f"no scope: {reason}")
+            return self._plain(argv, log, env, note=reason)
         request = ScopeRequest(
             unit=unit_name(job_id, _next_sequence(job_dir)),
             description=f"qex job {job_id}",
@@ -194,7 +194,7 @@ class ScopeLauncher:
         try:
             pid = self.spawn(line, log, child_env)
         except OSError as exc:
-            note = f"no scope: systemd-run could not start ({exc})"
+            note = f"systemd-run could not start ({exc})"
             return self._plain(argv, log, env, note=note)
         return Launched(pid=pid, start_token=procs.start_token(pid), backend="systemd-run",
                         unit=request.unit)
@@ -228,10 +228,13 @@ class ScopeLauncher:
                 os.write(write_end, b"1")
             except OSError as exc:
                 failure = f"the supervisor did not wait for its scope ({exc.strerror})"
-        os.close(write_end)
         if failure is not None:
+            # Kill before closing our end: at end-of-file the supervisor would record the job
+            # as failed, and the plain supervisor below must find it still `starting`.
             self.kill(pid)
-            return self._plain(argv, log, plain_env, note=f"no scope: {failure}")
+            os.close(write_end)
+            return self._plain(argv, log, plain_env, note=failure)
+        os.close(write_end)
         return Launched(pid=pid, start_token=procs.start_token(pid), backend="pystemd",
                         unit=request.unit)
 

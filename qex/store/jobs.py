@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +70,8 @@ def iter_job_dirs(paths: Paths) -> Iterator[Path]:
 
 
 def remove_job_dir(job_dir: Path) -> None:
+    import shutil  # only deletions need it; the supervisor imports this module and never does
+
     shutil.rmtree(job_dir, ignore_errors=True)
 
 

@@ -17,9 +17,12 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qex.core.names import visible
+
+if TYPE_CHECKING:
+    from qex.core.jobfile import JobFile, PipelineFile
 
 #: No job or pipeline file comes near this; a larger input is a mistake, not a job.
 MAX_BYTES = 16 * 1024 * 1024
@@ -167,3 +170,17 @@ def parse_structured(data: bytes, path: Path) -> dict[str, Any]:
 def read_structured(path: Path) -> dict[str, Any]:
     """Read and parse a job or pipeline file; every failure is a `StructuredError`."""
     return parse_structured(_read_bytes(path), path)
+
+
+def load_job_file(path: Path) -> JobFile:
+    """Read and check a job file (`qex submit --job`); errors are `ValueError` sentences."""
+    from qex.core.jobfile import parse_job_file
+
+    return parse_job_file(read_structured(path), str(path))
+
+
+def load_pipeline(path: Path) -> PipelineFile:
+    """Read and check a pipeline file (`qex pipeline`); errors are `ValueError` sentences."""
+    from qex.core.jobfile import parse_pipeline
+
+    return parse_pipeline(read_structured(path), str(path))

@@ -7,7 +7,9 @@ descriptor is still needed for the orphans that the job leaves to the subreaper.
 
 `Reaper.reap` waits for the job WITHOUT reaping it first (WNOWAIT), so its pid, which is also
 its process group id, cannot be reused while the leftovers of that group get SIGKILL; only
-then is the job reaped. Every other child that exited is reaped and counted as an orphan.
+then is the job reaped. (macOS has no usable waitid, so there the job is reaped first; a
+group id stays reserved while any member lives, which is the case that matters.) Every other
+child that exited is reaped and counted as an orphan.
 """
 
 from __future__ import annotations
@@ -66,14 +68,7 @@ class Reaper:
         """The wait status of `pid` if it ended now (it is then reaped), else None."""
         status: int | None = None
         if pid is not None:
-            try:
-                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                info = None
-            if info is not None:
-                if kill_leftovers:
-                    procs.signal_group(pid, signal.SIGKILL)
-                _, status = os.waitpid(pid, 0)
+            status = self._reap_job(pid, kill_leftovers)
         while True:
             try:
                 child, child_status = os.waitpid(-1, os.WNOHANG)
@@ -85,4 +80,28 @@ class Reaper:
                 status = child_status
             else:
                 self.orphans += 1
+        return status
+
+    @staticmethod
+    def _reap_job(pid: int, kill_leftovers: bool) -> int | None:
+        waitid = getattr(os, "waitid", None)
+        if waitid is None:  # macOS
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return None
+            if not done:
+                return None
+            if kill_leftovers:
+                procs.signal_group(pid, signal.SIGKILL)
+            return status
+        try:
+            info = waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return None
+        if info is None:
+            return None
+        if kill_leftovers:
+            procs.signal_group(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
         return status

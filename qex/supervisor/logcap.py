@@ -15,7 +15,7 @@ blocks on a full pipe.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from qex.core import logcap_plan as plan
@@ -127,19 +127,7 @@ class CappedLog:
             return
         self._closed = True
         if self._overflowed and self.parts is not None and self._fd is not None:
-            tail = self._read_ring()
-            trim, mid_line = plan.tail_trim(tail, not self._ring_prev_newline, self.parts.tail)
-            kept = tail[trim:]
-            self.dropped_bytes += self._over_bytes - len(kept)
-            self.dropped_lines += self._over_newlines - kept.count(b"\n")
-            notes = plan.no_ring_note(self._ring_error) if self._ring_error is not None else b""
-            notes += plan.summary_note(
-                self.dropped_bytes, self.dropped_lines, self.parts.limit, self._head_kept, len(kept)
-            )
-            if mid_line:
-                notes += plan.mid_line_note()
-            self._append(notes, job=False)
-            self._append(kept, job=True)
+            self._put_tail_back(self.parts)
         if self._ring_fd is not None:
             os.close(self._ring_fd)
             self._ring_fd = None
@@ -271,20 +259,55 @@ class CappedLog:
             self._ring_fd = None
             self._ring_len = 0
 
-    def _read_ring(self) -> bytes:
-        if self._ring_fd is None or self.parts is None or not self._ring_len:
-            return b""
+    def _ring_chunks(self, skip: int, limit: int | None = None) -> Iterator[bytes]:
+        """The ring's bytes oldest first, from `skip`, in pieces of at most _COUNT_CHUNK."""
+        assert self.parts is not None and self._ring_fd is not None
         size = self.parts.tail
-        first = min(self._ring_len, size - self._ring_start)
+        end = self._ring_len if limit is None else min(self._ring_len, skip + limit)
+        position = skip
+        while position < end:
+            physical = (self._ring_start + position) % size
+            length = min(_COUNT_CHUNK, end - position, size - physical)
+            chunk = _pread(self._ring_fd, length, physical)
+            if not chunk:
+                return
+            yield chunk
+            position += len(chunk)
+
+    def _put_tail_back(self, parts: plan.Parts) -> None:
+        """Append the notes and the ring (oldest byte first), without holding it in memory.
+
+        Two passes over the ring: one counts its newlines, because the summary note that
+        precedes the tail must give the final counts; one copies it.
+        """
+        trim, mid_line, kept_bytes, kept_newlines = 0, False, 0, 0
+        if self._ring_fd is not None and self._ring_len:
+            try:
+                first = b"".join(self._ring_chunks(0, parts.tail // 4 + 1))
+                trim, mid_line = plan.tail_trim(first, not self._ring_prev_newline, parts.tail)
+                for chunk in self._ring_chunks(trim):
+                    kept_bytes += len(chunk)
+                    kept_newlines += chunk.count(b"\n")
+            except OSError as exc:
+                self._ring_error = exc.strerror or str(exc)
+                self._fault(f"qex could not read {self.tail_path}: {self._ring_error}")
+                trim, mid_line, kept_bytes, kept_newlines = 0, False, 0, 0
+        self.dropped_bytes += self._over_bytes - kept_bytes
+        self.dropped_lines += self._over_newlines - kept_newlines
+        notes = plan.no_ring_note(self._ring_error) if self._ring_error is not None else b""
+        notes += plan.summary_note(
+            self.dropped_bytes, self.dropped_lines, parts.limit, self._head_kept, kept_bytes
+        )
+        if mid_line:
+            notes += plan.mid_line_note()
+        self._append(notes, job=False)
+        if not kept_bytes:
+            return
         try:
-            data = _pread(self._ring_fd, first, self._ring_start)
-            if first < self._ring_len:
-                data += _pread(self._ring_fd, self._ring_len - first, 0)
+            for chunk in self._ring_chunks(trim):
+                self._append(chunk, job=True)
         except OSError as exc:
-            self._ring_error = exc.strerror or str(exc)
-            self._fault(f"qex could not read {self.tail_path}: {self._ring_error}")
-            return b""
-        return data
+            self._fault(f"qex could not read {self.tail_path}: {exc.strerror or exc}")
 
     def _fault(self, message: str) -> None:
         if self._faulted:

@@ -164,17 +164,17 @@ def _fallback_sandbox(reason: str) -> Sandbox:
 
 
 def _open_sandbox(job_id: str, config: Config) -> Sandbox:
-    script = os.environ.get("QEX_TEST_SANDBOX")
-    if script:
-        from pathlib import Path
-
-        from qex.supervisor.scripted_sandbox import ScriptedSandbox
-
-        return ScriptedSandbox(Path(script))
     try:
+        script = os.environ.get("QEX_TEST_SANDBOX")
+        if script:
+            from pathlib import Path
+
+            from qex.supervisor.scripted_sandbox import ScriptedSandbox
+
+            return ScriptedSandbox(Path(script))
         from qex.platform.select import open_sandbox
 
-        return open_sandbox(job_id, config.enforce.mode)
+        return open_sandbox(job_id, config.enforce.mode, use_systemd=config.enforce.use_systemd)
     except Exception as exc:
         say(f"qex could not open the sandbox of the job: {exc!r}")
         return _fallback_sandbox(f"qex could not open a sandbox for this job ({exc})")

@@ -20,21 +20,20 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable
+from signal import SIGKILL
 from typing import Any
 
 from qex.core import classify as verdicts
-from qex.core import learner
 from qex.core.config import Config, Pool
 from qex.core.records import Assignment, JobSpec, JobStatus
 from qex.core.states import State
-from qex.core.units import format_duration, format_size
+from qex.core.units import format_duration
 from qex.platform import jobprocess, procs
 from qex.platform.sandbox import Evidence, Limits, Sandbox
 from qex.store import jobs
 from qex.store.paths import Paths
-from qex.supervisor import notify
+from qex.supervisor import learning, notify
 from qex.supervisor.children import ChildWatch, Reaper
 from qex.supervisor.logcap import CappedLog
 from qex.supervisor.spawn import Child, SpawnError, spawn
@@ -81,6 +80,7 @@ class Runner:
         self.pid: int | None = None
         self.term_grace = env_seconds("QEX_TERM_GRACE_SECS", TERM_GRACE_SECS)
         self.pipe_grace = env_seconds("QEX_PIPE_CLOSE_GRACE_SECS", PIPE_CLOSE_GRACE_SECS)
+        self.pause_recheck = env_seconds("QEX_PAUSE_RECHECK_SECS", PAUSE_RECHECK_SECS)
 
     # -- the record ----------------------------------------------------------------------
 
@@ -143,10 +143,12 @@ class Runner:
 
     def abort(self, exc: BaseException) -> None:
         """A fault inside the supervisor: stop the job, record why, keep the result honest."""
+        import traceback
+
         say("the supervisor met an internal fault:\n" + "".join(traceback.format_exception(exc)))
         stopped = ""
         if self.pid is not None and procs.same_process(self.pid, self.status.pid_start_token):
-            procs.signal_group(self.pid, 9)
+            procs.signal_group(self.pid, SIGKILL)
             stopped = ", so qex stopped the job"
         status = self.status
         if status.final:
@@ -167,14 +169,11 @@ class Runner:
     # -- one attempt ---------------------------------------------------------------------
 
     def _limits(self) -> Limits:
-        mode = self.config.enforce.mode
-        claim = self.status.mem
-        if mode == "soft":
-            return Limits(mode="soft", memory_high=claim,
-                          memory_max=int(claim * self.config.enforce.mem_overcommit))
-        if mode == "hard":
-            return Limits(mode="hard", memory_max=claim, swap_max=0)
-        return Limits(mode="off")
+        """The limits of `[enforce] mode` for the claim in force (it grows after an OOM)."""
+        from qex.platform.select import limits_for
+
+        enforce = self.config.enforce
+        return limits_for(enforce.mode, self.status.mem, enforce.mem_overcommit)
 
     def _job_env(self) -> dict[str, str]:
         from qex.core.pools import job_env_for_assignment
@@ -218,7 +217,16 @@ class Runner:
             os.unlink(self.job_dir / jobs.KILLED_MARK)
         except OSError:
             pass
-        self.sandbox.begin_attempt(self._limits())
+        limits = self._limits()
+        try:
+            self.sandbox.begin_attempt(limits)
+        except Exception as exc:
+            say(f"the sandbox refused the limits {limits}: {exc!r}")
+            return self._not_started(
+                f"qex could not apply the memory limit of `[enforce] mode` = \"{limits.mode}\" "
+                f"to this job ({exc}), so it did not start it; run `qex config show` to see the "
+                "state of enforcement, or set `[enforce] mode` = \"off\""
+            )
         status.enforcement = self.sandbox.describe()
         out_log, err_log = self._open_logs(number)
         _, cpu_before = jobprocess.children_usage()
@@ -236,13 +244,7 @@ class Runner:
                 os.close(fd)
             out_log.finish()
             err_log.finish()
-            status.state = State.FAILED.value
-            status.finished_at = self.now()
-            status.exit_code = None
-            status.signal = None
-            status.error = self._error(exc.sentence)
-            self.save()
-            return "final"
+            return self._not_started(exc.sentence)
         finally:
             os.close(out_w)
             os.close(err_w)
@@ -260,15 +262,20 @@ class Runner:
         try:
             watched = watch_job(pid, {out_r: out_log, err_r: err_log}, timeout=spec.timeout,
                                 term_grace=self.term_grace, pipe_grace=self.pipe_grace,
-                                children=self.children, reaper=self.reaper, pidfd=pidfd)
+                                children=self.children, reaper=self.reaper, pidfd=pidfd,
+                                wall=self.now)
         finally:
             if pidfd is not None:
                 os.close(pidfd)
             out_log.finish()
             err_log.finish()
         self.pid = None
-        finished = self.now()
-        evidence = self.sandbox.evidence()
+        finished = watched.ended_at
+        try:
+            evidence = self.sandbox.evidence()
+        except Exception as exc:
+            say(f"the sandbox gave no evidence for this attempt: {exc!r}")
+            evidence = Evidence()
         max_rss, cpu_after = jobprocess.children_usage()
         exit_code = os.WEXITSTATUS(watched.status) if os.WIFEXITED(watched.status) else None
         signal = os.WTERMSIG(watched.status) if os.WIFSIGNALED(watched.status) else None
@@ -291,16 +298,37 @@ class Runner:
             self.save()
             return "retry"
         if verdict.state == State.OOM and verdict.oom_evidence == "cgroup":
-            self._learn_oom(status.mem, evidence, cpu_after - cpu_before, finished)
-            if self._requeue_after_oom(number, incomplete):
-                return "requeued"
-            return "final"
+            return self._after_proven_oom(number, incomplete, finished)
         status.state = verdict.state.value
         status.oom_evidence = verdict.oom_evidence
         status.error = self._error(incomplete, verdict.error)
         self.save()
-        if verdict.state == State.COMPLETED:
-            self._learn_peak(status.usage, finished)
+        if verdict.state == State.COMPLETED and self.config.learn.enabled:
+            learning.record_completed(self.paths, spec, status, finished)
+        return "final"
+
+    def _after_proven_oom(self, attempt: int, incomplete: str | None, finished: float) -> str:
+        """Learn the lower bound, then raise the claim and requeue, or stay `oom`."""
+        from qex.platform.machine import machine
+        from qex.supervisor.oom import after_proven_oom
+
+        if self.config.learn.enabled:
+            learning.record_oom_kill(self.paths, self.spec, self.status, finished)
+        sentence = after_proven_oom(self.spec, self.status, self.config, self.job_dir,
+                                    attempt=attempt, budget=self.config.mem_budget(machine()))
+        self.status.error = self._error(incomplete, sentence)
+        self.save()
+        return "requeued" if self.status.state == State.QUEUED else "final"
+
+    def _not_started(self, sentence: str) -> str:
+        """The attempt could not start: `failed` with no exit code, and no retry."""
+        status = self.status
+        status.state = State.FAILED.value
+        status.finished_at = self.now()
+        status.exit_code = None
+        status.signal = None
+        status.error = self._error(sentence)
+        self.save()
         return "final"
 
     # -- after an attempt ----------------------------------------------------------------
@@ -336,101 +364,6 @@ class Runner:
             "`setsid my-daemon > daemon.log 2>&1 &`)"
         )
 
-    def _learn_key(self) -> str:
-        return learner.learn_key(self.spec.cwd, list(self.spec.learn_key or self.spec.command))
-
-    def _learn_peak(self, usage: dict[str, Any] | None, finished: float) -> None:
-        if not self.config.learn.enabled or not usage or not usage.get("max_rss"):
-            return
-        from qex.store import usage as store
-
-        started = self.status.started_at or finished
-        try:
-            store.record_peak(self.paths, self._learn_key(), name=self.spec.name,
-                              max_rss=int(usage["max_rss"]), cpu_secs=float(usage["cpu_secs"]),
-                              elapsed_secs=max(0.0, finished - started), at=finished,
-                              claim=self.status.mem)
-        except OSError as exc:
-            say(f"qex could not record what this job used: {exc}")
-
-    def _learn_oom(self, claim: int, evidence: Evidence, cpu_secs: float, finished: float) -> None:
-        if not self.config.learn.enabled:
-            return
-        from qex.store import usage as store
-
-        started = self.status.started_at or finished
-        try:
-            store.record_oom(self.paths, self._learn_key(), name=self.spec.name, claim=claim,
-                             max_rss=int((self.status.usage or {}).get("max_rss") or 0),
-                             cpu_secs=cpu_secs, elapsed_secs=max(0.0, finished - started),
-                             at=finished)
-        except OSError as exc:
-            say(f"qex could not record the memory kill of this job: {exc}")
-
-    def _requeue_after_oom(self, attempt: int, incomplete: str | None) -> bool:
-        """Raise the claim and hand the job back to the queue; False when it must stay `oom`."""
-        from qex.core.oom_retry import plan_oom
-        from qex.platform.machine import machine
-
-        status = self.status
-        left = status.oom_retries_left
-        if left is None:
-            left = self.config.retry.on_oom
-        budget = self.config.mem_budget(machine())
-        plan = plan_oom(status.mem, budget, self.config.retry.growth, left)
-        status.oom_evidence = "cgroup"
-        if plan.new_mem is None:
-            status.state = State.OOM.value
-            status.oom_retries_left = left
-            status.error = self._error(
-                incomplete,
-                verdicts.oom_at_budget_sentence(status.mem, budget) if plan.at_budget
-                else verdicts.oom_no_raises_sentence(status.mem, self.config.retry.on_oom),
-            )
-            self.save()
-            return False
-        old, new = status.mem, plan.new_mem
-        try:
-            self._rewrite_spec(new)
-        except OSError as exc:
-            say(f"qex could not rewrite the spec with the larger claim: {exc}")
-            status.state = State.OOM.value
-            status.error = self._error(incomplete, (
-                f"the kernel stopped this job for memory at its claim of {format_size(old)}, and "
-                f"qex could not write the larger claim into spec.json ({exc.strerror}); run "
-                "the job again with a larger --mem"
-            ))
-            self.save()
-            return False
-        status.state = State.QUEUED.value
-        status.mem = new
-        status.oom_retries_left = left - 1
-        status.queue_time_applies = False
-        status.exit_code = None
-        status.signal = None
-        status.finished_at = None
-        status.supervisor_pid = None
-        status.supervisor_start_token = None
-        status.blocked_reason = None
-        status.blocked_since = None
-        status.passed_by = 0
-        raised = verdicts.oom_raise_note(attempt, old, new)
-        status.note = f"{status.note} {raised}" if status.note else raised
-        status.error = self._error(incomplete,
-                                   verdicts.oom_requeue_sentence(attempt, old, new, left - 1))
-        self.save()
-        return True
-
-    def _rewrite_spec(self, new_mem: int) -> None:
-        from qex.core.hints import rewrite_hints
-
-        spec = self.spec
-        env = dict(spec.env)
-        rewrite_hints(env, spec.hint_keys, spec.cpu, new_mem, self.config.claims.also)
-        spec.env = env
-        spec.mem = new_mem
-        jobs.write_spec(self.job_dir, spec)
-
     def _wait_while_paused(self) -> None:
         """Before a retry: a paused queue starts nothing, and that includes a next attempt."""
         from qex.store.pause import read_pause
@@ -447,6 +380,6 @@ class Runner:
                     "the queue is paused, so the next attempt waits until `qex resume queue`",
                 )
                 self.save()
-            time.sleep(PAUSE_RECHECK_SECS)
+            time.sleep(self.pause_recheck)
             self.reaper.reap(None)
 

@@ -30,6 +30,7 @@ class Watched:
     """How the attempt ended, as far as the loop saw it."""
 
     status: int            # the wait status of the job
+    ended_at: float        # wall-clock time at which the job was seen to end
     timed_out: bool        # the `--timeout` timer fired before the job ended
     incomplete: bool       # a pipe was still open when the wait for it ended
 
@@ -45,6 +46,7 @@ def watch_job(
     reaper: Reaper,
     pidfd: int | None,
     clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], float] = time.time,
 ) -> Watched:
     """Copy output into the logs until the job ended and its pipes closed (or the grace ran out).
 
@@ -62,6 +64,7 @@ def watch_job(
     kill_at: float | None = None
     timed_out = False
     status: int | None = None
+    ended_at = 0.0
     pipes_close_by = 0.0
     incomplete = False
     try:
@@ -95,6 +98,7 @@ def watch_job(
                 ended = reaper.reap(pid if status is None else None)
                 if status is None and ended is not None:
                     status = ended
+                    ended_at = wall()
                     pipes_close_by = clock() + pipe_grace
                     if pidfd is not None:
                         selector.unregister(pidfd)
@@ -119,4 +123,4 @@ def watch_job(
             os.close(fd)
         selector.close()
     assert status is not None
-    return Watched(status=status, timed_out=timed_out, incomplete=incomplete)
+    return Watched(status=status, ended_at=ended_at, timed_out=timed_out, incomplete=incomplete)

@@ -341,3 +341,136 @@ def test_clean_keeps_a_record_that_queued_work_needs(daemon: Daemon) -> None:
     history = [json.loads(line) for line in daemon.paths.history_file.read_text().splitlines()]
     assert any(h["id"] == first and h["removed_at"] for h in history)
     assert daemon.ask({"op": "status", "id": first})["kind"] == "no_such_job"
+
+
+def test_an_oom_handed_back_by_the_supervisor_runs_again_under_the_same_id(
+        daemon: Daemon, qex_env: Any) -> None:
+    script = qex_env.root / "sandbox.json"
+    script.write_text(json.dumps({
+        "active": True, "backend": "test",
+        "attempts": [{"oom_kills": 1, "proven": True, "source": "cgroup"}, {"oom_kills": 0}],
+    }))
+    marker = qex_env.root / "second-attempt"
+    daemon.start(QEX_TEST_SANDBOX=str(script))
+    job_id = submit(daemon, ["sh", "-c", f"[ -f {marker} ] && exit 0; : > {marker}; kill -9 $$"],
+                    mem=16 * 1024**2)
+    record = daemon.ask({"op": "wait", "id": job_id})["status"]
+    assert record["state"] == "completed", record
+    assert record["mem"] == 32 * 1024**2
+    assert record["attempts"] == 2
+    states = []
+    reader = daemon.client()
+    reader.send_line(json.dumps({"op": "events", "since": "start"}).encode())
+    reader.read()
+    while True:
+        event = reader.read()["event"]
+        if event["event"] == "job":
+            states.append(event["state"])
+        if event["event"] == "job" and event["state"] == "completed":
+            break
+    reader.close()
+    assert states.count("queued") == 2  # submitted, then handed back with the raised claim
+    assert "larger claim" in daemon.log.read_text()
+
+
+def test_kill_marks_the_job_and_signals_its_group(daemon: Daemon, qex_env: Any) -> None:
+    daemon.start()
+    fifo = gate(qex_env.root, "never")
+    job_id = submit(daemon, ["sh", "-c", f"read line < {fifo}"])
+    wait_until(lambda: daemon.ask({"op": "status", "id": job_id})["status"]["pid"],
+               what="the job process")
+    queued_kill = daemon.ask({"op": "kill", "id": str(uuid.uuid4()), "signal": 15})
+    assert queued_kill["kind"] == "no_such_job"
+    assert daemon.ask({"op": "kill", "id": job_id, "signal": 15, "grace_secs": 5}) == {
+        "result": "ok"}
+    assert (daemon.paths.job_dir(job_id) / "killed-by-user").exists()
+    record = daemon.ask({"op": "wait", "id": job_id})["status"]
+    assert record["state"] == "killed"
+    again = daemon.ask({"op": "kill", "id": job_id, "signal": 15})
+    assert again["kind"] == "wrong_state"
+
+
+def test_a_supervisor_that_dies_fails_its_job_and_stops_the_process(
+        daemon: Daemon, qex_env: Any) -> None:
+    daemon.start()
+    fifo = gate(qex_env.root, "orphan")
+    job_id = submit(daemon, ["sh", "-c", f"read line < {fifo}"])
+    record = wait_until(
+        lambda: (r := daemon.ask({"op": "status", "id": job_id})["status"])["state"] == "running"
+        and r, what="the job to run")
+    job_pid = record["pid"]
+    os.kill(record["supervisor_pid"], signal.SIGKILL)
+    done = daemon.ask({"op": "wait", "id": job_id})["status"]
+    assert done["state"] == "failed"
+    assert "supervisor" in done["error"] and "stopped the job process" in done["error"]
+    wait_until(lambda: not _alive(job_pid), what="the orphaned job process to stop")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_max_queue_time_expires_a_waiting_job_on_its_own_timer(daemon: Daemon) -> None:
+    daemon.start()
+    daemon.ask({"op": "pause", "target": {"kind": "lock", "name": "scanner"},
+                "by_pid": os.getpid()})
+    job_id = submit(daemon, ["true"], locks=["scanner"], max_queue_time=1)
+    record = daemon.ask({"op": "wait", "id": job_id})["status"]
+    assert record["state"] == "expired"
+    assert "scanner" in record["error"]
+    state = daemon.ask({"op": "pause_state"})
+    assert [lock["name"] for lock in state["locks"]] == ["scanner"]
+
+
+def test_claims_are_published_for_other_users_while_a_job_runs(
+        daemon: Daemon, qex_env: Any) -> None:
+    peers = Path(daemon.env["QEX_PEERS_DIR"])
+    os.chmod(peers, 0o1777)
+    daemon.start()
+    fifo = gate(qex_env.root, "peer")
+    job_id = submit(daemon, ["sh", "-c", f"read line < {fifo}; exit 0"], cpu=1,
+                    mem=32 * 1024**2)
+    assert daemon.proc is not None
+    record_path = peers / f"u{os.getuid()}" / f"peer-{daemon.proc.pid}.json"
+    wait_until(record_path.exists, what="the peer record")
+    published = json.loads(record_path.read_text())
+    assert (published["cpu"], published["mem"]) == (1, 32 * 1024**2)
+    release(fifo)
+    assert daemon.ask({"op": "wait", "id": job_id})["status"]["state"] == "completed"
+    wait_until(lambda: not record_path.exists(), what="the peer record to be withdrawn")
+
+
+def test_a_request_sent_during_a_wait_is_answered_after_it(daemon: Daemon, qex_env: Any) -> None:
+    daemon.start()
+    fifo = gate(qex_env.root, "pipelined")
+    job_id = submit(daemon, ["sh", "-c", f"read line < {fifo}; exit 0"])
+    client = daemon.client()
+    client.send_line(json.dumps({"op": "wait", "id": job_id}).encode())
+    client.send_line(json.dumps({"op": "ping"}).encode())
+    release(fifo)
+    first = client.read()
+    assert first["result"] == "status" and first["status"]["state"] == "completed"
+    assert client.read() == {"result": "ok"}
+    client.close()
+
+
+def test_a_budget_edit_reaches_a_waiting_job_without_a_restart(
+        daemon: Daemon, qex_env: Any) -> None:
+    qex_env.write_config("[budget]\ncpu = 1\n")
+    daemon.start()
+    fifo = gate(qex_env.root, "holder")
+    holder = submit(daemon, ["sh", "-c", f"read line < {fifo}; exit 0"])
+    waiting = submit(daemon, ["true"])
+    wait_until(lambda: daemon.ask({"op": "status", "id": waiting})["status"]["blocked_reason"],
+               what="a reason for the waiting job")
+    fresh = qex_env.config.with_name("qex.toml.new")
+    fresh.write_text("[budget]\ncpu = 2\n")
+    fresh.rename(qex_env.config)
+    assert daemon.ask({"op": "wait", "id": waiting})["status"]["state"] == "completed"
+    assert daemon.ask({"op": "info"})["cpu_budget"] == 2
+    release(fifo)
+    assert daemon.ask({"op": "wait", "id": holder})["status"]["state"] == "completed"

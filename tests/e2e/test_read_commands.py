@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ import pytest
 
 from tests.e2e.conftest import Env
 
-WAIT = ("wait", "--timeout", "60s")
+WAIT = ("wait", "--timeout", "120s")
+#: A generous bound for a state change on a loaded machine; never a timing assertion.
+SLOW = 90.0
 GATE_SCRIPT = 'while [ ! -e "$1" ]; do sleep 0.05; done'
 
 
@@ -29,12 +32,12 @@ def gated(env: Env, name: str, *extra: str) -> tuple[str, Path]:
 
 
 def finish(env: Env, *ids: str) -> None:
-    env.run(*WAIT, *ids, timeout=90)
+    env.run(*WAIT, *ids, timeout=150)
 
 
 def running(env: Env, job: str) -> dict[str, Any]:
     return env.wait_for(lambda: (r := env.record(job)).get("state") == "running" and r,
-                        what=f"job {job} running")
+                        timeout=SLOW, what=f"job {job} running")
 
 
 def lines(text: str) -> list[str]:
@@ -107,7 +110,7 @@ def test_logs_selection(qex_env: Env) -> None:
     assert lines(ctx.stdout) == ["   499  line 499", "   500  line 500", "   501  line 501"]
     capped = qex_env.run("logs", job, "--stdout", "--grep", "line 7", "--max-matches", "2",
                          check=True)
-    assert lines(capped.stdout) == ["line 7", "--", "line 70"]
+    assert lines(capped.stdout) == ["line 7", "line 70"]
     assert "111 lines match" in capped.stderr and "shows 2" in capped.stderr
     fixed = qex_env.run("logs", job, "--stderr", "--grep", "ERROR", "--fixed", check=True)
     assert lines(fixed.stdout) == ["ERROR one", "ERROR two"]
@@ -133,7 +136,7 @@ def test_logs_from_disk_without_a_coordinator(qex_env: Env) -> None:
     assert pid is not None
     os.kill(pid, 15)
     qex_env.wait_for(lambda: qex_env.run("info", "--no-start").returncode == 1,
-                     what="the coordinator to stop")
+                     timeout=SLOW, what="the coordinator to stop")
     out = qex_env.run("logs", job[:8], "--stdout", check=True)
     assert out.stdout.strip() == "from-disk"
     assert qex_env.run("info", "--no-start").returncode == 1  # logs started none
@@ -339,6 +342,8 @@ def test_top_once_never_starts_a_coordinator(qex_env: Env) -> None:
     running(qex_env, job)
     page = qex_env.run("top", "--once", "--no-color", check=True)
     assert "topped" in page.stdout and "running" in page.stdout and "\x1b[" not in page.stdout
+    row = next(line for line in page.stdout.splitlines() if "topped" in line)
+    assert re.search(r"/ \d", row), row  # the live resident memory of the job's group
     gate.touch()
     finish(qex_env, job)
 
@@ -356,7 +361,7 @@ def test_completion_candidates_come_from_disk(qex_env: Env) -> None:
     assert pid is not None
     os.kill(pid, 15)
     qex_env.wait_for(lambda: qex_env.run("info", "--no-start").returncode == 1,
-                     what="the coordinator to stop")
+                     timeout=SLOW, what="the coordinator to stop")
     ids = qex_env.run("__complete", "ids", check=True).stdout.split()
     assert ids == [job, "candidate"]
     assert qex_env.run("__complete", "queued", check=True).stdout == ""
@@ -365,3 +370,120 @@ def test_completion_candidates_come_from_disk(qex_env: Env) -> None:
                                  "COMP_CWORD": "2"})
     assert job in tab.stdout
     assert qex_env.run("info", "--no-start").returncode == 1
+
+
+def test_logs_report_output_that_the_limit_removed(qex_env: Env) -> None:
+    qex_env.write_config('[logs]\nmax_bytes = "16KB"\n')
+    gate1 = qex_env.root / "gate-1"
+    gate2 = qex_env.root / "gate-2"
+    script = (
+        'seq 1 2000; while [ ! -e "$1" ]; do sleep 0.05; done; '
+        'seq 2001 40000; while [ ! -e "$2" ]; do sleep 0.05; done; echo the-end'
+    )
+    job = qex_env.submit("--name", "chatty", "--", "sh", "-c", script, "sh", str(gate1),
+                         str(gate2))
+    running(qex_env, job)
+    log = qex_env.state / "jobs" / job / "stdout.log"
+    qex_env.wait_for(lambda: log.exists() and log.stat().st_size > 8000,
+                     timeout=SLOW, what="the first part of the output")
+    proc = qex_env.popen("logs", job, "--follow", "--stdout", "--tail", "1")
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip() == "2000"
+    gate1.touch()
+    # The supervisor cuts the file back; the follower says so on stderr.
+    assert "removed the middle" in proc.stderr.readline()
+    gate2.touch()
+    out, _err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert out.strip().splitlines()[-1] == "the-end"
+
+    finish(qex_env, job)
+    shown = qex_env.run("logs", job, "--stdout", "--tail", "2", check=True)
+    assert shown.stdout.split() == ["40000", "the-end"]
+    assert "[logs] max_bytes" in shown.stderr and "removed" in shown.stderr
+    doc = json.loads(qex_env.run("logs", job, "--json", check=True).stdout)
+    assert doc["stdout"]["dropped_bytes"] > 0 and doc["stdout"]["dropped_lines"] > 0
+
+
+def _pipeline(env: Env, gate: Path) -> str:
+    spec = env.root / "ci.toml"
+    spec.write_text(
+        'name = "ci"\n'
+        "[[jobs]]\n"
+        'name = "build"\n'
+        f'command = ["sh", "-c", "while [ ! -e {gate} ]; do sleep 0.05; done"]\n'
+        "[[jobs]]\n"
+        'name = "test"\n'
+        'command = ["true"]\n'
+        'needs = ["build"]\n'
+    )
+    return env.run("pipeline", str(spec), check=True).stdout.strip()
+
+
+def test_a_group_works_as_a_handle(qex_env: Env) -> None:
+    gate = qex_env.root / "gate-ci"
+    group = _pipeline(qex_env, gate)
+    stages = json.loads(qex_env.run("list", "--json", "--group", group, check=True).stdout)
+    assert [s["name"] for s in stages] == ["build", "test"]
+    assert len(json.loads(qex_env.run("list", "--json", "--group", "ci", check=True).stdout)) == 2
+    build = stages[0]["id"]
+    running(qex_env, build)
+    refused = qex_env.run("logs", group)
+    assert refused.returncode == 1 and "build" in refused.stderr and "test" in refused.stderr
+
+    out = qex_env.run("kill", group, check=True).stdout
+    assert f"{build} received the signal" in out and "left the queue" in out
+    finish(qex_env, group)
+    states = {s["name"]: s["state"] for s in json.loads(
+        qex_env.run("list", "--json", "--group", group, check=True).stdout)}
+    assert states == {"build": "killed", "test": "cancelled"}
+    again = qex_env.run("cancel", group, check=True)
+    assert again.stdout.count("already stopped") == 2
+    assert "deleted 2 records" in qex_env.run("clean", group, check=True).stdout
+    assert qex_env.run("clean", group).returncode == 127
+
+
+def test_a_state_word_that_also_names_a_job_is_refused(qex_env: Env) -> None:
+    job = qex_env.submit("--name", "done", "--", "true")
+    finish(qex_env, job)
+    proc = qex_env.run("clean", "done")
+    assert proc.returncode == 127 and "--state done" in proc.stderr
+    assert "deleted 1 record" in qex_env.run("clean", job, check=True).stdout
+
+
+def test_events_end_with_bye_or_fail_without_it(qex_env: Env) -> None:
+    qex_env.run("info", check=True)
+    pid = qex_env.coordinator_pid()
+    assert pid is not None
+    proc = qex_env.popen("events", "--json")
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["event"] == "stream"
+    os.kill(pid, 15)
+    out, _err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and json.loads(out.splitlines()[-1])["event"] == "bye"
+
+    qex_env.wait_for(lambda: qex_env.run("info", "--no-start").returncode == 1,
+                     timeout=SLOW, what="the coordinator to stop")
+    qex_env.run("info", check=True)
+    pid = qex_env.coordinator_pid()
+    assert pid is not None
+    proc = qex_env.popen("events")
+    assert proc.stdout is not None
+    assert "stream" in proc.stdout.readline()
+    os.kill(pid, 9)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "no reason" in err
+
+
+def test_logs_hook(qex_env: Env) -> None:
+    qex_env.write_config('[hooks]\non_stop = ["sh", "-c", "echo hooked $QEX_STATE"]\n')
+    job = qex_env.submit("--name", "hooked", "--", "true")
+    finish(qex_env, job)
+    hook_log = qex_env.state / "jobs" / job / "hook.log"
+    def verdict() -> bool:
+        return hook_log.exists() and "qex: the stop hook" in hook_log.read_text()
+
+    qex_env.wait_for(verdict, timeout=SLOW, what="the stop hook to finish")
+    out = qex_env.run("logs", job, "--hook", check=True)
+    assert "hooked completed" in out.stdout
+    assert qex_env.run("logs", job, "--hook", "--follow").returncode == 2

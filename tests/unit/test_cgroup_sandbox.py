@@ -240,10 +240,10 @@ def test_open_sandbox_in_a_scope_is_a_cgroup(fs: FakeCgroupFS) -> None:
 
 @pytest.mark.usefixtures("stub_procgroup")
 def test_open_sandbox_outside_a_scope_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("QEX_SCOPE_NOTE", "no scope: systemd said no")
+    monkeypatch.setenv("QEX_SCOPE_NOTE", "systemd said no")
     box: Any = open_sandbox("id", "hard", own_cgroup="/user.slice/user-1000.slice/session-2.scope")
     assert isinstance(box, RecordingProcessGroup)
-    assert box.reason == "no scope: systemd said no"
+    assert box.reason == "systemd said no"
 
 
 @pytest.mark.usefixtures("stub_procgroup")

@@ -32,8 +32,10 @@ def test_a_marked_kill_wins_over_memory() -> None:
                    oom_source="cgroup") == (State.KILLED, None)
 
 
-def test_a_marked_job_that_trapped_term_and_exited_failed() -> None:
-    assert verdict(exit_code=3, killed_by_user=True)[0] == State.FAILED
+def test_a_marked_job_that_trapped_term_and_exited_is_still_killed() -> None:
+    # Otherwise `--retries` would start again a job that a person stopped.
+    assert verdict(exit_code=3, killed_by_user=True)[0] == State.KILLED
+    assert verdict(exit_code=0, killed_by_user=True)[0] == State.COMPLETED
 
 
 def test_proven_oom() -> None:
@@ -84,8 +86,51 @@ def test_always_a_final_state(exit_code: int | None, signal: int | None, timed_o
     assert result.state in {State.COMPLETED, State.FAILED, State.KILLED, State.TIMEOUT, State.OOM}
     if result.state == State.OOM:
         assert oom_kills > 0
-        assert not (killed_by_user and signal is not None)
+        assert not killed_by_user
         assert result.oom_evidence in {"cgroup", "session"}
         assert result.oom_evidence != "cgroup" or oom_proven
     if exit_code == 0:
         assert result.state == State.COMPLETED
+
+
+def test_oom_plan_raises_until_the_budget() -> None:
+    from qex.core.oom_retry import plan_oom
+
+    assert plan_oom(GB, 8 * GB, 2.0, 2).new_mem == 2 * GB
+    assert plan_oom(5 * GB, 8 * GB, 2.0, 1).new_mem == 8 * GB     # capped at the budget
+    at_budget = plan_oom(8 * GB, 8 * GB, 2.0, 2)
+    assert at_budget.new_mem is None and at_budget.at_budget
+    spent = plan_oom(GB, 8 * GB, 2.0, 0)
+    assert spent.new_mem is None and not spent.at_budget
+    assert plan_oom(GB, 8 * GB, 1.0, 1).new_mem == GB + 1         # never the same claim again
+
+
+def test_session_evidence_from_memory_events(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from qex.platform.procgroup import ProcessGroupSandbox, own_memory_events, read_oom_kills
+    from qex.platform.sandbox import Limits
+
+    root = Path(str(tmp_path))
+    leaf = root / "user.slice" / "session-1.scope"
+    leaf.mkdir(parents=True)
+    events = leaf / "memory.events"
+    events.write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    proc = root / "cgroup"
+    proc.write_text("0::/user.slice/session-1.scope\n")
+    assert own_memory_events(proc, root) == events
+    hybrid = root / "hybrid"
+    hybrid.write_text("4:memory:/x\n0::/\n")
+    assert own_memory_events(hybrid, root / "nowhere") is None
+    assert read_oom_kills(events) == 1
+    sandbox = ProcessGroupSandbox("no scope here", events=events)
+    sandbox.begin_attempt(Limits(mode="hard", memory_max=GB))
+    events.write_text("oom 3\noom_kill 3\n")
+    evidence = sandbox.evidence()
+    assert (evidence.oom_kills, evidence.proven, evidence.source) == (2, False, "session")
+    described = sandbox.describe()
+    assert described["active"] is False and described["reason"] == "no scope here"
+    assert described["mode"] == "hard" and described["memory_max"] is None
+    blind = ProcessGroupSandbox(None, discover=False)
+    blind.begin_attempt(Limits())
+    assert blind.evidence().source is None

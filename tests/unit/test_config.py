@@ -285,6 +285,13 @@ def test_sections_that_are_not_ours_are_refused() -> None:
     assert "must be a section" in refused("budget = 3")
 
 
+def test_the_dict_shows_percentages_as_people_write_them() -> None:
+    data = config_to_dict(cfg('[budget]\ncpu = "50%"\nmem = "12.5%"'))
+    assert data["budget"] == {"cpu": "50%", "mem": "12.5%"}
+    assert config_to_dict(cfg("[budget]\ncpu = 3"))["budget"]["cpu"] == 3
+    assert config_to_dict(cfg('[logs]\nmax_bytes = "never"'))["logs"]["max_bytes"] == "unlimited"
+
+
 def test_round_trip_of_the_defaults_through_json_and_toml() -> None:
     data = config_to_dict(Config())
     assert parse_config(json.loads(json.dumps(data)), "json") == Config()

@@ -300,3 +300,17 @@ def test_an_empty_file_is_an_empty_table(tmp_path: Path) -> None:
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
     assert read_structured(empty) == {}
+
+
+def test_load_helpers_name_the_path(tmp_path: Path) -> None:
+    from qex.store.structured import load_job_file, load_pipeline
+
+    job_path = tmp_path / "job.yml"
+    job_path.write_text("command: [make, test]\ntimout: 5m\n")
+    with pytest.raises(JobFileError, match=r"job\.yml.*did you mean `timeout`"):
+        load_job_file(job_path)
+    job_path.write_text("command: [make, test]\ntimeout: 5m\n")
+    assert load_job_file(job_path).timeout == 300.0
+    pipe_path = tmp_path / "ci.json"
+    pipe_path.write_text(json.dumps({"jobs": [{"name": "a", "command": ["x"]}]}))
+    assert [s.name for s in load_pipeline(pipe_path).stages] == ["a"]

@@ -89,7 +89,7 @@ def test_machine_without_scopes_says_why(tmp_path: Path) -> None:
     got = launcher(FakeScopeManager(), spawner, caps(None, False, "cgroups are hybrid"),
                    killed).launch(JOB, tmp_path, want_scope=True, env={})
     assert got.backend == "process-group"
-    assert got.note == "no scope: cgroups are hybrid"
+    assert got.note == "cgroups are hybrid"
     assert spawner.calls[0]["env"]["QEX_SCOPE_NOTE"] == got.note
 
 
@@ -112,9 +112,24 @@ def test_pystemd_handshake_scope_first_then_go(tmp_path: Path) -> None:
 
 def test_pystemd_refusal_kills_the_waiting_supervisor_and_runs_plain(tmp_path: Path) -> None:
     spawner, killed = Spawner(), []
+    at_kill: list[str] = []
+
+    def kill(pid: int) -> None:
+        # The waiting supervisor must die before it could see end-of-file (which would make
+        # it record the job as failed under the feet of its replacement).
+        fd = spawner.go_fds[0]
+        os.set_blocking(fd, False)
+        try:
+            at_kill.append("eof" if os.read(fd, 1) == b"" else "byte")
+        except BlockingIOError:
+            at_kill.append("open")
+        killed.append(pid)
+
     manager = FakeScopeManager(fail="Access denied")
-    got = launcher(manager, spawner, caps("pystemd"), killed).launch(
-        JOB, tmp_path, want_scope=True, env={"A": "1"})
+    run = launcher(manager, spawner, caps("pystemd"), killed)
+    run.kill = kill
+    got = run.launch(JOB, tmp_path, want_scope=True, env={"A": "1"})
+    assert at_kill == ["open"]
     first, second = spawner.calls
     assert killed == [first["pid"]]
     assert spawner.go_byte(0) == b""  # it never got the go: it never touched the job

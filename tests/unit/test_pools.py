@@ -19,7 +19,9 @@ from qex.core.pools import (
 from qex.core.records import Assignment, PoolClaim
 
 GB = 1024**3
-GPU = Pool("gpu", devices=(24 * GB, 24 * GB, 16 * GB, 24 * GB), size="vram", env="CUDA_VISIBLE_DEVICES")
+GPU = Pool(
+    "gpu", devices=(24 * GB, 24 * GB, 16 * GB, 24 * GB), size="vram", env="CUDA_VISIBLE_DEVICES"
+)
 NET = Pool("net", count=4)
 POOLS = (GPU, NET)
 
@@ -164,7 +166,8 @@ def test_a_whole_device_reports_the_smallest_capacity_it_got() -> None:
 
 
 def test_a_counted_pool_and_a_pool_without_names_for_env_or_size() -> None:
-    assert job_env_for_assignment(Pool("net-io", count=4), Assignment(2)) == {"QEX_CLAIM_NET_IO": "2"}
+    counted = Pool("net-io", count=4)
+    assert job_env_for_assignment(counted, Assignment(2)) == {"QEX_CLAIM_NET_IO": "2"}
     bare = Pool("tpu", devices=(GB, GB))
     assert job_env_for_assignment(bare, Assignment(1, [0], None)) == {
         "QEX_TPU_DEVICES": "0",

@@ -49,7 +49,7 @@ def apply(snap: Snapshot, decision: Decision) -> Snapshot:
 def test_jobs_that_fit_start_in_queue_order_and_each_start_counts_before_the_next() -> None:
     d = decide(snapshot([job(1, cpu=2), job(2, cpu=2), job(3, cpu=2)]))
     assert started(d) == [job_id(1), job_id(2)]
-    assert "hold 4 of the 4 cores" in reason(d, 3)
+    assert "already use 4 of the 4 that the budget allows" in reason(d, 3)
     assert d.queue_state == "waits-for-capacity" and d.head_id == job_id(3)
     assert d.head_blocker == "the jobs of this queue"
 
@@ -72,7 +72,7 @@ def test_a_decision_is_deterministic_and_an_unchanged_queue_writes_nothing() -> 
     assert started(first) == [job_id(3)]
     after = apply(snap, first)
     second = decide(after)  # job 3 now holds a core: the reasons say so
-    assert second.starts == () and "hold 3 of the 4" in reason(second, 1)
+    assert second.starts == () and "already use 3 of the 4" in reason(second, 1)
     third = decide(apply(after, second))
     assert third.starts == () and third.waits == {}
 
@@ -86,8 +86,8 @@ def test_smaller_jobs_pass_the_head_until_max_bypass_then_capacity_is_kept() -> 
     assert d.waits[job_id(1)].passed_by == 2
     assert d.waits[job_id(1)].blocked_since == snap.now
     assert d.queue_state == "held"
-    assert "2 jobs already started ahead of it" in reason(d, 1)
-    assert "waits behind the job 00000001 (job1)" in reason(d, 4)
+    assert "2 jobs went ahead of this one already" in reason(d, 1)
+    assert "waits its turn behind 00000001 (job1), the first job" in reason(d, 4)
 
 
 def test_max_bypass_zero_keeps_strict_order_behind_a_sibling_head() -> None:
@@ -95,7 +95,7 @@ def test_max_bypass_zero_keeps_strict_order_behind_a_sibling_head() -> None:
     assert started(d) == []
     assert d.queue_state == "held"
     assert d.waits[job_id(1)].passed_by == 0
-    assert "waits behind the job" in reason(d, 2)
+    assert "waits its turn behind" in reason(d, 2)
 
 
 def test_blocked_since_is_kept_from_the_first_time_a_job_was_head() -> None:
@@ -111,7 +111,7 @@ def test_another_users_capacity_never_reserves_and_the_wording_says_so() -> None
     assert started(d) == [job_id(2), job_id(3)]
     text = reason(d, 1)
     assert "this job cannot fit while another user holds capacity" in text
-    assert "no known end" in text
+    assert "no one can say when the wait ends" in text
     assert d.queue_state == "waits-for-peer" and d.head_blocker == "another user"
     assert d.waits[job_id(1)].passed_by == 11
 
@@ -143,20 +143,20 @@ def test_available_memory_is_measured_once_so_each_start_takes_its_part() -> Non
     d = decide(snapshot([job(1, mem=2 * GB), job(2, mem=2 * GB), job(3, mem=2 * GB)],
                         mem_available=6 * GB, reserve_mem=GB, mem_budget=64 * GB))
     assert started(d) == [job_id(1), job_id(2)]
-    assert "waits for free memory on the machine: 2GB is available" in reason(d, 3)
+    assert "the machine can give a new program only 2GB now" in reason(d, 3)
 
 
 def test_low_pressure_explains_that_swap_is_not_counted() -> None:
     d = decide(snapshot([job(1, mem=4 * GB)], mem_available=3 * GB, pressure=0.2))
-    assert "not short of memory" in reason(d, 1) and "reserve_mem" in reason(d, 1)
+    assert "not really scarce" in reason(d, 1) and "reserve_mem" in reason(d, 1)
     d = decide(snapshot([job(1, mem=4 * GB)], mem_available=3 * GB, pressure=5.0))
-    assert "not short of memory" not in reason(d, 1)
+    assert "not really scarce" not in reason(d, 1)
 
 
 def test_pressure_above_the_limit_holds_a_job() -> None:
     d = decide(snapshot([job(1)], pressure=30.0, max_pressure=20.0))
     assert started(d) == []
-    assert "memory pressure is 30.0, above the limit of 20" in reason(d, 1)
+    assert "the machine reports 30.0, and `[system] max_pressure` allows at most 20" in reason(d, 1)
     assert d.queue_state == "waits-for-machine"
 
 
@@ -172,10 +172,10 @@ def test_an_oversized_job_starts_alone_when_the_queue_is_idle_and_settled() -> N
 
 def test_an_oversized_job_waits_for_idle_and_says_what_stands_in_the_way() -> None:
     cases = [
-        ({"active": [running(9)]}, "1 job of this queue still runs and must stop first"),
+        ({"active": [running(9)]}, "1 job of this queue still runs and must end first"),
         ({"idle_since": 1999.0}, "must stay idle for 3s"),
-        ({"peers": PeerLoad(count=1, pools={"net": 1})}, "another user holds capacity"),
-        ({"pressure": 50.0}, "memory pressure is 50.0"),
+        ({"peers": PeerLoad(count=1, pools={"net": 1})}, "another user holds capacity, which"),
+        ({"pressure": 50.0}, "memory pressure is 50.0, more than the 20 allowed"),
     ]
     for extra, words in cases:
         active = extra.pop("active", [])
@@ -189,7 +189,7 @@ def test_a_waiting_oversized_head_may_hold_the_queue_so_it_can_run_alone() -> No
     d = decide(snapshot([job(1, cpu=8, passed_by=2), job(2)], [running(9)]))
     assert started(d) == []
     assert d.queue_state == "held"
-    assert "lets this queue empty" in reason(d, 1)
+    assert "lets this queue run dry for it" in reason(d, 1)
 
 
 def test_oversized_queue_and_reject_policies_park_the_job() -> None:
@@ -207,7 +207,7 @@ def test_devices_are_assigned_and_counted_before_the_next_job() -> None:
     d = decide(snap)
     assert [s.assigned["gpu"].devices for s in d.starts] == [[0], [1]]
     assert "waits for the pool `gpu`" in reason(d, 3)
-    assert "0 can take it now" in reason(d, 3)
+    assert "0 qualify now" in reason(d, 3)
 
 
 def test_small_vram_claims_share_a_device() -> None:
@@ -227,16 +227,17 @@ def test_a_pool_short_only_because_of_another_user_is_a_peer_wait() -> None:
 
 def test_counted_pool_uses_peer_units_and_our_legacy_records() -> None:
     active = [running(9, locks=("net",))]  # an older record: no `assigned`
-    d = decide(snapshot([job(1, claims={"net": PoolClaim(1)}), job(2, claims={"net": PoolClaim(1)})],
+    net = {"net": PoolClaim(1)}
+    d = decide(snapshot([job(1, claims=net), job(2, claims=net)],
                         active, pools=(NET,), peers=PeerLoad(count=1, pools={"net": 0})))
     assert started(d) == [job_id(1)]
     assert d.starts[0].assigned == {"net": Assignment(1)}
-    assert "it needs 1 of the 2 units, and the jobs of this queue hold 2" in reason(d, 2)
+    assert "it needs 1 of the 2 units, and the running jobs of this queue use 2" in reason(d, 2)
 
 
 def test_a_pool_that_changed_under_a_queued_job_parks_it() -> None:
     d = decide(snapshot([job(1, claims={"gpu": PoolClaim(3)}, passed_by=5), job(2)], pools=(GPU,)))
-    assert "configuration changed" in reason(d, 1)
+    assert "no longer fit what this job was accepted with" in reason(d, 1)
     assert started(d) == [job_id(2)] and d.queue_state == "parked"
 
 
@@ -245,7 +246,7 @@ def test_a_pool_that_changed_under_a_queued_job_parks_it() -> None:
 def test_an_implicit_lock_held_by_a_running_job_names_that_job() -> None:
     d = decide(snapshot([job(1, locks=("db",)), job(2)], [running(9, locks=("db",))]))
     assert started(d) == [job_id(2)]
-    assert "the job 00000009 (job9) holds it" in reason(d, 1)
+    assert "the job 00000009 (job9) took it first" in reason(d, 1)
     assert d.head_id is None and d.queue_state == "running"
 
 
@@ -259,7 +260,7 @@ def test_a_lock_a_person_holds_matches_its_safe_form_too() -> None:
     pause = PauseView(locks={"gpu 0": ""})
     d = decide(snapshot([job(1, locks=("gpu_0",)), job(2)], pause=pause))
     assert started(d) == [job_id(2)]
-    assert "which a person holds" in reason(d, 1) and "qex resume lock gpu_0" in reason(d, 1)
+    assert "a person reserved it" in reason(d, 1) and "qex resume lock gpu_0" in reason(d, 1)
     pause = PauseView(locks={"db": "waits for the lock `db`: Ann took it."})
     d = decide(snapshot([job(1, locks=("db",))], pause=pause))
     assert reason(d, 1) == "waits for the lock `db`: Ann took it."
@@ -292,8 +293,8 @@ def test_needs_and_after_wait_without_becoming_the_head() -> None:
     build = running(50, name="build")
     d = decide(snapshot([job(1, needs=(build.id,)), job(2, after=(build.id,)), job(3)], [build]))
     assert started(d) == [job_id(3)]
-    assert "waits for the job 00000050 (build) that it needs, which is running" in reason(d, 1)
-    assert "whatever its result" in reason(d, 2)
+    assert "waits for the job 00000050 (build) to complete first (it is running" in reason(d, 1)
+    assert "whichever way it ends" in reason(d, 2)
     assert d.head_id is None
 
 
@@ -314,9 +315,10 @@ def test_a_failed_need_skips_and_names_the_root_through_skipped_jobs() -> None:
     skips = {s.id: s for s in d.skips}
     assert skips[job_id(2)].caused_by == job_id(50)
     assert skips[job_id(3)].caused_by == job_id(50)  # skipped in this same pass, out of order
-    assert "00000050 (build)" in skips[job_id(3)].error and "through the job" in skips[job_id(3)].error
-    assert "qex logs 00000050" in skips[job_id(2)].error
-    assert skips[job_id(4)].caused_by == job_id(99) and "is gone" in skips[job_id(4)].error
+    assert "00000050 (build)" in skips[job_id(3)].error
+    assert "by way of the job 00000002 (job2)" in skips[job_id(3)].error
+    assert "`qex logs 00000050` shows" in skips[job_id(2)].error
+    assert skips[job_id(4)].caused_by == job_id(99) and "no longer exists" in skips[job_id(4)].error
     assert d.waits == {}
 
 
@@ -337,8 +339,8 @@ def test_a_job_expires_after_its_queue_time_minus_pauses() -> None:
     )
     d = decide(snap)
     assert [e.id for e in d.expiries] == [job_id(2)]
-    assert "waited 15m in the queue" in d.expiries[0].error
-    assert "--max-queue-time is 15m" in d.expiries[0].error
+    assert "after 15m in the queue" in d.expiries[0].error
+    assert "--max-queue-time of 15m" in d.expiries[0].error
     assert "waits for cores" in d.expiries[0].error
     assert job_id(2) not in d.waits
 

@@ -9,6 +9,7 @@ reason and the fix.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -52,7 +53,9 @@ def enforcement_info(config: Config, caps: Capabilities) -> dict[str, Any]:
         "possible": caps.enforcement_possible,
         "reason": reason,
         "fix": fix,
-        "capabilities": caps.to_dict(),
+        # Through JSON once, so a detail the probe adds later (a path, say) cannot break
+        # `--json`.
+        "capabilities": json.loads(json.dumps(caps.to_dict(), default=str)),
     }
 
 

@@ -26,8 +26,14 @@ def _index() -> str:
     return "\n".join(lines)
 
 
+def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    from qex.cli.topics import TOPICS
+
+    return [name for name in TOPICS if name.startswith(incomplete.lower())]
+
+
 @click.command(name="help")
-@click.argument("topic", required=False)
+@click.argument("topic", required=False, shell_complete=_complete)
 def command(topic: str | None) -> None:
     """Read a help topic; with no topic, list the topics.
 

@@ -10,8 +10,14 @@ from __future__ import annotations
 import click
 
 
+def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    from qex.core.schemas import SCHEMAS
+
+    return [name for name in SCHEMAS if name.startswith(incomplete.lower())]
+
+
 @click.command(name="schema")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=_complete)
 def command(name: str | None) -> None:
     """Print the JSON Schema (draft 2020-12) of a format: status, job, pipeline or event.
 

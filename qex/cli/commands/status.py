@@ -8,7 +8,7 @@ they never stop it (Ctrl-C gives 122).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -41,7 +41,6 @@ def command(word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bo
     """Show the record of a job: state, exit code, claim and use, why it waits, and, for a
     job that did not complete, the last lines of its output."""
     from qex.cli import jobcmd
-    from qex.cli.resolve import resolve
 
     sel = pop_selection(selection)
     if quiet and (follow or as_json):
@@ -62,6 +61,23 @@ def command(word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bo
         except UnitError as exc:
             jobcmd.fail(str(exc))
     paths = get_paths(Exit.QEX_FAILED)
+    if wait or follow:
+        with jobcmd.interruptible([word]):
+            _status(paths, word, as_json=as_json, show_env=show_env, no_logs=no_logs, wait=wait,
+                    follow=follow, quiet=quiet, timeout=timeout, sel=sel,
+                    only_stdout=only_stdout, only_stderr=only_stderr)
+    else:
+        _status(paths, word, as_json=as_json, show_env=show_env, no_logs=no_logs, wait=wait,
+                follow=follow, quiet=quiet, timeout=timeout, sel=sel, only_stdout=only_stdout,
+                only_stderr=only_stderr)
+
+
+def _status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bool,
+            follow: bool, quiet: bool, timeout: float | None, sel: Any, only_stdout: bool,
+            only_stderr: bool) -> NoReturn:
+    from qex.cli import jobcmd
+    from qex.cli.resolve import resolve
+
     conn = jobcmd.open_connection(paths, start=False)
     found = resolve(conn, paths, word)
     records = found.jobs
@@ -85,6 +101,5 @@ def command(word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bo
 
         print_records(paths, records, as_json=as_json, show_env=show_env, no_logs=no_logs,
                       sel=sel, streams=streams, group=found.group is not None)
-    if wait or quiet:
-        codes = [exit_code_for(r) for r in records]
-        raise SystemExit(first_nonzero(codes))
+    codes = [exit_code_for(r) for r in records]
+    raise SystemExit(first_nonzero(codes) if (wait or quiet) else 0)

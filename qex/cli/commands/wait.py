@@ -30,8 +30,6 @@ def command(words: tuple[str, ...], timeout_text: str | None, next_only: bool, q
     Groups expand to their jobs. Ctrl-C stops the wait (122) and never the jobs.
     """
     from qex.cli import jobcmd
-    from qex.cli.resolve import resolve
-    from qex.cli.waiting import pause_notice
     from qex.core.units import UnitError, parse_duration
 
     if quiet and as_json:
@@ -42,6 +40,16 @@ def command(words: tuple[str, ...], timeout_text: str | None, next_only: bool, q
             timeout = parse_duration(timeout_text, what="--timeout")
         except UnitError as exc:
             jobcmd.fail(str(exc))
+    with jobcmd.interruptible(list(words)):
+        _wait(list(words), timeout, next_only, quiet, as_json)
+
+
+def _wait(words: list[str], timeout: float | None, next_only: bool, quiet: bool,
+          as_json: bool) -> None:
+    from qex.cli import jobcmd
+    from qex.cli.resolve import resolve
+    from qex.cli.waiting import pause_notice
+
     paths = get_paths(Exit.QEX_FAILED)
     conn = jobcmd.open_connection(paths, start=False)
     records: list[dict[str, object]] = []

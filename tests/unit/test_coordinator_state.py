@@ -1,0 +1,251 @@
+"""The coordinator's own rules, without a socket: queue order, pauses and their credit,
+dedupe holders, the clean hold rule, and the recovery verdicts for active records."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qex.coordinator import control, pausing, recovery
+from qex.coordinator.events import EventHub
+from qex.coordinator.state import Coordinator, Job
+from qex.coordinator.submit import _dedupe_holder, spec_problems
+from qex.core.config import Config, Machine
+from qex.core.records import JobSpec, JobStatus
+from qex.platform import procs
+from qex.store import jobs as job_files
+from qex.store.paths import Paths
+from qex.store.pause import PauseRecord
+
+
+def make_coord(tmp_path: Path) -> Coordinator:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    paths.jobs_dir.mkdir(parents=True)
+    paths.run_dir.mkdir(parents=True)
+    return Coordinator(
+        paths=paths, config=Config(), machine=Machine(cores=4, mem_total=16 * 1024**3),
+        events=EventHub(retained=64, version="test", pid=1, started_at=0.0),
+        started_at=0.0, idle_limit=3600.0, boot_id=procs.boot_id(),
+    )
+
+
+def add_job(coord: Coordinator, *, state: str = "queued", priority: int = 0,
+            submitted_at: float | None = None, **fields: Any) -> Job:
+    job_id = str(uuid.uuid4())
+    spec = JobSpec(id=job_id, name=fields.pop("name", "j"), cwd="/", command=["true"], env={},
+                   cpu=1, mem=1024, priority=priority,
+                   submitted_at=time.time() if submitted_at is None else submitted_at,
+                   dedupe_key=fields.pop("dedupe_key", None),
+                   dedupe_window=fields.pop("dedupe_window", 0))
+    record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=2)
+    record.state = state
+    for key, value in fields.items():
+        setattr(record, key, value)
+    job_dir = job_files.create_job_dir(coord.paths, job_id)
+    job_files.write_spec(job_dir, spec)
+    job_files.write_status(job_dir, record)
+    job = Job.from_records(spec, record, job_dir)
+    coord.jobs[job_id] = job
+    if state == "queued":
+        coord.enqueue(job)
+    return job
+
+
+def test_enqueue_is_priority_then_fifo(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    low = add_job(coord, priority=0)
+    high = add_job(coord, priority=5)
+    low2 = add_job(coord, priority=0)
+    high2 = add_job(coord, priority=5)
+    assert coord.queue == [high.id, high2.id, low.id, low2.id]
+
+
+def test_second_pause_keeps_the_first_end_and_reason(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    now = time.time()
+    pausing.pause(coord, {"target": {"kind": "queue"}, "reason": "first", "until": now + 1800,
+                          "by_pid": 11})
+    pausing.pause(coord, {"target": {"kind": "queue"}, "reason": "second", "by_pid": 12})
+    record = coord.pauses.queue
+    assert record is not None
+    assert (record.reason, record.by_pid, record.until) == ("first", 11, now + 1800)
+    # A first pause with no reason takes the second one's.
+    coord.pauses.queue = None
+    pausing.pause(coord, {"target": {"kind": "queue"}, "by_pid": 11})
+    pausing.pause(coord, {"target": {"kind": "queue"}, "reason": "late", "by_pid": 12})
+    assert coord.pauses.queue is not None and coord.pauses.queue.reason == "late"
+    with pytest.raises(pausing.PauseError):
+        pausing.pause(coord, {"target": {"kind": "queue"}, "until": now - 5})
+
+
+def test_a_fault_is_replaced_by_a_real_pause(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    coord.pauses.queue = PauseRecord(paused_at=1.0, reason="broken", fault=True)
+    pausing.pause(coord, {"target": {"kind": "queue"}, "reason": "mine", "by_pid": 5})
+    assert coord.pauses.queue is not None and not coord.pauses.queue.fault
+    assert coord.pauses.queue.reason == "mine"
+
+
+def test_ending_a_queue_pause_credits_each_queued_job(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    early = add_job(coord, submitted_at=100.0)
+    late = add_job(coord, submitted_at=300.0)
+    coord.pauses.queue = PauseRecord(paused_at=200.0, by_pid=1)
+    pausing.end_queue_pause(coord, 500.0)
+    assert coord.pauses.queue is None
+    assert early.record.queue_pause_secs == 300.0   # from the pause start
+    assert late.record.queue_pause_secs == 200.0    # from its own submission
+    assert job_files.read_status(early.dir).queue_pause_secs == 300.0  # type: ignore[union-attr]
+    assert coord.idle_since is not None
+
+
+def test_due_pauses_end_at_their_until(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord, submitted_at=0.0)
+    coord.pauses.queue = PauseRecord(paused_at=10.0, until=40.0)
+    coord.pauses.locks["gpu"] = PauseRecord(paused_at=10.0, until=30.0)
+    coord.pauses.locks["net"] = PauseRecord(paused_at=10.0)
+    assert pausing.next_pause_deadline(coord) == 30.0
+    pausing.end_due_pauses(coord, 100.0)
+    assert coord.pauses.queue is None and list(coord.pauses.locks) == ["net"]
+    assert job.record.queue_pause_secs == 30.0  # credited up to `until`, not to now
+
+
+def test_lock_names_resolve_by_safe_form_and_refuse_ambiguity(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    add_job(coord, locks=["gpu 0"])
+    assert pausing.resolve_lock(coord, "gpu_0") == "gpu 0"
+    assert pausing.resolve_lock(coord, "brand-new") == "brand-new"
+    add_job(coord, locks=["gpu\t0"])
+    with pytest.raises(pausing.PauseError):
+        pausing.resolve_lock(coord, "gpu_0")
+
+
+def test_dedupe_holder_rule(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    running = add_job(coord, state="running", dedupe_key="k1")
+    coord.dedupe["k1"] = running.id
+    assert _dedupe_holder(coord, "k1", 0) is running
+    done = add_job(coord, state="completed", finished_at=time.time() - 10, dedupe_key="k2")
+    coord.dedupe["k2"] = done.id
+    assert _dedupe_holder(coord, "k2", 60) is done        # within the asker's window
+    assert _dedupe_holder(coord, "k2", 5) is None         # window passed
+    assert _dedupe_holder(coord, "k2", 0) is None         # no window: a finished job frees it
+    failed = add_job(coord, state="failed", finished_at=time.time(), dedupe_key="k3")
+    coord.dedupe["k3"] = failed.id
+    assert _dedupe_holder(coord, "k3", 3600) is None      # only a success holds a window
+    assert _dedupe_holder(coord, "unknown", 3600) is None
+
+
+def test_clean_is_held_by_unfinished_work_through_chains(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    root = add_job(coord, state="completed")
+    middle = add_job(coord, state="completed", needs=[root.id])
+    waiting = add_job(coord, state="queued", after=[middle.id])
+    reader, _ = control.holders(coord, root)
+    assert reader is waiting
+    grouped = add_job(coord, state="failed", group="g1")
+    add_job(coord, state="running", group="g1")
+    assert control.holders(coord, grouped)[1] is not None
+    alone = add_job(coord, state="completed")
+    assert control.holders(coord, alone) == (None, None)
+
+
+def test_remove_rewrites_skipped_dependants_and_keeps_history(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    failed = add_job(coord, state="failed", name="build")
+    skipped = add_job(coord, state="skipped", caused_by=failed.id, needs=[failed.id])
+    control.remove(coord, failed)
+    assert failed.id not in coord.jobs and not failed.dir.exists()
+    assert skipped.record.caused_by is None and "build" in (skipped.record.error or "")
+    from qex.store import history
+
+    entry = history.lookup(coord.paths, failed.id)
+    assert entry is not None and entry.final_state == "failed"
+
+
+def test_spec_problems_checks_the_wire_values() -> None:
+    good = {"id": str(uuid.uuid4()), "name": "x", "cwd": "/", "command": ["true"], "env": {},
+            "cpu": 1, "mem": 1, "submitted_at": 1.0}
+    assert spec_problems(good) == []
+    bad = dict(good, id="nope", command=[], cpu=0, mem=True, cwd="rel", needs="x")
+    problems = " ".join(spec_problems(bad))
+    for word in ("UUID", "command", "cpu", "mem", "directory", "needs"):
+        assert word in problems
+
+
+def _recover(coord: Coordinator) -> None:
+    async def run() -> None:
+        recovery.recover(coord)
+
+    asyncio.run(run())
+
+
+def test_recovery_requeues_a_job_that_never_got_a_supervisor(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="starting", started_at=5.0)
+    coord.jobs.clear()
+    coord.queue.clear()
+    _recover(coord)
+    again = coord.jobs[job.id]
+    assert again.record.state == "queued" and coord.queue == [job.id]
+    assert job_files.read_status(job.dir).state == "queued"  # type: ignore[union-attr]
+
+
+def test_recovery_fails_a_job_whose_processes_are_gone(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    dead = add_job(coord, state="running", pid=2**22 + 7, supervisor_pid=2**22 + 9)
+    other_boot = add_job(coord, state="running", pid=os.getpid(), boot_id="another-boot",
+                         supervisor_pid=os.getpid())
+    coord.jobs.clear()
+    coord.queue.clear()
+    _recover(coord)
+    assert coord.jobs[dead.id].record.state == "failed"
+    assert "neither the job nor its supervisor" in (coord.jobs[dead.id].record.error or "")
+    restarted = coord.jobs[other_boot.id].record
+    assert restarted.state == "failed" and "machine restarted" in (restarted.error or "")
+    assert restarted.last_pid == os.getpid()  # retired, never signalled
+
+
+def test_recovery_watches_a_live_supervisor_until_it_exits(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        token = procs.start_token(child.pid)
+        job = add_job(coord, state="running", supervisor_pid=child.pid,
+                      supervisor_start_token=token)
+        coord.jobs.clear()
+        coord.queue.clear()
+
+        async def scenario() -> str:
+            recovery.recover(coord)
+            watched = coord.jobs[job.id]
+            assert watched.supervisor_pid == child.pid and watched.record.state == "running"
+            # The "supervisor" writes a final record and exits; the watch notices the exit.
+            record = job_files.read_status(job.dir)
+            assert record is not None
+            record.state = "completed"
+            record.exit_code = 0
+            job_files.write_status(job.dir, record)
+            assert child.stdin is not None
+            child.stdin.close()
+            for _ in range(200):
+                await asyncio.sleep(0.02)
+                if coord.jobs[job.id].final:
+                    break
+            return coord.jobs[job.id].record.state
+
+        assert asyncio.run(scenario()) == "completed"
+    finally:
+        child.kill()
+        child.wait()

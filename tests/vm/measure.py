@@ -1,0 +1,101 @@
+"""Figures for the closing note, measured inside the qex-vm guest (run by tests/vm/run.sh):
+
+* admission -> exec: `started_at` in the record (the coordinator admitted the job) to the
+  wall-clock time the job's first program prints, with `[enforce] mode` off (plain process
+  group) and hard (scope + job leaf); the median of several jobs;
+* the resident memory of one supervisor while its job runs (VmRSS, and Pss when readable).
+
+Prints `MEASURE key value` lines; it asserts nothing, and a failure to measure is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from conftest import Guest, config_text
+
+RUNS = 7
+
+
+def fresh_guest() -> Guest:
+    root = Path(tempfile.mkdtemp(prefix="qm", dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
+    env.update({
+        "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
+        "XDG_CONFIG_HOME": str(root / "config"), "XDG_STATE_HOME": str(root / "state"),
+        "QEX_PEERS_DIR": str(root / "peers"), "QEX_IDLE_EXIT_SECS": "120",
+    })
+    if os.environ.get("QEX_SCOPE_BACKEND"):
+        env["QEX_SCOPE_BACKEND"] = os.environ["QEX_SCOPE_BACKEND"]
+    return Guest(root=root, env=env)
+
+
+def exec_delays(mode: str) -> list[float]:
+    guest = fresh_guest()
+    guest.write_config(config_text(mode))
+    guest.info()  # the coordinator is up before the first measured job
+    delays = []
+    for _ in range(RUNS):
+        job = guest.submit("--wait", "--cpu", "1", "--mem", "128MB", "--", "date", "+%s.%N")
+        record = guest.record(job)
+        printed = float(guest.log(job).strip())
+        delays.append(printed - float(record["started_at"]))
+    shutil.rmtree(guest.root, ignore_errors=True)
+    return delays
+
+
+def supervisor_memory() -> dict[str, int]:
+    guest = fresh_guest()
+    guest.write_config(config_text("hard"))
+    gate = guest.root / "gate"
+    job = guest.submit("--cpu", "1", "--mem", "64MB", "--", "/bin/sh", "-c",
+                       f"while [ ! -e {gate} ]; do sleep 0.1; done")
+    guest.wait_for(lambda: guest.record(job)["state"] == "running")
+    pid = guest.record(job)["supervisor_pid"]
+    values: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) * 1024
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("Pss", "Private_Dirty"):
+                values[key] = int(rest.split()[0]) * 1024
+    except OSError:
+        pass
+    gate.touch()
+    guest.run("wait", job)
+    shutil.rmtree(guest.root, ignore_errors=True)
+    return values
+
+
+def main() -> int:
+    from qex.platform.detect import probe
+
+    print(f"MEASURE backend {probe().scope_backend}")
+    for mode in ("off", "hard"):
+        try:
+            delays = exec_delays(mode)
+        except Exception as exc:
+            print(f"MEASURE admission_to_exec_{mode} failed: {exc!r}")
+            continue
+        print(f"MEASURE admission_to_exec_{mode}_median_ms {statistics.median(delays) * 1000:.1f} "
+              f"(runs: {', '.join(f'{d * 1000:.0f}' for d in delays)})")
+    try:
+        for key, value in supervisor_memory().items():
+            print(f"MEASURE supervisor_{key}_MiB {value / 1048576:.1f}")
+    except Exception as exc:
+        print(f"MEASURE supervisor_memory failed: {exc!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

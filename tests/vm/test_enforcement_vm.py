@@ -1,0 +1,138 @@
+"""Linux enforcement end to end, in a real systemd guest: every job in its own transient
+user scope and job leaf, hard and soft limits, a proven OOM kill and its retry with a larger
+claim, memory.peak in the record, and jobs that outlive a `kill -9` of the coordinator.
+
+Allocations stay modest: under TCG a job far above memory.high (no swap) is throttled for
+minutes before memory.max stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+
+from conftest import MB, Guest, allocate, config_text, python_job
+
+from qex.core.states import Exit
+from qex.platform import procs
+
+
+def scope_of(guest: Guest, job_id: str) -> str:
+    record = guest.record(job_id)
+    enforcement = record.get("enforcement") or {}
+    assert enforcement.get("active") is True, guest.explain(job_id)
+    unit = enforcement.get("unit")
+    assert isinstance(unit, str) and unit.startswith(f"qex-{job_id[:8]}-"), guest.explain(job_id)
+    return unit
+
+
+def test_the_backend_is_the_one_asked_for() -> None:
+    from qex.platform.detect import probe
+
+    caps = probe()
+    expected = os.environ.get("QEX_VM_EXPECT_BACKEND")
+    assert caps.enforcement_possible, caps.reason
+    if expected:
+        assert caps.scope_backend == expected
+
+
+def test_job_runs_in_its_own_scope_and_leaf(guest: Guest) -> None:
+    guest.write_config(config_text("hard"))
+    job, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "256MB", "--", "cat",
+                              "/proc/self/cgroup")
+    record = guest.record(job)
+    assert record["state"] == "completed", guest.explain(job)
+    unit = scope_of(guest, job)
+    cgroup = guest.log(job).strip()
+    uid = os.getuid()
+    pattern = (rf"^0::/user\.slice/user-{uid}\.slice/user@{uid}\.service/qex\.slice/"
+               rf"{re.escape(unit)}/job-1$")
+    assert re.match(pattern, cgroup), f"{cgroup}\n{guest.explain(job)}"
+    enforcement = record["enforcement"]
+    assert enforcement["backend"] == "systemd-scope" and enforcement["mode"] == "hard"
+    assert enforcement["memory_max"] == 256 * MB and enforcement["swap_max"] == 0
+    daemon_log = (guest.state / "run" / "daemon.log").read_text()
+    assert "runs without a scope" not in daemon_log
+
+
+def test_hard_mode_kills_at_the_claim_and_proves_it(guest: Guest) -> None:
+    guest.write_config(config_text("hard", on_oom=0))
+    job, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
+                                 *python_job(allocate(200)))
+    record = guest.record(job)
+    assert proc.returncode == Exit.OOM, guest.explain(job)
+    assert record["state"] == "oom" and record["oom_evidence"] == "cgroup", guest.explain(job)
+    assert record["signal"] == signal.SIGKILL
+    assert "allocated" not in guest.log(job)
+    assert record["enforcement"]["memory_max"] == 64 * MB
+
+
+def test_oom_retries_with_a_grown_claim_until_it_fits(guest: Guest) -> None:
+    # Needs ~150MB (plus the interpreter): killed at 64MB and 128MB, fits in 256MB.
+    guest.write_config(config_text("hard", on_oom=2))
+    job, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
+                                 *python_job(allocate(150)))
+    record = guest.record(job)
+    assert proc.returncode == 0, guest.explain(job)
+    assert record["state"] == "completed" and record["attempts"] == 3, guest.explain(job)
+    assert record["mem"] == 256 * MB
+    assert record["enforcement"]["memory_max"] == 256 * MB
+    out = guest.log(job)
+    assert "--- attempt 2 ---" in out and "--- attempt 3 ---" in out
+    assert out.strip().endswith("allocated 150")
+    # Each attempt had a scope of its own (the retry went back through the queue).
+    assert scope_of(guest, job).endswith("-3.scope")
+
+
+def test_soft_mode_lets_a_job_pass_its_claim_but_not_the_overcommit(guest: Guest) -> None:
+    guest.write_config(config_text("soft", overcommit=1.25, on_oom=0))
+    # 64MB claim: memory.high = 64MB, memory.max = 80MB.
+    passing, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
+                                  *python_job(allocate(62)))
+    record = guest.record(passing)
+    assert record["state"] == "completed", guest.explain(passing)
+    enforcement = record["enforcement"]
+    assert enforcement["memory_high"] == 64 * MB and enforcement["memory_max"] == 80 * MB
+    assert record["usage"]["max_rss"] > 64 * MB, guest.explain(passing)
+
+    stopped, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
+                                     *python_job(allocate(150)))
+    record = guest.record(stopped)
+    assert proc.returncode == Exit.OOM, guest.explain(stopped)
+    assert record["state"] == "oom" and record["oom_evidence"] == "cgroup"
+
+
+def test_memory_peak_reaches_the_record(guest: Guest) -> None:
+    guest.write_config(config_text("hard"))
+    job, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "400MB",
+                              *python_job(allocate(100)))
+    record = guest.record(job)
+    assert record["state"] == "completed", guest.explain(job)
+    usage = record["usage"]
+    assert usage["source"] == "memory.peak", guest.explain(job)
+    assert 100 * MB <= usage["max_rss"] <= 400 * MB
+
+
+def test_kill_9_of_the_coordinator_leaves_scope_and_job_running(guest: Guest) -> None:
+    guest.write_config(config_text("hard"))
+    gate = guest.root / "gate"
+    job = guest.submit("--cpu", "1", "--mem", "128MB", "--", "/bin/sh", "-c",
+                       f"while [ ! -e {gate} ]; do sleep 0.1; done; echo released")
+    guest.wait_for(lambda: guest.record(job)["state"] == "running", what="the job to run")
+    unit = scope_of(guest, job)
+    coordinator = int(guest.info()["pid"])
+    job_pid = guest.record(job)["pid"]
+    os.kill(coordinator, signal.SIGKILL)
+    guest.wait_for(lambda: not procs.exists(coordinator), what="the coordinator to die")
+    active = subprocess.run(["systemctl", "--user", "is-active", unit], capture_output=True,
+                            text=True, check=False)
+    assert active.stdout.strip() == "active", active.stdout + active.stderr
+    assert os.path.exists(f"/proc/{job_pid}"), "the job died with the coordinator"
+    gate.touch()
+    waited = guest.run("wait", job)
+    record = guest.record(job)
+    assert waited.returncode == 0, waited.stderr + guest.explain(job)
+    assert record["state"] == "completed" and guest.log(job).strip() == "released"
+    assert int(guest.info()["pid"]) != coordinator
