@@ -93,6 +93,7 @@ class Runner:
         self.last_publish = 0.0
         self.published: tuple[int, int, dict[str, int], dict[str, list[int]]] | None = None
         self.last_prune = now
+        coord.peer_refresher = lambda: self.read_peers(coord.now())
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -143,7 +144,7 @@ class Runner:
                 if job.max_queue_time and record.queue_time_applies and record.started_at is None:
                     deadlines.append(record.submitted_at + float(record.queue_pause_secs or 0.0)
                                      + job.max_queue_time + 0.01)
-            if coord.queue_state == "waits-for-idle" and coord.idle_since is not None:
+            if coord.idle_since is not None and self.oversized_waits():
                 deadlines.append(coord.idle_since + coord.config.queue.settle + 0.01)
             if self.external_wait:
                 deadlines.append(now + EXTERNAL_RECHECK_SECS)
@@ -161,6 +162,12 @@ class Runner:
         if not deadlines:
             return None
         return max(0.0, min(deadlines) - now)
+
+    def oversized_waits(self) -> bool:
+        """A queued job larger than the budget waits for the machine to be quiet for `settle`."""
+        cpu_budget, mem_budget = self.coord.cpu_budget(), self.coord.mem_budget()
+        return any(job.record.cpu > cpu_budget or job.record.mem > mem_budget
+                   for job in self.coord.queued_jobs())
 
     def config_watched(self) -> bool:
         """True while inotify tells us about config edits (no need to look on a timer)."""

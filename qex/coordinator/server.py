@@ -203,7 +203,13 @@ class Server:
             await client.send(answer)
 
     def _release(self, client: Client) -> None:
-        """The connection ended: cancel the still-queued jobs it owned."""
+        """The connection ended: cancel the still-queued jobs it owned.
+
+        Not when the coordinator itself stops: the owner reconnects to the next coordinator
+        and owns its job again, so the job must still be there.
+        """
+        if self.coord.stopping:
+            return
         for job_id in sorted(client.owned):
             job = self.coord.jobs.get(job_id)
             if job is not None and job.record.state == "queued":

@@ -114,8 +114,10 @@ class Coordinator:
     wakeups: int = 0
     _waiters: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
-    #: Set by the runner: spawns the stop hook of a job that the coordinator made final.
+    #: Set at start: spawns the stop hook of a job that the coordinator made final.
     hook_runner: Callable[[Job], None] | None = None
+    #: Set by the runner: reads the other coordinators' claims now (rate-limited).
+    peer_refresher: Callable[[], PeerLoad] | None = None
 
     # -- time and wake-ups -------------------------------------------------------------
 

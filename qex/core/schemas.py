@@ -83,7 +83,10 @@ _USAGE: Schema = {
         "max_rss": _described(_COUNT, "peak memory in bytes, the largest over all attempts"),
         "cpu_secs": {"type": "number", "minimum": 0,
                      "description": "user + system CPU seconds of the last attempt"},
-        "source": _described(_STRING, "where the numbers came from, such as `cgroup` or `rusage`"),
+        "source": _described(_STRING, "where max_rss came from: `memory.peak` or `rusage`"),
+        "orphans_reaped": _described(_COUNT, "processes the job left behind that qex reaped"),
+        "pressure": _described(_nullable({"type": "object"}),
+                               "the job's own memory PSI (some_avg10, full_avg10, ...)"),
     },
     "required": ["max_rss", "cpu_secs"],
     "additionalProperties": True,
@@ -112,9 +115,12 @@ _ENFORCEMENT: Schema = {
         "active": {"type": "boolean"},
         "reason": _nullable(_STRING),
         "backend": _nullable(_STRING),
-        "unit": _nullable(_STRING),
+        "unit": _described(_nullable(_STRING), "the systemd scope of the attempt"),
+        "cgroup": _described(_nullable(_STRING), "the job's own cgroup"),
         "memory_max": _nullable(_COUNT),
         "memory_high": _nullable(_COUNT),
+        "swap_max": _nullable(_COUNT),
+        "notes": _STRINGS,
     },
     "additionalProperties": True,
 }
@@ -200,7 +206,11 @@ _SIZE: Schema = {
 }
 _CPU: Schema = {
     "description": "whole cores, or a word: half/guess/auto or full/max/all",
-    "anyOf": [{"type": "integer", "minimum": 1}, {"enum": list(CLAIM_WORDS)}],
+    "anyOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "string", "pattern": "^\\s*[0-9]+\\s*$"},
+        {"enum": list(CLAIM_WORDS)},
+    ],
 }
 _MEM: Schema = {
     "description": "bytes, a size such as `8GB`, or a word: half/guess/auto or full/max/all",

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -474,3 +475,38 @@ def test_a_budget_edit_reaches_a_waiting_job_without_a_restart(
     assert daemon.ask({"op": "info"})["cpu_budget"] == 2
     release(fifo)
     assert daemon.ask({"op": "wait", "id": holder})["status"]["state"] == "completed"
+
+
+def test_a_second_coordinator_for_the_same_state_stops_quietly(daemon: Daemon) -> None:
+    daemon.start()
+    second = subprocess.run([sys.executable, "-m", "qex", "daemon"], env=daemon.env,
+                            capture_output=True, text=True, timeout=30, cwd="/", check=False)
+    assert second.returncode == 0
+    assert "a different coordinator operates" in second.stdout
+    assert daemon.ask({"op": "ping"}) == {"result": "ok"}
+
+
+def test_a_socket_that_answers_is_left_alone(daemon: Daemon) -> None:
+    path = daemon.paths.socket_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.bind(str(path))
+    other.listen(4)
+
+    def answer_one() -> None:
+        conn, _ = other.accept()
+        conn.recv(100)
+        conn.sendall(b'{"result":"ok"}\n')
+        conn.close()
+
+    thread = threading.Thread(target=answer_one, daemon=True)
+    thread.start()
+    try:
+        result = subprocess.run([sys.executable, "-m", "qex", "daemon"], env=daemon.env,
+                                capture_output=True, text=True, timeout=30, cwd="/", check=False)
+        assert result.returncode == 0
+        assert "different coordinator" in result.stdout
+        assert path.exists()
+    finally:
+        thread.join(5)
+        other.close()

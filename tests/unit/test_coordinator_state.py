@@ -249,3 +249,110 @@ def test_recovery_watches_a_live_supervisor_until_it_exits(tmp_path: Path) -> No
     finally:
         child.kill()
         child.wait()
+
+
+def wire_spec(**fields: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": str(uuid.uuid4()), "name": "x", "cwd": "/", "command": ["true"], "env": {},
+        "cpu": 1, "mem": 1024, "submitted_at": time.time(),
+    }
+    data.update(fields)
+    return data
+
+
+def test_a_full_disk_queues_nothing_and_leaves_nothing(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from qex.coordinator.submit import handle_submit
+
+    coord = make_coord(tmp_path)
+
+    def full(*_args: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(job_files, "write_status", full)
+    spec = wire_spec(dedupe_key="k")
+    answer = handle_submit(coord, {"spec": spec})
+    assert answer["result"] == "error" and answer["kind"] == "internal"
+    assert "full" in answer["message"] and "nothing was queued" in answer["message"]
+    assert not coord.paths.job_dir(spec["id"]).exists()
+    assert coord.jobs == {} and coord.queue == [] and coord.dedupe == {}
+
+
+def test_oversized_policies_at_submission(tmp_path: Path) -> None:
+    import dataclasses
+
+    from qex.coordinator.submit import handle_submit
+    from qex.core.config import QueueSection
+
+    coord = make_coord(tmp_path)
+    huge = 10**6
+    answer = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
+    assert answer["result"] == "submitted" and answer["warning"]
+    record = coord.jobs[answer["id"]].record
+    assert record.blocked_reason and str(huge) in record.blocked_reason
+    coord.config = dataclasses.replace(coord.config, queue=QueueSection(oversized="queue"))
+    queued = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
+    assert queued["result"] == "submitted" and queued["warning"]
+    coord.config = dataclasses.replace(coord.config, queue=QueueSection(oversized="reject"))
+    refused = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
+    assert refused["result"] == "error" and refused["kind"] == "wrong_state"
+    assert len(coord.jobs) == 2
+
+
+def test_a_paused_queue_gives_the_new_job_its_reason_at_once(tmp_path: Path) -> None:
+    from qex.coordinator.submit import handle_submit
+
+    coord = make_coord(tmp_path)
+    pausing.pause(coord, {"target": {"kind": "queue"}, "reason": "demo", "by_pid": 77})
+    pausing.pause(coord, {"target": {"kind": "lock", "name": "gpu0"}, "by_pid": 77})
+    answer = handle_submit(coord, {"spec": wire_spec(locks=["gpu0"])})
+    assert answer["result"] == "submitted"
+    assert "resume queue" in answer["warning"] and "gpu0" in answer["warning"]
+    record = coord.jobs[answer["id"]].record
+    assert record.blocked_reason and "paused" in record.blocked_reason
+    assert record.sequence == 1 and coord.next_sequence == 2
+
+
+def test_program_replacement_is_noticed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.coordinator import runner
+
+    program = tmp_path / "prog.py"
+    program.write_text("one")
+    monkeypatch.setattr(runner, "_program", [(str(program), runner._identity(str(program)))])
+    assert not runner.program_replaced()
+    replacement = tmp_path / "prog.new"
+    replacement.write_text("two")
+    replacement.rename(program)
+    assert runner.program_replaced()
+    program.unlink()
+    assert runner.program_replaced()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux only")
+def test_file_watch_reports_a_rename_over_the_file(tmp_path: Path) -> None:
+    from qex.coordinator.filewatch import FileWatch
+
+    target = tmp_path / "qex.toml"
+
+    async def scenario() -> int:
+        seen: list[int] = []
+        changed = asyncio.Event()
+
+        def on_change() -> None:
+            seen.append(1)
+            changed.set()
+
+        watch = FileWatch.start(target, on_change)
+        assert watch is not None
+        (tmp_path / "other.txt").write_text("not ours")
+        fresh = tmp_path / "qex.toml.tmp"
+        fresh.write_text("[budget]\ncpu = 2\n")
+        fresh.rename(target)
+        await asyncio.wait_for(changed.wait(), 5)
+        watch.close()
+        return len(seen)
+
+    assert asyncio.run(scenario()) >= 1
+    assert FileWatch.start(tmp_path / "missing-dir" / "qex.toml", lambda: None) is None

@@ -102,7 +102,7 @@ def test_rpm_and_arch_use_the_debian_units(folder: str) -> None:
 def test_the_packaged_units() -> None:
     socket_unit = _unit(PKG / "debian" / "qex.user.socket")
     service = _unit(PKG / "debian" / "qex.user.service")
-    assert socket_unit["Socket"]["ListenStream"] == "%S/qex/run/qex.sock"
+    assert socket_unit["Socket"]["ListenStream"] == "%h/.local/state/qex/run/qex.sock"
     assert socket_unit["Socket"]["FileDescriptorName"] == FD_NAME
     assert socket_unit["Socket"]["SocketMode"] == "0600"
     assert socket_unit["Install"]["WantedBy"] == "sockets.target"
@@ -112,7 +112,10 @@ def test_the_packaged_units() -> None:
 
 
 #: What a package puts where the repository's templates have a placeholder.
-PACKAGED_VALUES = {"@EXEC_START@": "/usr/bin/qex", "@SOCKET_PATH@": "%S/qex/run/qex.sock"}
+PACKAGED_VALUES = {
+    "@EXEC_START@": "/usr/bin/qex",
+    "@SOCKET_PATH@": "%h/.local/state/qex/run/qex.sock",
+}
 
 
 def _template(path: Path) -> configparser.ConfigParser:

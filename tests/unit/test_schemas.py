@@ -1,14 +1,16 @@
 """The JSON Schemas match the records qex really writes.
 
 A small validator lives here so that the test needs no `jsonschema` package: it covers the
-keywords our schemas use (type, enum, const, properties, required, additionalProperties,
-items, minItems, minimum, maximum, anyOf, allOf, if/then, $ref into $defs).
+keywords our schemas use (type, enum, const, pattern, properties, required,
+additionalProperties, items, minItems, minimum, maximum, anyOf, allOf, if/then, $ref into
+$defs).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.cli.commands.schema import command as schema_command
+from qex.core import jobfile
 from qex.core.records import JobSpec, JobStatus
 from qex.core.schemas import DIALECT, SCHEMAS, STATUS_PROPERTIES, render
 from qex.core.states import State
@@ -51,6 +54,8 @@ def errors(schema: Any, value: Any, root: dict[str, Any], path: str = "$") -> li
         found.append(f"{path}: {value!r} is not one of {schema['enum']}")
     if "const" in schema and value != schema["const"]:
         found.append(f"{path}: {value!r} is not {schema['const']!r}")
+    if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
+        found.append(f"{path}: {value!r} does not match {schema['pattern']}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             found.append(f"{path}: {value} < {schema['minimum']}")
@@ -134,7 +139,7 @@ def test_a_finished_record_with_every_optional_part_is_valid() -> None:
                  needs=["11111111-2222-4333-8444-555555555555"], locks=["db"],
                  claims={"gpu": {"count": 2, "size": 8 * 1024**3}}, tags=["x"], retries=1,
                  dedupe_key="k")
-    status = JobStatus.new(spec, boot_id="b", oom_retries=None)
+    status = JobStatus.new(spec, boot_id="b", oom_retries=0)
     status.state = State.OOM.value
     status.exit_code = None
     status.signal = 9
@@ -204,13 +209,41 @@ def test_a_full_job_file_is_valid_and_a_misspelt_key_is_not() -> None:
     assert valid("job", job) == []
     assert valid("job", {"command": ["true"]}) == []
     assert valid("job", {"comand": ["true"]})
-    assert valid("job", {"command": ["true"], "resources": {"cpu": "2"}})
+    assert valid("job", {"command": ["true"], "resources": {"cpu": "lots"}})
+    assert valid("job", {"command": ["true"], "resources": {"cpu": 0}})
     assert valid("job", {"command": ["true"], "nice": 40})
     assert valid("job", {"command": "make test"})
 
 
+def test_the_file_schemas_have_exactly_the_fields_the_parser_takes() -> None:
+    job, pipeline = SCHEMAS["job"](), SCHEMAS["pipeline"]()
+    assert set(job["properties"]) == set(jobfile.JOB_FIELDS)
+    assert set(pipeline["properties"]) == set(jobfile.PIPELINE_FIELDS)
+    assert set(pipeline["$defs"]["stage"]["properties"]) == set(jobfile.STAGE_FIELDS)
+    assert set(job["properties"]["resources"]["properties"]) == set(jobfile.RESOURCE_FIELDS)
+
+
+def test_what_the_schema_accepts_the_parser_accepts() -> None:
+    job = {
+        "name": "fit", "command": ["python", "fit.py"], "timeout": "6h",
+        "max_queue_time": 2700, "env_capture": "minimal", "nice": 5, "retries": 1,
+        "dedupe_key": "fit:/p", "dedupe_window": "1h", "tags": ["a"], "locks": ["db"],
+        "resources": {"cpu": "2", "mem": "12GB", "gpu": 1, "vram": "16GB",
+                      "claims": {"net": 1, "fpga": {"count": 2, "size": "4GB"}}},
+        "env": {"A": "b"},
+    }
+    assert valid("job", job) == []
+    jobfile.parse_job_file(job, "fit.toml")
+    pipeline = {"name": "ci", "jobs": [
+        {"name": "a", "command": ["make"]},
+        {"name": "b", "command": ["make", "check"], "needs": ["a"]},
+    ]}
+    assert valid("pipeline", pipeline) == []
+    jobfile.parse_pipeline(pipeline, "ci.toml")
+
+
 def test_a_pipeline_file_is_valid_and_a_stage_cannot_have_a_dedupe_key() -> None:
-    pipeline = {
+    pipeline: dict[str, Any] = {
         "name": "release",
         "jobs": [
             {"name": "compile", "command": ["make"]},

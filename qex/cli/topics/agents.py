@@ -48,7 +48,7 @@ Why this form:
 - The job's output goes to its log file, not into your context. When the
   job stops you get the record: state, exit code, resources used, and the
   last lines of stdout and stderr.
-- The id file is on disk BEFORE the wait starts. Whatever interrupts you,
+- The id file reaches the disk BEFORE the wait begins. Whatever interrupts you,
   `qex status "$(cat fit.id)" --wait` gets you back.
 
 Every job you submit should end up with a wait. `--wait` does that for you.

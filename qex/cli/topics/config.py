@@ -333,7 +333,7 @@ starting the jobs behind the front job, because it cannot make that holder go
 away. The overtake count survives a change of holder, which makes the front
 job un-passable in the very turn that the other user lets go.
 
-Jobs that wait on a dependency, a lock or a pause never reserve anything:
+Jobs held up by a dependency, a lock or a pause never reserve anything:
 they are not using capacity, and a paused queue starts nothing anyway.
 
 Overtaking never reorders the queue. The front job starts before everything
@@ -348,7 +348,8 @@ Memory enforcement
          mode on macOS)
   soft   memory.high = claim: the kernel slows the job down and reclaims at
          the claim; memory.max = claim x mem_overcommit stops it for good
-  hard   memory.max = claim: the kernel kills the job at its claim
+  hard   memory.max = claim (and no swap): the kernel kills the job at its
+         claim
 
 soft and hard need Linux with cgroup v2 and a systemd user manager that
 delegates the memory controller; qex puts every job into a systemd scope of

@@ -20,7 +20,8 @@ enforces is chosen in the configuration:
          (memory.high = claim) and kills it at claim x mem_overcommit
          (memory.max)
   hard   the kernel kills the job when it passes its claim
-         (memory.max = claim)
+         (memory.max = claim, and memory.swap.max = 0 so that the job
+         cannot dodge the limit by paging out)
 
 Check what is really in force with
 
@@ -36,20 +37,21 @@ One cgroup per job
 To limit a job, and to know for sure when the kernel killed THAT job, the job
 needs a cgroup of its own. qex gets one from systemd:
 
-  1. The coordinator starts the job's supervisor, then asks your systemd
-     USER manager for a transient scope, `qex-<first 8 of the id>.scope` in
-     `qex.slice`, holding the supervisor, with delegation switched on. It
-     uses pystemd when installed (`qex[systemd]`), otherwise
-     `systemd-run --user --scope`. The job does not start before the scope
-     exists.
+  1. For every attempt, the job's supervisor is put into a transient scope
+     of your systemd USER manager, `qex-<first 8 of the id>-<attempt>.scope`
+     in `qex.slice`, with delegation switched on. qex uses pystemd over
+     D-Bus when installed (`qex[systemd]`), otherwise
+     `systemd-run --user --scope`; `QEX_SCOPE_BACKEND` forces one. The job
+     does not start before the supervisor is inside the scope.
   2. Inside that scope the supervisor creates two child cgroups, one for
-     itself and one for the job (cgroup v2 allows no processes in a group
-     that hands controllers down), turns on the memory controller (and pids
-     and cpu where delegated), and moves the job into its child before it
-     runs the command.
+     itself and one for the job's attempt (cgroup v2 allows no processes in
+     a group that hands controllers down), turns on the memory controller
+     (and pids and cpu where delegated), and the job joins its child before
+     it runs a single instruction of the command.
   3. The limit is written on the job's child: memory.max, plus memory.high
-     in soft mode. memory.oom.group is set, so an out-of-memory kill takes
-     the job's whole process tree instead of one random child.
+     in soft mode and memory.swap.max in hard mode. memory.oom.group is
+     set, so an out-of-memory kill takes the job's whole process tree
+     instead of one random child.
   4. The evidence comes from the job's child alone: `oom_kill` in
      memory.events proves an OOM kill of this job, memory.peak gives the
      true peak, and memory.pressure the job's own pressure.
@@ -101,7 +103,8 @@ What a machine needs
     /sys/fs/cgroup/user.slice/user-$UID.slice/user@$UID.service/
     cgroup.controllers (recent systemd delegates memory and pids by default;
     older ones need a drop-in with Delegate= for user@.service);
-  - pystemd (`pip install 'qex[systemd]'`) or the systemd-run program;
+  - pystemd (`pip install 'qex[systemd]'`, with the user D-Bus, e.g.
+    dbus-user-session on Debian) or the systemd-run program;
   - `loginctl enable-linger $USER` if jobs must outlive your last login
     session, because the user manager, and every scope under it, stops
     when that session ends.
