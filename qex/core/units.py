@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -42,6 +45,7 @@ class UnitError(ValueError):
 
 
 def _split(text: str) -> tuple[Decimal, str] | None:
+    from decimal import Decimal  # lazy: only sizes written as text need it
     # Decimal, not float: a byte count of twenty digits must come back exact.
     match = _NUMBER_UNIT.match(text)
     if match is None:

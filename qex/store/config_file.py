@@ -17,7 +17,6 @@ defaults: the old values stay and `error` says why, until the file is corrected.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -47,9 +46,10 @@ class Look:
     data: bytes = b""
     detail: str = ""           # what the path is (not regular) or why it cannot be read
 
-    def fingerprint(self) -> str:
-        digest = hashlib.sha256(self.data).hexdigest() if self.kind == CONTENT else ""
-        return f"{self.kind}:{self.detail}:{digest}"
+    def fingerprint(self) -> tuple[str, str, bytes]:
+        # The bytes themselves: a config file is small, and comparing them needs no hash
+        # library (hashlib would load OpenSSL into every supervisor, ~3.6 MB).
+        return (self.kind, self.detail, self.data if self.kind == CONTENT else b"")
 
 
 def look_at(path: Path) -> Look:
@@ -153,14 +153,14 @@ class ConfigWatcher:
         self.path = paths.config_file
         self._reader = reader
         self.error: str | None = None
-        self._candidate: str | None = None
+        self._candidate: tuple[str, str, bytes] | None = None
         self._first_seen = 0.0
         self._agreeing = 0
         # The content in force is what is on disk now, if it gives the initial config. If the
         # file changed since the caller loaded it (or cannot be used), nothing counts as in
         # force, so the first check settles on the current content and reports it.
         first = reader(self.path)
-        self._installed: str | None = None
+        self._installed: tuple[str, str, bytes] | None = None
         try:
             if config_from_look(first, self.path) == initial:
                 self._installed = first.fingerprint()
