@@ -510,3 +510,48 @@ def test_a_socket_that_answers_is_left_alone(daemon: Daemon) -> None:
     finally:
         thread.join(5)
         other.close()
+
+
+def test_the_stop_hook_runs_for_a_state_the_coordinator_decides(
+        daemon: Daemon, qex_env: Any) -> None:
+    heard = qex_env.root / "heard.txt"
+    qex_env.write_config(
+        "[hooks]\n"
+        f'on_stop = ["/bin/sh", "-c", "echo $QEX_STATE $QEX_JOB_ID >> {heard}"]\n'
+        'on_stop_states = ["expired", "cancelled"]\n')
+    daemon.start()
+    daemon.ask({"op": "pause", "target": {"kind": "lock", "name": "dock"}, "by_pid": 1})
+    expired = submit(daemon, ["true"], locks=["dock"], max_queue_time=1)
+    assert daemon.ask({"op": "wait", "id": expired})["status"]["state"] == "expired"
+    cancelled = submit(daemon, ["true"], locks=["dock"])
+    assert daemon.ask({"op": "cancel", "id": cancelled}) == {"result": "ok"}
+    lines = wait_until(lambda: heard.exists() and len(heard.read_text().splitlines()) == 2
+                       and sorted(heard.read_text().splitlines()), what="two hook runs")
+    assert lines == sorted([f"expired {expired}", f"cancelled {cancelled}"])
+    assert (daemon.paths.job_dir(expired) / "hook.ran").exists()
+
+
+def test_a_socket_handed_over_by_systemd_is_used_and_never_unlinked(daemon: Daemon) -> None:
+    path = daemon.paths.socket_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # What systemd does for a socket unit: bind, listen, pass it as fd 3 with LISTEN_* set,
+    # then exec the service in the same process (so LISTEN_PID is the daemon's pid).
+    launcher = (
+        "import os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        f"s.bind({str(path)!r})\n"
+        "s.listen(8)\n"
+        "os.dup2(s.fileno(), 3)\n"
+        "os.environ['LISTEN_FDS'] = '1'\n"
+        "os.environ['LISTEN_PID'] = str(os.getpid())\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'qex', 'daemon', '--supervised'])\n"
+    )
+    with open(daemon.log, "ab") as log:
+        daemon.proc = subprocess.Popen([sys.executable, "-c", launcher], env=daemon.env,
+                                       stdout=log, stderr=subprocess.STDOUT, cwd="/",
+                                       start_new_session=True)
+    wait_until(lambda: "systemd passed" in daemon.log.read_text(), what="the coordinator")
+    assert daemon.ask({"op": "ping"}) == {"result": "ok"}
+    assert daemon.ask({"op": "info"})["pid"] == daemon.proc.pid
+    daemon.stop()
+    assert path.exists()  # the socket unit owns the file
