@@ -9,8 +9,6 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
-
 from qex.store.paths import PathError, Paths
 
 if TYPE_CHECKING:
@@ -21,12 +19,15 @@ if TYPE_CHECKING:
 
 def die(message: str, code: int) -> NoReturn:
     """One sentence on stderr, prefixed `qex:`, then exit with the documented code."""
-    click.echo(f"qex: {message}", err=True)
+    warn(message)
     sys.exit(code)
 
 
 def warn(message: str) -> None:
-    click.echo(f"qex: {message}", err=True)
+    # Plain writes, not click.echo: the fast read paths never import click.
+    sys.stdout.flush()
+    sys.stderr.write(f"qex: {message}\n")
+    sys.stderr.flush()
 
 
 def get_paths(code: int = 1) -> Paths:
@@ -48,4 +49,5 @@ def load_config(paths: Paths, code: int = 1) -> Config:
 
 
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False))
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()

@@ -1,20 +1,14 @@
-"""The `qex` entry point: a click group that imports each command only when it runs.
+"""The `qex` entry point. It answers the hottest read requests without click (see
+`qex.cli.fast`) and hands everything else to the click application in `qex.cli.app`.
 
 A status query must not pay for YAML, psutil or the other commands' modules, so the table
-below names modules, and `LazyGroup` imports one on demand. Each command module defines a
-click command object called `command`.
+below names modules, and `qex.cli.app.LazyGroup` imports one on demand. Each command module
+defines a click command object called `command`.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 import sys
-from typing import Any
-
-import click
-
-from qex import __version__
 
 #: name -> (module, short help, hidden). The order is the order of `qex --help`.
 COMMANDS: dict[str, tuple[str, str, bool]] = {
@@ -54,73 +48,15 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
 BAND_COMMANDS = frozenset({"submit", "run", "pipeline", "wait", "status", "rerun"})
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, (_, _, hidden) in COMMANDS.items() if not hidden]
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module = importlib.import_module(entry[0])
-        command: click.Command = module.command
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Short help from the table, so `qex --help` imports no command module.
-        rows = [(name, text) for name, (_, text, hidden) in COMMANDS.items() if not hidden]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-BANNER = (
-    " ==> AGENTS: read `qex help agents` first. It is short and complete: how to start a job,\n"
-    "     wait for it and read its output. Never write a monitor loop; `qex wait` is that loop.\n"
-)
-
-
-@click.group(cls=LazyGroup, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="qex", message="%(prog)s %(version)s")
-@click.pass_context
-def cli(ctx: click.Context) -> None:
-    """qex queues heavy work on one machine: each job claims cores, memory, GPUs or locks,
-    waits until the machine has room, runs under a supervisor that outlives your shell, and
-    leaves a record that any later session can attach to by id."""
-    if ctx.invoked_subcommand is None:
-        click.echo(BANNER)
-        click.echo(ctx.get_help())
-        ctx.exit(0)
-
-
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     first = next((a for a in args if not a.startswith("-")), None)
-    try:
-        rc = cli.main(args=args, prog_name="qex", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
-        sys.exit(121 if first in BAND_COMMANDS else 2)
-    except click.UsageError as exc:
-        exc.show()
-        sys.exit(121 if first in BAND_COMMANDS else 2)
-    except click.exceptions.Abort:
-        sys.exit(122 if first in BAND_COMMANDS else 1)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        # `qex list | head`: the reader left; end quietly like any Unix filter.
-        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
-    sys.exit(rc if isinstance(rc, int) else 0)
+    from qex.cli import fast
 
+    fast.current_command = first
+    code = fast.answer(args)
+    if code is not None:
+        sys.exit(code)
+    from qex.cli.app import run
 
-def fail(message: str, code: int) -> Any:
-    """Print one sentence on stderr as `qex: ...` and exit with `code`."""
-    click.echo(f"qex: {message}", err=True)
-    sys.exit(code)
+    run(args, first)

@@ -70,7 +70,10 @@ def failure_code() -> int:
     """121 inside a job-speaking command (the exit-code band), 1 in every other command."""
     click = sys.modules.get("click")
     if click is None:
-        return 1
+        from qex.cli import fast
+        from qex.cli.main import BAND_COMMANDS as band
+
+        return 121 if fast.current_command in band else 1
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return 1

@@ -9,7 +9,7 @@ Requests (op -> fields -> answer):
   info                                   -> info {pid, version, started_at, ...}
   capabilities                           -> capabilities {names, version}
   submit       spec (JobSpec dict)       -> submitted {id, warning, deduplicated}
-  own_job      id                        -> ok   (a queued job is cancelled when this connection ends)
+  own_job      id                        -> ok   (cancels its queued job when the link ends)
   list                                   -> jobs {jobs: [JobStatus dict]}
   status       id                        -> status {status}
   wait         id                        -> status {status} once the job is final

@@ -93,7 +93,10 @@ class JobSpec:
         return _from_dict(cls, data)
 
     def pool_claims(self) -> dict[str, PoolClaim]:
-        return {name: PoolClaim(int(c.get("count", 0)), c.get("size")) for name, c in self.claims.items()}
+        return {
+            name: PoolClaim(int(c.get("count", 0)), c.get("size"))
+            for name, c in self.claims.items()
+        }
 
 
 @dataclass

@@ -45,7 +45,8 @@ def mem_total() -> int:
 
 
 def mem_available() -> int | None:
-    """Linux MemAvailable (counts reclaimable cache, not swap); macOS free+inactive+purgeable+speculative."""
+    """Linux MemAvailable (counts reclaimable cache, not swap); on macOS the free, inactive,
+    purgeable and speculative pages."""
     if _LINUX:
         return _meminfo().get("MemAvailable")
     try:

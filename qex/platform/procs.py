@@ -130,7 +130,8 @@ def parse_signal(text: str) -> int:
     if word.isdigit() and 1 <= int(word) <= 64:
         return int(word)
     raise ValueError(
-        f"`{text}` is not a signal; give TERM, KILL, INT, HUP, QUIT, USR1, USR2 or a number from 1 to 64"
+        f"`{text}` is not a signal; give TERM, KILL, INT, HUP, QUIT, USR1, USR2 "
+        "or a number from 1 to 64"
     )
 
 

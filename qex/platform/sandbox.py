@@ -35,7 +35,8 @@ class Evidence:
     proven: bool = False              # True only when the count is this job's own cgroup
     source: str | None = None         # "cgroup" | "session" | None
     peak: int | None = None           # memory.peak of the job leaf, bytes
-    pressure: dict[str, Any] | None = None  # {"some_avg10": .., "full_avg10": .., "some_total_us": ..}
+    #: {"some_avg10": .., "full_avg10": .., "some_total_us": ..}
+    pressure: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -40,11 +40,17 @@ class Paths:
         state_home = _env_path(env, "XDG_STATE_HOME")
         if config_home is None:
             if home is None:
-                raise PathError("neither XDG_CONFIG_HOME nor HOME is set, so qex has no place for its config file; set HOME")
+                raise PathError(
+                    "neither XDG_CONFIG_HOME nor HOME is set, so qex has no place for its "
+                    "config file; set HOME"
+                )
             config_home = home / ".config"
         if state_home is None:
             if home is None:
-                raise PathError("neither XDG_STATE_HOME nor HOME is set, so qex has no place for its records; set HOME")
+                raise PathError(
+                    "neither XDG_STATE_HOME nor HOME is set, so qex has no place for its "
+                    "records; set HOME"
+                )
             state_home = home / ".local" / "state"
         state_dir = state_home / "qex"
         run_dir = state_dir / "run"

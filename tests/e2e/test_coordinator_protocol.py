@@ -542,6 +542,7 @@ def test_a_socket_handed_over_by_systemd_is_used_and_never_unlinked(daemon: Daem
         f"s.bind({str(path)!r})\n"
         "s.listen(8)\n"
         "os.dup2(s.fileno(), 3)\n"
+        "os.set_inheritable(3, True)\n"
         "os.environ['LISTEN_FDS'] = '1'\n"
         "os.environ['LISTEN_PID'] = str(os.getpid())\n"
         "os.execv(sys.executable, [sys.executable, '-m', 'qex', 'daemon', '--supervised'])\n"

@@ -26,7 +26,7 @@ def command(*, shell: str | None) -> None:
     """
     from click.shell_completion import get_completion_class
 
-    from qex.cli.main import cli
+    from qex.cli.app import cli
 
     if shell is None:
         guess = os.path.basename(os.environ.get("SHELL", ""))

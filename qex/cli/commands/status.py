@@ -8,13 +8,14 @@ they never stop it (Ctrl-C gives 122).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from qex.cli.common import get_paths
 from qex.cli.log_options import pop_selection, selection_options
-from qex.core.states import FINAL, Exit, exit_code_for, first_nonzero
+from qex.cli.status_core import show_status
+from qex.core.states import Exit
 
 
 @click.command("status")
@@ -63,43 +64,10 @@ def command(word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bo
     paths = get_paths(Exit.QEX_FAILED)
     if wait or follow:
         with jobcmd.interruptible([word]):
-            _status(paths, word, as_json=as_json, show_env=show_env, no_logs=no_logs, wait=wait,
+            show_status(paths, word, as_json=as_json, show_env=show_env, no_logs=no_logs, wait=wait,
                     follow=follow, quiet=quiet, timeout=timeout, sel=sel,
                     only_stdout=only_stdout, only_stderr=only_stderr)
     else:
-        _status(paths, word, as_json=as_json, show_env=show_env, no_logs=no_logs, wait=wait,
+        show_status(paths, word, as_json=as_json, show_env=show_env, no_logs=no_logs, wait=wait,
                 follow=follow, quiet=quiet, timeout=timeout, sel=sel, only_stdout=only_stdout,
                 only_stderr=only_stderr)
-
-
-def _status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bool,
-            follow: bool, quiet: bool, timeout: float | None, sel: Any, only_stdout: bool,
-            only_stderr: bool) -> NoReturn:
-    from qex.cli import jobcmd
-    from qex.cli.resolve import resolve
-
-    conn = jobcmd.open_connection(paths, start=False)
-    found = resolve(conn, paths, word)
-    records = found.jobs
-    if follow:
-        if len(records) != 1:
-            jobcmd.fail(f"`{word}` is a group of {len(records)} jobs, and --follow copies the "
-                        "output of one; give the id of one job, or use --wait")
-        from qex.cli.attaching import attach
-
-        attach(paths, conn, records[0], timeout=timeout, stop_job=False)
-    if wait:
-        if conn is None and any(r.get("state") not in FINAL for r in records):
-            # A queued job needs a coordinator to start; a status wait may start one.
-            conn = jobcmd.open_connection(paths, start=True)
-        records, _ = jobcmd.wait_for(paths, conn, [dict(r) for r in records], timeout=timeout,
-                                     narrate=not (quiet or as_json), may_start=True,
-                                     group=found.group)
-    streams = ("stdout",) if only_stdout else ("stderr",) if only_stderr else ("stderr", "stdout")
-    if not quiet:
-        from qex.cli.render_status import print_records
-
-        print_records(paths, records, as_json=as_json, show_env=show_env, no_logs=no_logs,
-                      sel=sel, streams=streams, group=found.group is not None)
-    codes = [exit_code_for(r) for r in records]
-    raise SystemExit(first_nonzero(codes) if (wait or quiet) else 0)

@@ -1,0 +1,67 @@
+"""The body of `qex list`, free of click so that `qex.cli.fast` can answer the plain
+`qex list --json` without importing it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from qex.cli.common import die, get_paths, print_json, warn
+from qex.core.states import State
+
+
+def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable[str] = (),
+              group_word: str | None = None, cwd_dir: str | None = None,
+              under_dir: str | None = None) -> None:
+    """Print the jobs (all, or those the filters keep) as a table or one JSON array."""
+    from qex.cli import job_filters as jf
+    from qex.cli.queue_lines import pause_lines
+    from qex.cli.reach import list_jobs, open_connection, pause_state
+    from qex.cli.record_view import display_record, sort_key
+    from qex.cli.render_table import render_jobs, terminal_width, use_color
+
+    paths = get_paths()
+    conn = open_connection(paths, start=True)
+    assert conn is not None
+    with conn:
+        records = list_jobs(conn)
+        pauses = pause_state(conn)
+    now = time.time()
+    for line in pause_lines(pauses, now):
+        warn(line)
+
+    chosen: list[dict[str, Any]] = records
+    if group_word is not None:
+        groups = jf.groups_named(records, group_word)
+        if not groups:
+            die(f"there is no group with the id or the name `{group_word}`; run `qex list` to "
+                "see the groups", 127)
+        if len(groups) > 1 and not as_json:
+            ids = ", ".join(sorted(groups))
+            warn(f"`{group_word}` names {len(groups)} groups, and this list shows all of them: "
+                 f"{ids}; give a group id to see one")
+        members = {str(r.get("id")) for stages in groups.values() for r in stages}
+        chosen = [r for r in chosen if str(r.get("id")) in members]
+    if wanted:
+        chosen = [r for r in chosen if jf.has_state(r, wanted)]
+    if tags:
+        chosen = [r for r in chosen if jf.has_tags(r, tags)]
+    if cwd_dir is not None:
+        here = jf.canonical_dir(cwd_dir)
+        chosen = [r for r in chosen if jf.in_dir(r, here, below=False)]
+    if under_dir is not None:
+        top = jf.canonical_dir(under_dir)
+        chosen = [r for r in chosen if jf.in_dir(r, top, below=True)]
+    chosen = sorted(chosen, key=sort_key)
+
+    if as_json:
+        print_json([display_record(r) for r in chosen])
+        return
+    if not chosen:
+        sys.stdout.write("no jobs\n")
+        return
+    lines = render_jobs(chosen, now=now, width=terminal_width(sys.stdout),
+                        color=use_color(sys.stdout))
+    sys.stdout.write("\n".join(lines) + "\n")
