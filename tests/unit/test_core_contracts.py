@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from qex.core import protocol
 from qex.core.names import derive_name, is_safe_name, is_uuid, new_id, printable, safe_name, visible
 from qex.core.records import JobSpec, JobStatus
-from qex.core.states import FINAL, NOT_FINAL, Exit, State, exit_code_for, parse_state, parse_state_filter
+from qex.core.states import (
+    FINAL,
+    NOT_FINAL,
+    Exit,
+    State,
+    exit_code_for,
+    parse_state,
+    parse_state_filter,
+)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +53,7 @@ def test_every_code_from_a_job_stays_in_its_band() -> None:
 
 
 def test_states_partition() -> None:
-    assert FINAL | NOT_FINAL == set(State)
+    assert set(State) == FINAL | NOT_FINAL
     assert not FINAL & NOT_FINAL
     assert parse_state("Canceled") is State.CANCELLED
     assert parse_state_filter("done") == FINAL
