@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qex import __version__
+from qex.coordinator.forking import ForkServer
 from qex.coordinator.log import log, log_exception
 from qex.coordinator.startup import AnotherCoordinator, StartError, bind_socket, lock_pid_file
 from qex.core.config import Config, ConfigError
@@ -142,6 +143,7 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     )
     coord.touch()
     make_hook_runner(coord)
+    coord.forkserver = ForkServer(paths.daemon_log)
     # Children exit at any time from here on; reap them from the start.
     loop.add_signal_handler(signal.SIGCHLD, reap_children, coord)
     recover(coord)
@@ -186,6 +188,7 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     coord.events.close(coord.stop_reason or "the coordinator stops", coord.now())
     await server.say_goodbye(BYE_GRACE_SECS)
     runner.withdraw_peer()
+    coord.forkserver.close()
     if file_watch is not None:
         file_watch.close()
     for client in list(server.clients):

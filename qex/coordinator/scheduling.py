@@ -167,6 +167,18 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     coord.publish(job)
     config = coord.config
     want_scope = config.enforce.mode != "off" and config.enforce.use_systemd
+    # Without a scope, a supervisor forked from the ready fork server starts in about a
+    # millisecond instead of paying for its imports; the fresh process is the fallback.
+    forked = coord.forkserver.launch(job.id) if (coord.forkserver and not want_scope) else None
+    if forked is not None:
+        job.supervisor_pid = forked.pid
+        job.supervisor_token = forked.start_token
+        job.supervisor_is_child = False
+        _write_supervisor_pid(job, forked.pid, forked.start_token)
+        from qex.coordinator.reaper import watch_foreign
+
+        watch_foreign(coord, job)
+        return
     try:
         launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ))
     except Exception as exc:
@@ -181,7 +193,12 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     coord.children[launched.pid] = job.id
     if launched.note:
         log(f"the job {label(record)} runs without a scope: {launched.note}")
-    text = f"{launched.pid} {launched.start_token or ''}".rstrip() + "\n"
+    _write_supervisor_pid(job, launched.pid, launched.start_token)
+
+
+def _write_supervisor_pid(job: Job, pid: int, token: str | None) -> None:
+    """`supervisor.pid` lets a later coordinator find the supervisor before its first write."""
+    text = f"{pid} {token or ''}".rstrip() + "\n"
     try:
         atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600)
     except OSError as exc:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qex.coordinator.events import EventHub
 from qex.coordinator.log import log
@@ -30,6 +30,12 @@ from qex.core.states import ACTIVE, FINAL, State, rank
 from qex.store import jobs as job_files
 from qex.store.paths import Paths
 from qex.store.pause import PauseFile
+
+_FINAL_TEXT = frozenset(state.value for state in FINAL)
+_ACTIVE_TEXT = frozenset(state.value for state in ACTIVE)
+
+if TYPE_CHECKING:
+    from qex.coordinator.forking import ForkServer
 
 
 @dataclass
@@ -59,11 +65,13 @@ class Job:
 
     @property
     def final(self) -> bool:
-        return self.state in FINAL
+        # String tests on purpose: these run for every job in every scheduler pass, and
+        # building a State from the text each time was a large part of a pass.
+        return self.record.state in _FINAL_TEXT
 
     @property
     def active(self) -> bool:
-        return self.state in ACTIVE
+        return self.record.state in _ACTIVE_TEXT
 
     @classmethod
     def from_records(cls, spec: JobSpec, record: JobStatus, job_dir: Path) -> Job:
@@ -118,6 +126,8 @@ class Coordinator:
     hook_runner: Callable[[Job], None] | None = None
     #: Set by the runner: reads the other coordinators' claims now (rate-limited).
     peer_refresher: Callable[[], PeerLoad] | None = None
+    #: Set at start: forks ready supervisors (None: always start a fresh process).
+    forkserver: ForkServer | None = None
 
     # -- time and wake-ups -------------------------------------------------------------
 

@@ -21,6 +21,23 @@ from qex.core.states import FINAL, State
 T = TypeVar("T")
 
 
+def _plain(value: Any) -> Any:
+    """A copy of a JSON-shaped value (dicts and lists copied, scalars shared).
+
+    `dataclasses.asdict` does the same through deepcopy and is several times slower; records
+    are turned into dicts for every write and every event, so this is a hot path.
+    """
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _to_dict(record: Any) -> dict[str, Any]:
+    return {key: _plain(value) for key, value in vars(record).items()}
+
+
 def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
     """Build a dataclass from a dict, keeping only the fields it knows."""
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
@@ -86,7 +103,7 @@ class JobSpec:
     explicit_claim: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return _to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobSpec:
@@ -157,7 +174,7 @@ class JobStatus:
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return _to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobStatus:

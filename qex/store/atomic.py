@@ -47,7 +47,10 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 
 def write_json(path: Path, data: Any, mode: int = 0o600) -> None:
-    write_bytes(path, (json.dumps(data, indent=2, sort_keys=False) + "\n").encode("utf-8"), mode)
+    # One line, no indent: with `indent` set, json falls back from its C encoder to the pure
+    # Python one, several times slower, and records are written at every change of every job.
+    # `jq . status.json` shows it indented.
+    write_bytes(path, (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8"), mode)
 
 
 def read_json(path: Path) -> Any | None:

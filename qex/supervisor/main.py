@@ -32,13 +32,20 @@ from qex.store import jobs
 from qex.store.paths import PathError, Paths
 from qex.supervisor.runner import Runner, say
 
-USAGE = "usage: python -m qex.supervisor <job-id>  |  python -m qex.supervisor --hook <job-id>"
+USAGE = (
+    "usage: python -m qex.supervisor <job-id>  |  python -m qex.supervisor --hook <job-id>  |  "
+    "python -m qex.supervisor --forkserver"
+)
 GO_FD_VAR = "QEX_SUPERVISOR_GO_FD"
 LOCK_FILE = "supervisor.lock"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--forkserver"]:
+        from qex.supervisor.forkserver import serve
+
+        return serve()
     hook_only = "--hook" in args
     rest = [arg for arg in args if arg != "--hook"]
     if len(rest) != 1 or not is_uuid(rest[0]):

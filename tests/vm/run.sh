@@ -50,7 +50,10 @@ read -r -d '' GUEST_SCRIPT <<'GUEST'
 set -euo pipefail
 t0=$(date +%s.%N)
 python3 -m venv --without-pip /tmp/v
-pip_in() { python3 -m pip --python /tmp/v/bin/python install -q --disable-pip-version-check "$@"; }
+pip_in() {
+    python3 -m pip --python /tmp/v/bin/python install -q --disable-pip-version-check \
+        --no-compile "$@"
+}
 if [ -n "${QEX_VM_NET:-}" ]; then
     pip_in $QEX_VM_REQUIREMENTS psutil pystemd
     pip_in --no-build-isolation --no-deps -e .

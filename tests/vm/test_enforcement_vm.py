@@ -87,18 +87,21 @@ def test_oom_retries_with_a_grown_claim_until_it_fits(guest: Guest) -> None:
 
 
 def test_soft_mode_lets_a_job_pass_its_claim_but_not_the_overcommit(guest: Guest) -> None:
+    # A 32MB claim: memory.high = 32MB, memory.max = 40MB. Small on purpose: above
+    # memory.high, with no swap, the kernel delays the job for every 256KB it adds (up to 2 s
+    # each), so the time to cross the gap grows with its size.
     guest.write_config(config_text("soft", overcommit=1.25, on_oom=0))
-    # 64MB claim: memory.high = 64MB, memory.max = 80MB.
-    passing, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
-                                  *python_job(allocate(62)))
+    # About 8MB of interpreter plus 28MB: above the claim, below the ceiling.
+    passing, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "32MB",
+                                  *python_job(allocate(28)))
     record = guest.record(passing)
     assert record["state"] == "completed", guest.explain(passing)
     enforcement = record["enforcement"]
-    assert enforcement["memory_high"] == 64 * MB and enforcement["memory_max"] == 80 * MB
-    assert record["usage"]["max_rss"] > 64 * MB, guest.explain(passing)
+    assert enforcement["memory_high"] == 32 * MB and enforcement["memory_max"] == 40 * MB
+    assert record["usage"]["max_rss"] > 32 * MB, guest.explain(passing)
 
-    stopped, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
-                                     *python_job(allocate(150)))
+    stopped, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "32MB",
+                                     *python_job(allocate(100)))
     record = guest.record(stopped)
     assert proc.returncode == Exit.OOM, guest.explain(stopped)
     assert record["state"] == "oom" and record["oom_evidence"] == "cgroup"

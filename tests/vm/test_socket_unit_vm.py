@@ -8,7 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from conftest import Guest
+from conftest import Guest, config_text
 
 
 def systemctl(*args: str) -> str:
@@ -22,8 +22,10 @@ def cgroup_of(pid: int) -> str:
 
 
 def test_socket_unit_starts_the_coordinator_on_the_first_command(guest: Guest) -> None:
-    # The user manager reads units from its own ~/.config/systemd/user: no XDG_CONFIG_HOME.
-    guest.env.pop("XDG_CONFIG_HOME")
+    # The user manager reads units from its own ~/.config/systemd/user, so this test uses the
+    # default config directory (the guest is thrown away afterwards).
+    guest.env["XDG_CONFIG_HOME"] = str(Path(guest.env["HOME"]) / ".config")
+    guest.write_config(config_text("off"))
     socket_path = guest.state / "run" / "qex.sock"
     installed = guest.run("systemd", "install")
     try:
@@ -46,6 +48,7 @@ def test_socket_unit_starts_the_coordinator_on_the_first_command(guest: Guest) -
         assert '"socket_active": "active"' in status and '"current": true' in status
     finally:
         removed = guest.run("systemd", "uninstall")
+        (Path(guest.env["XDG_CONFIG_HOME"]) / "qex.toml").unlink()
     assert removed.returncode == 0, removed.stderr
     assert systemctl("is-active", "qex.socket") != "active"
     assert not (Path(guest.env["HOME"]) / ".config/systemd/user/qex.socket").exists()

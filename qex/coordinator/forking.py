@@ -1,0 +1,109 @@
+"""The coordinator's side of the supervisor fork server (`qex.supervisor.forkserver`).
+
+Started on the first job that needs a supervisor without a systemd scope, and kept for the
+coordinator's life. A request is a line and its answer a line, on the event loop's thread:
+the answer comes back in about a millisecond (one fork of a small process). Any fault turns
+the server off for this coordinator and the caller falls back to a fresh supervisor process,
+so a broken fork server can slow qex down but never stop a job from starting.
+
+Supervisors forked by the server are not the coordinator's children: the coordinator
+watches them with a pidfd (`reaper.watch_foreign`), and the server reaps them.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+from qex.coordinator.log import log
+from qex.platform.launch import Launched
+
+#: How long one answer may take before the server is declared broken.
+ANSWER_TIMEOUT = 5.0
+
+
+class ForkServer:
+    def __init__(self, log_path: Path) -> None:
+        self._log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._broken = not (sys.platform.startswith("linux") and hasattr(os, "pidfd_open"))
+        self._buffer = b""
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def _ensure(self) -> subprocess.Popen[bytes] | None:
+        if self._broken:
+            return None
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        with open(self._log_path, "ab") as log_file:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "qex.supervisor", "--forkserver"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
+                cwd="/", start_new_session=True,
+            )
+        self._buffer = b""
+        return self._proc
+
+    def _give_up(self, why: str) -> None:
+        log(f"the supervisor fork server is off for this coordinator: {why}")
+        self._broken = True
+        if self._proc is not None:
+            try:
+                if self._proc.stdin is not None:
+                    self._proc.stdin.close()
+            except OSError:
+                pass
+            self._proc = None
+
+    def _read_line(self, fd: int) -> bytes | None:
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([fd], [], [], ANSWER_TIMEOUT)
+            if not ready:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def launch(self, job_id: str) -> Launched | None:
+        """A supervisor for `job_id` forked by the server, or None to use a fresh process."""
+        try:
+            proc = self._ensure()
+        except OSError as exc:
+            self._give_up(f"it could not start ({exc.strerror})")
+            return None
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return None
+        try:
+            proc.stdin.write(f"start {job_id}\n".encode())
+            proc.stdin.flush()
+            line = self._read_line(proc.stdout.fileno())
+        except OSError as exc:
+            self._give_up(f"it stopped answering ({exc.strerror})")
+            return None
+        if line is None:
+            self._give_up("it gave no answer")
+            return None
+        words = line.decode("utf-8", "replace").split(" ", 1)
+        if words[0] == "error" or not words[0].isdigit():
+            said = line.decode(errors="replace")
+            log(f"the supervisor fork server refused the job {job_id}: {said}")
+            return None
+        token = words[1].strip() if len(words) > 1 and words[1].strip() else None
+        return Launched(pid=int(words[0]), start_token=token, backend="process-group")
+
+    def close(self) -> None:
+        """Close the request pipe: the server exits once its last supervisor has."""
+        if self._proc is not None and self._proc.stdin is not None:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
