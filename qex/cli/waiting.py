@@ -278,9 +278,11 @@ class Waiter:
                 say("the coordinator stopped answering; qex reads the job records on disk and "
                     "looks for a new coordinator, and the job is not affected", self.settings.out)
             elif any(self.records[i].get("state") == "queued" for i in self._pending()):
-                say("no coordinator runs, so a queued job cannot start until one does (any "
-                    "command that submits, or `qex info`, starts one); qex watches the records "
-                    "meanwhile", self.settings.out)
+                later = ("this command starts one if none appears in a few seconds"
+                         if self.settings.may_start else
+                         "any command that submits, or `qex info`, starts one")
+                say("no coordinator runs, so a queued job cannot start until one does ("
+                    f"{later}); qex watches the records meanwhile", self.settings.out)
         lost_at = time.monotonic()
         watch: DirWatch | None = None
         try:

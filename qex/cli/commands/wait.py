@@ -70,7 +70,7 @@ def _wait(words: list[str], timeout: float | None, next_only: bool, quiet: bool,
         if notice:
             warn(notice)
     finals, pending = jobcmd.wait_for(
-        paths, conn, records, timeout=timeout, narrate=narrate, may_start=False,
+        paths, conn, records, timeout=timeout, narrate=narrate, may_start=True,
         group=group, next_only=next_only,
     )
     if as_json:
