@@ -79,6 +79,17 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def pss_kb(pid: int) -> int:
+    """Proportional set size: shared pages split among their users (what a process costs)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def ctx_switches(pid: int) -> int:
     total = 0
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -194,9 +205,12 @@ def main() -> None:
             time.sleep(0.05)
         time.sleep(0.3)
         sup_rss = rss_kb(sup_pid) / 1024 if sup_pid else float("nan")
+        sup_pss = pss_kb(sup_pid) / 1024 if sup_pid else float("nan")
         gate.touch()
         qex(env, "wait", "-q", sid, check=False)
         row("supervisor RSS", sup_rss, "MB", base_rss, "bare python", "<= 15 MB")
+        row("supervisor PSS (shared pages split)", sup_pss, "MB", base_rss, "bare python RSS",
+            "<= 15 MB")
     finally:
         pid_file = root / "state" / "qex" / "run" / "coordinator.pid"
         try:
