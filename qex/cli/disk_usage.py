@@ -12,10 +12,10 @@ changed for ORPHAN_MIN_AGE seconds.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qex.core.model import dataclass
 from qex.store import atomic, jobs
 from qex.store.paths import Paths
 

@@ -9,7 +9,6 @@ fan-out that succeeded in full.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -17,6 +16,7 @@ from qex.cli import jobcmd
 from qex.cli.common import warn
 from qex.cli.submitting import Submitter, submit_options_from, write_id_file
 from qex.core import fanout
+from qex.core import model as dataclasses
 from qex.core.names import new_id, printable_line, safe_name
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+
+from qex.core.model import dataclass
 
 
 @dataclass(frozen=True)

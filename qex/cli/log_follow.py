@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from qex.cli.common import warn
 from qex.cli.log_files import decode, log_path, write_out
 from qex.core.logsel import Selection, StreamFilter, select_lines, split_lines
+from qex.core.model import dataclass
 
 _MIN_PAUSE = 0.05
 _MAX_PAUSE = 0.5

@@ -12,12 +12,12 @@ Every text that another agent could have typed goes through `record_view.display
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qex.cli.record_view import display_record, signal_text
 from qex.core import logsel
+from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id, visible
 from qex.core.units import format_duration, format_size
 

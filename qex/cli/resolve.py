@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from qex.core.model import dataclass, field
 from qex.core.names import is_uuid, printable_line, safe_name, short_id
 from qex.core.states import FINAL
 

@@ -12,13 +12,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from qex.cli.common import warn
 from qex.cli.jobcmd import fail
+from qex.core.model import dataclass, field
 
 if TYPE_CHECKING:
     from qex.client.connection import Connection

@@ -8,12 +8,12 @@ finished jobs, so the page answers "what runs, what waits, what just ended".
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from qex.cli.queue_lines import clock, health_line, others_line, pause_lines
 from qex.cli.record_view import note_text, sort_key, time_text
 from qex.cli.render_table import cut, paint, state_colour
+from qex.core.model import dataclass
 from qex.core.names import safe_name, short_id
 from qex.core.units import format_size
 

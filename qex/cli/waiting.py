@@ -20,7 +20,6 @@ from __future__ import annotations
 import select
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 # Re-exported below: the commands import the ends of a wait from this module.
@@ -35,6 +34,7 @@ from qex.cli.wait_ends import (
     stop_signals,
 )
 from qex.client.connection import NO_LIMIT, Connection, CoordinatorError, connect
+from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.states import FINAL
 from qex.store.paths import Paths

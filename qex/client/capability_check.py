@@ -15,10 +15,10 @@ Pure: the caller passes the coordinator's `info` answer and capability names.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from qex.core import protocol
+from qex.core.model import dataclass, field
 from qex.core.names import safe_name
 
 #: capability -> the options a person would recognise, in the order they are reported.

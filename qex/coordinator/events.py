@@ -24,9 +24,9 @@ import os
 import uuid
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from qex.core.model import dataclass
 from qex.core.states import State
 
 DEFAULT_RETAINED = 512

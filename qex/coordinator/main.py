@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from qex import __version__
@@ -26,6 +25,7 @@ from qex.coordinator.forking import ForkServer
 from qex.coordinator.log import log, log_exception
 from qex.coordinator.startup import AnotherCoordinator, StartError, bind_socket, lock_pid_file
 from qex.core.config import Config, ConfigError
+from qex.core.model import dataclass
 from qex.core.protocol import MAX_LINE
 from qex.store.paths import Paths, ensure_private_dir
 

@@ -14,12 +14,12 @@ record's writer, and the coordinator keeps its pid in `supervisor.pid`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from qex.coordinator import pausing
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, describe_os_error, label
 from qex.core.config import Pool
+from qex.core.model import dataclass
 from qex.core.records import Assignment, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State

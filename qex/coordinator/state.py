@@ -17,13 +17,13 @@ import errno
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qex.coordinator.events import EventHub
 from qex.coordinator.log import log
 from qex.core.config import Config, Machine
+from qex.core.model import dataclass, field
 from qex.core.records import JobSpec, JobStatus
 from qex.core.scheduler_types import PeerLoad
 from qex.core.states import ACTIVE, FINAL, State, rank

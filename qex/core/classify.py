@@ -25,8 +25,7 @@ children: with the job's own counter the cause is certain, and raising the claim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from qex.core.model import dataclass
 from qex.core.states import State
 from qex.core.units import format_duration, format_size
 

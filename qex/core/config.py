@@ -8,7 +8,7 @@ gave (`BudgetValue`) because they resolve against the machine at use time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from qex.core.model import dataclass, field
 
 
 class ConfigError(ValueError):

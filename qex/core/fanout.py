@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+from qex.core.model import dataclass, field
 
 #: The whole input is held in memory, so it is capped whether it comes from a file or a pipe.
 MAX_INPUT_BYTES = 64 * 1024 * 1024

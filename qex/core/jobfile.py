@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from qex.core.jobfile_fields import (
@@ -33,6 +32,7 @@ from qex.core.jobfile_fields import (
     parse_env,
     parse_resources,
 )
+from qex.core.model import dataclass, field
 from qex.core.names import is_safe_name, visible
 
 __all__ = [

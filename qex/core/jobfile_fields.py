@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NoReturn
 
@@ -20,6 +19,7 @@ from qex.core.claims import (
     parse_mem_claim,
     resource_name_problem,
 )
+from qex.core.model import dataclass, field
 from qex.core.names import visible
 from qex.core.records import PoolClaim
 from qex.core.units import UnitError, parse_count, parse_duration, parse_size

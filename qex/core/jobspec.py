@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from qex.core.claims import (
@@ -36,6 +35,7 @@ from qex.core.claims import (
 from qex.core.config import Config, Machine
 from qex.core.hints import apply_hints
 from qex.core.jobfile import JobFile, Unset
+from qex.core.model import dataclass, field, replace
 from qex.core.names import derive_name, is_safe_name, visible
 from qex.core.records import JobSpec
 from qex.core.spec_pools import check_pool_env, pool_claims

@@ -24,8 +24,8 @@ newlines = the newlines the job wrote (a "line" is counted by its newline).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from qex.core.model import dataclass
 from qex.core.units import KIB, format_size
 
 #: Every line that qex writes into a job's log starts with this, so readers can skip them.

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from qex.core.model import dataclass
 
 #: Lines shown per stream when the reader gives no range option.
 DEFAULT_TAIL = 500

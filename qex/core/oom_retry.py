@@ -9,7 +9,7 @@ spending the count the user chose for faults outside the task.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from qex.core.model import dataclass
 
 
 @dataclass(frozen=True)

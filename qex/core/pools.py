@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from qex.core.config import Pool
+from qex.core.model import dataclass, field
 from qex.core.names import safe_name
 from qex.core.records import Assignment, PoolClaim
 from qex.core.units import format_size

@@ -20,10 +20,10 @@ The pass, in order:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from qex.core import wait_reasons as words
 from qex.core.config import Pool
+from qex.core.model import dataclass
 from qex.core.names import safe_name
 from qex.core.pause_text import lock_person_default, queue_fault_reason
 from qex.core.pools import (

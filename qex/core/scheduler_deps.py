@@ -9,9 +9,8 @@ the stage just before it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from qex.core import wait_reasons as words
+from qex.core.model import dataclass, field
 from qex.core.scheduler_types import KnownJob, Snapshot
 from qex.core.states import FINAL, State
 

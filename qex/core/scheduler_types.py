@@ -9,9 +9,9 @@ by the scheduler: `now` is in the snapshot.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from qex.core.config import Pool
+from qex.core.model import dataclass, field
 from qex.core.records import Assignment, PoolClaim
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
+
+from qex.core.model import dataclass
 
 
 class Kind(StrEnum):

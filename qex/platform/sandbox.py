@@ -13,8 +13,9 @@ This module stays import-light: the supervisor loads it once per job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from qex.core.model import dataclass, field
 
 
 @dataclass

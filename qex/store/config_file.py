@@ -20,11 +20,11 @@ import errno
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from qex.core.config import Config, ConfigError
 from qex.core.config_parse import parse_config
+from qex.core.model import dataclass
 from qex.core.names import visible
 from qex.store.paths import Paths
 from qex.store.structured import kind_of, toml_error_text

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qex.core.model import dataclass
 from qex.store import atomic
 from qex.store.paths import Paths
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from qex.core.model import dataclass
 
 #: The longest socket path that fits `sun_path` on every OS qex runs on (macOS: 104 with NUL).
 MAX_SOCKET_PATH = 100

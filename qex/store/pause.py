@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qex.core.model import dataclass, field
 from qex.store import atomic
 
 #: A pause file is tiny; anything larger is not one of ours.

@@ -15,10 +15,10 @@ import json
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qex.core.model import dataclass, field
 from qex.store import atomic
 
 MAX_PEER_FILE = 64 * 1024

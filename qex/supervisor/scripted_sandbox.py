@@ -15,11 +15,11 @@ with a job that sends itself SIGKILL. Nothing outside tests sets this variable.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+from qex.core import model as dataclasses
 from qex.platform.sandbox import Evidence, Limits
 
 ENV_VAR = "QEX_TEST_SANDBOX"

@@ -16,8 +16,8 @@ import errno
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
+from qex.core.model import dataclass
 from qex.platform import jobprocess
 from qex.supervisor.children import forget_in_child
 

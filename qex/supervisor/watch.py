@@ -16,8 +16,8 @@ import selectors
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
+from qex.core.model import dataclass
 from qex.platform import procs
 from qex.supervisor.children import ChildWatch, Reaper
 from qex.supervisor.logcap import CappedLog

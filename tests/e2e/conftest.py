@@ -16,11 +16,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from qex.core.model import dataclass, field
 
 QEX = [sys.executable, "-m", "qex"]
 _bin = Path(sys.executable).parent / "qex"

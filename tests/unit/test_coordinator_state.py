@@ -281,9 +281,8 @@ def test_a_full_disk_queues_nothing_and_leaves_nothing(tmp_path: Path,
 
 
 def test_oversized_policies_at_submission(tmp_path: Path) -> None:
-    import dataclasses
-
     from qex.coordinator.submit import handle_submit
+    from qex.core import model as dataclasses
     from qex.core.config import QueueSection
 
     coord = make_coord(tmp_path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from qex.core.jobspec import (
     default_resolve_dir,
     stage_options,
 )
+from qex.core.model import replace
 from qex.core.records import JobSpec
 from qex.core.units import GIB, MIB, format_duration, format_size
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from qex.core.model import dataclass, field
 from qex.platform.detect import Capabilities
 from qex.platform.fakes import FakeScopeManager
 from qex.platform.launch import GO_FD, ScopeLauncher, spawn_detached

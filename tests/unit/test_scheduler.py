@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from sched_factory import GB, job, job_id, running, snapshot
 
+from qex.core import model as dataclasses
 from qex.core.config import Pool
 from qex.core.records import Assignment, PoolClaim
 from qex.core.scheduler import decide

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sched_factory import GB, job, snapshot
 
+from qex.core import model as dataclasses
 from qex.core.config import Pool
 from qex.core.pools import PoolUsage, assign, pool_usage
 from qex.core.records import PoolClaim

@@ -8,7 +8,6 @@ $defs).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 
 from qex.cli.commands.schema import command as schema_command
 from qex.core import jobfile
+from qex.core import model as dataclasses
 from qex.core.records import JobSpec, JobStatus
 from qex.core.schemas import DIALECT, SCHEMAS, STATUS_PROPERTIES, render
 from qex.core.states import State

@@ -19,11 +19,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from qex.core.model import dataclass, field
 
 IN_GUEST = os.environ.get("QEX_VM_GUEST") == "1"
 QEX = [str(Path(sys.executable).parent / "qex")]

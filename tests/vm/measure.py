@@ -1,8 +1,9 @@
 """Figures for the closing note, measured inside the qex-vm guest (run by tests/vm/run.sh):
 
-* admission -> exec: `started_at` in the record (the coordinator admitted the job) to the
-  wall-clock time the job's first program prints, with `[enforce] mode` off (plain process
-  group) and hard (scope + job leaf); the median of several jobs;
+* admission -> exec: the time of the job's `starting` event (the coordinator admitted it and
+  starts its supervisor) to the wall-clock time the job's program prints, with `[enforce]
+  mode` off (plain process group) and hard (scope + job leaf); the median of several jobs.
+  The record's own `started_at` cannot serve: the supervisor rewrites it when the job runs;
 * the resident memory of one supervisor while its job runs (VmRSS, and Pss when readable).
 
 Prints `MEASURE key value` lines; it asserts nothing, and a failure to measure is printed.
@@ -10,6 +11,7 @@ Prints `MEASURE key value` lines; it asserts nothing, and a failure to measure i
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -37,18 +39,31 @@ def fresh_guest() -> Guest:
     return Guest(root=root, env=env)
 
 
+def admitted_at(guest: Guest) -> dict[str, float]:
+    """Job id -> the time of its `starting` event, from the coordinator's event ring."""
+    proc = guest.run("events", "--json", "--since", "start", "--timeout", "3s")
+    found: dict[str, float] = {}
+    for line in proc.stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "job" and event.get("state") == "starting":
+            found[event["id"]] = float(event["time"])
+    return found
+
+
 def exec_delays(mode: str) -> list[float]:
     guest = fresh_guest()
     guest.write_config(config_text(mode))
     guest.info()  # the coordinator is up before the first measured job
-    delays = []
+    printed: dict[str, float] = {}
     for _ in range(RUNS):
         job = guest.submit("--wait", "--cpu", "1", "--mem", "128MB", "--", "date", "+%s.%N")
-        record = guest.record(job)
-        printed = float(guest.log(job).strip())
-        delays.append(printed - float(record["started_at"]))
+        printed[job] = float(guest.log(job).strip())
+    admitted = admitted_at(guest)
     shutil.rmtree(guest.root, ignore_errors=True)
-    return delays
+    return [printed[job] - admitted[job] for job in printed]
 
 
 def supervisor_memory() -> dict[str, int]:

@@ -17,7 +17,6 @@ import click
               help="Write the new id here (atomically) before anything else happens.")
 def command(word: str, id_file: str | None) -> None:
     """Queue a job again from its recorded spec and print the new id."""
-    import dataclasses
     import time
 
     from qex.cli import jobcmd
@@ -25,6 +24,7 @@ def command(word: str, id_file: str | None) -> None:
     from qex.cli.idfile import single_text
     from qex.cli.resolve import resolve
     from qex.cli.submitting import Submitter, write_id_file
+    from qex.core import model as dataclasses
     from qex.core.names import derive_name, is_safe_name, new_id, safe_name, short_id
     from qex.core.states import Exit
     from qex.platform.machine import machine

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
 from qex.cli.common import get_paths
+from qex.core.model import dataclass, field
 
 #: The gap between the two samples of `--once`.
 ONCE_GAP = 0.4

@@ -1,0 +1,204 @@
+"""A small, fast stand-in for `dataclasses`: records and value classes without the import cost.
+
+Why not the standard library: `import dataclasses` pulls in `inspect` (and with it `ast`,
+`dis`, `tokenize`), and every decorated class then compiles generated code. In qex that was
+most of the start-up of a status query and a few megabytes of every supervisor, which are the
+two things the design promises to keep small. This module keeps the same spelling for the
+subset qex uses — `@dataclass`, `@dataclass(frozen=True)`, `field(default=...,
+default_factory=...)`, `fields`, `asdict`, `replace`, `__post_init__` — so a reader (and
+mypy, through `typing.dataclass_transform`) sees ordinary dataclasses.
+
+What it does not do: `order=`, `InitVar`, `KW_ONLY`, or per-field `init`/`repr`/`compare`
+flags. `slots=True` is accepted and ignored. Generated methods are generic (no code is
+compiled per class), which costs a few microseconds per instance and nothing at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, dataclass_transform, overload
+
+T = TypeVar("T")
+
+_MISSING: Any = object()
+_FIELDS = "__qex_fields__"
+_FROZEN = "__qex_frozen__"
+
+
+class FrozenInstanceError(AttributeError):
+    """An assignment to a field of a frozen instance."""
+
+
+class Field:
+    """One field: its name, and its default or the factory that makes one."""
+
+    __slots__ = ("default", "default_factory", "name")
+
+    def __init__(self, default: Any = _MISSING, default_factory: Any = _MISSING) -> None:
+        self.name = ""
+        self.default = default
+        self.default_factory = default_factory
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r})"
+
+    def value(self) -> Any:
+        if self.default_factory is not _MISSING:
+            return self.default_factory()
+        return self.default
+
+
+def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] = _MISSING) -> Any:
+    """A field with a default, or with a factory for a fresh mutable default."""
+    return Field(default=default, default_factory=default_factory)
+
+
+def _collect(cls: type) -> tuple[Field, ...]:
+    inherited: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for item in base.__dict__.get(_FIELDS, ()):
+            inherited[item.name] = item
+    own: dict[str, Any] = vars(cls).get("__annotations__", {})
+    for name, annotation in own.items():
+        if isinstance(annotation, str) and annotation.startswith("ClassVar"):
+            continue
+        raw = cls.__dict__.get(name, _MISSING)
+        spec = raw if isinstance(raw, Field) else Field(default=raw)
+        spec.name = name
+        if isinstance(raw, Field):
+            # The class attribute must not shadow instances: keep a plain default there.
+            if raw.default is not _MISSING:
+                setattr(cls, name, raw.default)
+            else:
+                delattr(cls, name)
+        inherited.pop(name, None)
+        inherited[name] = spec
+    return tuple(inherited.values())
+
+
+def _make_init(specs: tuple[Field, ...], frozen: bool) -> Callable[..., None]:
+    names = [spec.name for spec in specs]
+    by_name = {spec.name: spec for spec in specs}
+    setter = object.__setattr__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}() takes {len(names)} positional arguments "
+                            f"but {len(args)} were given")
+        for name, value in zip(names, args, strict=False):
+            if name in kwargs:
+                raise TypeError(f"{type(self).__name__}() got multiple values for {name!r}")
+            setter(self, name, value)
+        for name in names[len(args):]:
+            if name in kwargs:
+                setter(self, name, kwargs.pop(name))
+                continue
+            spec = by_name[name]
+            if spec.default is _MISSING and spec.default_factory is _MISSING:
+                raise TypeError(f"{type(self).__name__}() is missing the argument {name!r}")
+            setter(self, name, spec.value())
+        if kwargs:
+            unknown = ", ".join(sorted(kwargs))
+            raise TypeError(f"{type(self).__name__}() got unexpected arguments: {unknown}")
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
+
+    return __init__
+
+
+def _values(self: Any) -> tuple[Any, ...]:
+    return tuple(getattr(self, spec.name) for spec in getattr(self, _FIELDS))
+
+
+def _repr(self: Any) -> str:
+    specs = getattr(self, _FIELDS)
+    inner = ", ".join(f"{spec.name}={getattr(self, spec.name)!r}" for spec in specs)
+    return f"{type(self).__qualname__}({inner})"
+
+
+def _eq(self: Any, other: object) -> Any:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash((self.__class__, _values(self)))
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r} of a frozen {type(self).__name__}")
+
+
+def _process(cls: type[T], frozen: bool) -> type[T]:
+    specs = _collect(cls)
+    setattr(cls, _FIELDS, specs)
+    setattr(cls, _FROZEN, frozen)
+    setattr(cls, "__init__", _make_init(specs, frozen))  # noqa: B010
+    if "__repr__" not in cls.__dict__:
+        setattr(cls, "__repr__", _repr)  # noqa: B010
+    if "__eq__" not in cls.__dict__:
+        setattr(cls, "__eq__", _eq)  # noqa: B010
+    if frozen:
+        setattr(cls, "__setattr__", _frozen_setattr)  # noqa: B010
+        setattr(cls, "__delattr__", _frozen_delattr)  # noqa: B010
+        setattr(cls, "__hash__", _hash)  # noqa: B010
+    elif "__hash__" not in cls.__dict__:
+        setattr(cls, "__hash__", None)  # noqa: B010
+    return cls
+
+
+@overload
+def dataclass(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def dataclass(*, frozen: bool = False, slots: bool = False) -> Callable[[type[T]], type[T]]: ...
+
+
+@dataclass_transform(field_specifiers=(field, Field))
+def dataclass(cls: type[T] | None = None, /, *, frozen: bool = False,
+              slots: bool = False) -> Any:
+    """Make `cls` a record class: `__init__`, `__repr__`, `__eq__` from its annotations."""
+    del slots  # accepted for the same spelling; instances keep a __dict__
+    if cls is None:
+        return lambda inner: _process(inner, frozen)
+    return _process(cls, frozen)
+
+
+def fields(obj: Any) -> tuple[Field, ...]:
+    """The fields of a record class or instance, in declaration order."""
+    specs = getattr(obj, _FIELDS, None)
+    if specs is None:
+        raise TypeError(f"{obj!r} is not a record class or instance")
+    return tuple(specs)
+
+
+def is_record(obj: Any) -> bool:
+    return hasattr(obj, _FIELDS)
+
+
+def asdict(obj: Any) -> Any:
+    """The record as plain dicts and lists, records inside it included."""
+    if hasattr(obj, _FIELDS) and not isinstance(obj, type):
+        return {spec.name: asdict(getattr(obj, spec.name)) for spec in getattr(obj, _FIELDS)}
+    if isinstance(obj, dict):
+        return {key: asdict(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(asdict(value) for value in obj)
+    return obj
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """A copy of a record with some fields changed."""
+    values = {spec.name: getattr(obj, spec.name) for spec in getattr(obj, _FIELDS)}
+    unknown = set(changes) - set(values)
+    if unknown:
+        raise TypeError(f"{type(obj).__name__} has no field {sorted(unknown)[0]!r}")
+    values.update(changes)
+    return type(obj)(**values)
