@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from qex.core.model import dataclass
 
 CGROUP_MOUNT = Path("/sys/fs/cgroup")
 

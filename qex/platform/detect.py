@@ -20,9 +20,10 @@ import socket
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from qex.core.model import asdict, dataclass, field
 
 BACKENDS = ("pystemd", "systemd-run")
 DROP_IN = "/etc/systemd/system/user@.service.d/qex-delegate.conf"
@@ -46,7 +47,7 @@ class Capabilities:
     cgroup_mode: str = "n/a"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data: dict[str, Any] = asdict(self)
         data["delegated"] = list(self.delegated)
         return data
 

@@ -11,8 +11,9 @@ listed as skipped so the user sees why it is missing.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from qex.core.model import dataclass
 
 #: PCI vendor id -> (short name, the variable that selects devices for that vendor's runtime)
 VENDORS: dict[str, tuple[str, str]] = {

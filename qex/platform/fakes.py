@@ -13,9 +13,9 @@ reasons the kernel would make it fail:
 from __future__ import annotations
 
 import errno
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from qex.core.model import dataclass, field
 from qex.platform.cgroup import CgroupError, CgroupFS, join
 from qex.platform.scope import ScopeError, ScopeRequest
 

@@ -26,9 +26,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from qex.core.model import dataclass, field
 from qex.platform import procs
 from qex.platform.cgroup import cgroup_of
 from qex.platform.detect import Capabilities, detect

@@ -19,8 +19,9 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from qex.core.model import dataclass, field
 
 SLICE = "qex.slice"
 _UNIT_PREFIX = "qex-"
