@@ -193,6 +193,8 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     coord.children[launched.pid] = job.id
     if launched.note:
         log(f"the job {label(record)} runs without a scope: {launched.note}")
+    elif launched.unit:
+        log(f"the job {label(record)} runs in the scope {launched.unit} ({launched.backend})")
     _write_supervisor_pid(job, launched.pid, launched.start_token)
 
 
