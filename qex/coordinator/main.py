@@ -187,6 +187,7 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     unix_server.close()
     coord.events.close(coord.stop_reason or "the coordinator stops", coord.now())
     await server.say_goodbye(BYE_GRACE_SECS)
+    coord.flush_deferred()
     runner.withdraw_peer()
     coord.forkserver.close()
     if file_watch is not None:

@@ -37,6 +37,33 @@ class PassResult:
 
 
 def job_view(job: Job) -> JobView:
+    """The scheduler's view of a job, rebuilt only when a field it shows has changed."""
+    record = job.record
+    key = (id(record), record.state, record.passed_by, record.blocked_since,
+           record.blocked_reason, record.queue_pause_secs, record.cpu, record.mem,
+           record.started_at, record.queue_time_applies, job.priority, job.max_queue_time)
+    cached = job.view_cache
+    if cached is not None and cached[0] == key:
+        view: JobView = cached[1]
+        return view
+    view = _build_view(job)
+    job.view_cache = (key, view)
+    return view
+
+
+def known_job(job: Job) -> KnownJob:
+    record = job.record
+    key = (record.state, record.caused_by, record.name)
+    cached = job.known_cache
+    if cached is not None and cached[0] == key:
+        known: KnownJob = cached[1]
+        return known
+    known = KnownJob(job.id, record.name, record.state, record.caused_by)
+    job.known_cache = (key, known)
+    return known
+
+
+def _build_view(job: Job) -> JobView:
     record = job.record
     claims = {name: PoolClaim(int(c.get("count", 0)), c.get("size"))
               for name, c in (record.claims or {}).items()}
@@ -62,8 +89,7 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
         now=now,
         queue=tuple(job_view(job) for job in coord.queued_jobs()),
         active=tuple(job_view(job) for job in coord.active_jobs()),
-        known={job.id: KnownJob(job.id, job.record.name, job.record.state, job.record.caused_by)
-               for job in coord.jobs.values()},
+        known={job.id: known_job(job) for job in coord.jobs.values()},
         cpu_budget=coord.cpu_budget(),
         mem_budget=coord.mem_budget(),
         pools=tuple(config.pools),
@@ -117,7 +143,7 @@ def apply(coord: Coordinator, decision: Decision) -> None:
         record.blocked_reason = update.blocked_reason
         record.blocked_since = update.blocked_since
         record.passed_by = update.passed_by
-        coord.write_logged(job)
+        coord.defer_write(job)
         coord.publish(job)
     for skip in decision.skips:
         job = coord.jobs.get(skip.id)

@@ -31,6 +31,8 @@ from qex.store import jobs as job_files
 from qex.store.paths import Paths
 from qex.store.pause import PauseFile
 
+#: How long a queued job's changed reason may wait before its record is written.
+REASON_WRITE_DELAY = 0.5
 _FINAL_TEXT = frozenset(state.value for state in FINAL)
 _ACTIVE_TEXT = frozenset(state.value for state in ACTIVE)
 
@@ -54,6 +56,10 @@ class Job:
     supervisor_pid: int | None = None
     supervisor_token: str | None = None
     supervisor_is_child: bool = False
+    #: The scheduler's last view of this job, and the record fields it was built from:
+    #: a pass over a long queue reuses the views of the jobs that did not change.
+    view_cache: tuple[Any, Any] | None = None
+    known_cache: tuple[Any, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -128,6 +134,8 @@ class Coordinator:
     peer_refresher: Callable[[], PeerLoad] | None = None
     #: Set at start: forks ready supervisors (None: always start a fresh process).
     forkserver: ForkServer | None = None
+    _deferred: set[str] = field(default_factory=set)
+    _flush_handle: asyncio.TimerHandle | None = None
 
     # -- time and wake-ups -------------------------------------------------------------
 
@@ -177,6 +185,29 @@ class Coordinator:
     def write(self, job: Job) -> None:
         """Write the record (atomic). Raises OSError; callers decide what a failure means."""
         job_files.write_status(job.dir, job.record)
+
+    def defer_write(self, job: Job) -> None:
+        """Write a queued job's new reason soon, not now.
+
+        While a long queue drains, every start changes the reasons of many waiting jobs; the
+        coordinator answers for queued jobs from memory, so their records on disk may lag
+        by a moment. Batching those writes keeps a drain from being a storm of fsyncs.
+        """
+        self._deferred.add(job.id)
+        if self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(REASON_WRITE_DELAY, self.flush_deferred)
+
+    def flush_deferred(self) -> None:
+        """Write every deferred record of a job that is still queued."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        pending, self._deferred = self._deferred, set()
+        for job_id in pending:
+            job = self.jobs.get(job_id)
+            if job is not None and job.record.state == State.QUEUED.value:
+                self.write_logged(job)
 
     def write_logged(self, job: Job) -> bool:
         try:

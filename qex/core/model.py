@@ -9,8 +9,8 @@ default_factory=...)`, `fields`, `asdict`, `replace`, `__post_init__` — so a r
 mypy, through `typing.dataclass_transform`) sees ordinary dataclasses.
 
 What it does not do: `order=`, `InitVar`, `KW_ONLY`, or per-field `init`/`repr`/`compare`
-flags. `slots=True` is accepted and ignored. Generated methods are generic (no code is
-compiled per class), which costs a few microseconds per instance and nothing at import.
+flags. `slots=True` is accepted and ignored. `__init__` is compiled on a class's first
+instance, not at import; the other methods are generic.
 """
 
 from __future__ import annotations
@@ -77,34 +77,49 @@ def _collect(cls: type) -> tuple[Field, ...]:
 
 
 def _make_init(specs: tuple[Field, ...], frozen: bool) -> Callable[..., None]:
-    names = [spec.name for spec in specs]
-    by_name = {spec.name: spec for spec in specs}
-    setter = object.__setattr__
+    """An `__init__` that compiles the real one on its first call.
+
+    The compiled one is as fast as a dataclass's (it matters: the coordinator builds a view
+    of every queued job in every scheduler pass), and compiling it lazily keeps the cost
+    away from start-up for the many classes a given command never instantiates.
+    """
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(names):
-            raise TypeError(f"{type(self).__name__}() takes {len(names)} positional arguments "
-                            f"but {len(args)} were given")
-        for name, value in zip(names, args, strict=False):
-            if name in kwargs:
-                raise TypeError(f"{type(self).__name__}() got multiple values for {name!r}")
-            setter(self, name, value)
-        for name in names[len(args):]:
-            if name in kwargs:
-                setter(self, name, kwargs.pop(name))
-                continue
-            spec = by_name[name]
-            if spec.default is _MISSING and spec.default_factory is _MISSING:
-                raise TypeError(f"{type(self).__name__}() is missing the argument {name!r}")
-            setter(self, name, spec.value())
-        if kwargs:
-            unknown = ", ".join(sorted(kwargs))
-            raise TypeError(f"{type(self).__name__}() got unexpected arguments: {unknown}")
-        post = getattr(self, "__post_init__", None)
-        if post is not None:
-            post()
+        cls = type(self)
+        owner = next(c for c in cls.__mro__ if c.__dict__.get("__init__") is __init__)
+        real = _compile_init(specs, frozen)
+        setattr(owner, "__init__", real)  # noqa: B010
+        real(self, *args, **kwargs)
 
     return __init__
+
+
+def _compile_init(specs: tuple[Field, ...], frozen: bool) -> Callable[..., None]:
+    namespace: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
+    params: list[str] = []
+    body: list[str] = []
+    for index, spec in enumerate(specs):
+        name = spec.name
+        if spec.default_factory is not _MISSING:
+            namespace[f"_factory_{index}"] = spec.default_factory
+            params.append(f"{name}=_MISSING")
+            value = f"_factory_{index}() if {name} is _MISSING else {name}"
+        elif spec.default is not _MISSING:
+            namespace[f"_default_{index}"] = spec.default
+            params.append(f"{name}=_default_{index}")
+            value = name
+        else:
+            params.append(name)
+            value = name
+        assign = f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}"
+        body.append(f"    {assign}")
+    body.append("    _post = getattr(self, '__post_init__', None)")
+    body.append("    if _post is not None:")
+    body.append("        _post()")
+    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(compile(source, "<qex.core.model>", "exec"), namespace)
+    init: Callable[..., None] = namespace["__init__"]
+    return init
 
 
 def _values(self: Any) -> tuple[Any, ...]:
