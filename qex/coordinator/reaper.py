@@ -39,15 +39,7 @@ _TASKS: set[asyncio.Task[None]] = set()
 
 def reap_children(coord: Coordinator) -> None:
     """SIGCHLD: collect every exited child, and judge the supervisors among them."""
-    while True:
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
-        if pid == 0:
-            return
+    for pid in procs.reap_exited():
         job_id = coord.children.pop(pid, None)
         if job_id is None:
             continue  # a stop hook runner, or a child we do not track

@@ -12,6 +12,7 @@ import errno
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 _LINUX = sys.platform.startswith("linux")
 _boot_id: str | None = None
@@ -94,6 +95,24 @@ def same_process(pid: int | None, token: str | None) -> bool:
     if token is None:
         return True
     return start_token(pid) == token
+
+
+def reap_exited() -> Iterator[int]:
+    """Collect every child that has exited (never blocks), yielding their pids.
+
+    A parent must do this on machines whose PID 1 does not reap: an unreaped child stays a
+    zombie, and a zombie still answers `kill(pid, 0)`.
+    """
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+        yield pid
 
 
 def leads_group(pid: int) -> bool:

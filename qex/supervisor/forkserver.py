@@ -36,15 +36,8 @@ from qex.store.paths import PathError, Paths
 
 
 def _reap(_signum: int, _frame: object) -> None:
-    while True:
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        except InterruptedError:
-            continue
-        if pid == 0:
-            return
+    for _pid in procs.reap_exited():
+        pass
 
 
 def _answer(text: str) -> None:
