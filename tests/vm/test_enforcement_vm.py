@@ -87,23 +87,28 @@ def test_oom_retries_with_a_grown_claim_until_it_fits(guest: Guest) -> None:
 
 
 def test_soft_mode_lets_a_job_pass_its_claim_but_not_the_overcommit(guest: Guest) -> None:
-    # A 32MB claim: memory.high = 32MB, memory.max = 40MB. Small on purpose: above
-    # memory.high, with no swap, the kernel delays the job for every 256KB it adds (up to 2 s
-    # each), so the time to cross the gap grows with its size.
-    guest.write_config(config_text("soft", overcommit=1.25, on_oom=0))
-    # 34MB of anonymous memory (which cannot be reclaimed without swap) plus about 3MB of
+    # A 128MB claim with overcommit 1.1: memory.high = 128MB, memory.max = 140.8MB. Above
+    # memory.high, with no swap, the kernel delays the job for every 256KB it adds, by a time
+    # that grows with the square of the overage as a fraction of memory.high (capped at 2 s).
+    # A narrow gap above a larger claim keeps that fraction small, so the climb to memory.max
+    # takes seconds; a wide gap above a small claim took minutes under emulation.
+    guest.write_config(config_text("soft", overcommit=1.1, on_oom=0))
+    high, ceiling = 128 * MB, int(128 * MB * 1.1)
+    # 131MB of anonymous memory (which cannot be reclaimed without swap) plus the
     # interpreter: above the claim, below the ceiling. The kernel trims the job's page cache
     # towards memory.high, so only anonymous memory is sure to pass the claim.
-    passing, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "32MB",
-                                  *python_job(allocate(34)))
+    passing, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "128MB",
+                                  *python_job(allocate(131)))
     record = guest.record(passing)
     assert record["state"] == "completed", guest.explain(passing)
     enforcement = record["enforcement"]
-    assert enforcement["memory_high"] == 32 * MB and enforcement["memory_max"] == 40 * MB
-    assert record["usage"]["max_rss"] > 32 * MB, guest.explain(passing)
+    # The kernel keeps limits in whole pages.
+    assert enforcement["memory_high"] == high
+    assert ceiling - 4096 < enforcement["memory_max"] <= ceiling
+    assert record["usage"]["max_rss"] > high, guest.explain(passing)
 
-    stopped, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "32MB",
-                                     *python_job(allocate(100)))
+    stopped, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "128MB",
+                                     *python_job(allocate(200)))
     record = guest.record(stopped)
     assert proc.returncode == Exit.OOM, guest.explain(stopped)
     assert record["state"] == "oom" and record["oom_evidence"] == "cgroup"
