@@ -106,7 +106,9 @@ class Runner:
         status.supervisor_start_token = procs.start_token(os.getpid())
         status.boot_id = procs.boot_id()
         status.error = self._error()
-        self.save()
+        # No write here: the first record this supervisor writes is `running` (or the failure
+        # that prevented it), moments later. Until then the coordinator's `supervisor.pid`
+        # names this process, so one atomic write and one wake-up per job are saved.
         try:
             while True:
                 outcome = self._attempt()
