@@ -112,12 +112,7 @@ def supervisor_gone(coord: Coordinator, job: Job) -> None:
 
 def requeue_after_oom(coord: Coordinator, job: Job, disk: JobStatus) -> None:
     """The supervisor raised the claim after a proven OOM and gave the job back to the queue."""
-    disk.supervisor_pid = None
-    disk.pid = None
-    disk.pid_start_token = None
-    disk.blocked_reason = None
-    disk.blocked_since = None
-    disk.passed_by = 0
+    disk.back_to_queue()
     job.record = disk
     coord.enqueue(job)
     coord.write_logged(job)

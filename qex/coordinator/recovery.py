@@ -117,18 +117,12 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
         return
     never_launched = record.supervisor_pid is None and not file_exists
     if record.state == State.STARTING and not record.pid and never_launched:
-        record.state = State.QUEUED.value
+        record.back_to_queue()
         record.started_at = None
-        record.finished_at = None
         record.error = None
-        record.blocked_reason = None
-        record.blocked_since = None
-        record.supervisor_start_token = None
         record.assigned = {}
         record.forced = False
         record.forced_reason = None
-        record.pid = None
-        record.pid_start_token = None
         coord.write_logged(job)
         coord.enqueue(job)
         log(f"the job {label(record)} had not started when the coordinator stopped; "

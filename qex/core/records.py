@@ -194,3 +194,21 @@ class JobStatus:
     @property
     def final(self) -> bool:
         return State(self.state) in FINAL
+
+    def back_to_queue(self) -> None:
+        """Make the record `queued` again: no process, no queue reason, no end.
+
+        What the job keeps is the caller's choice: an OOM retry keeps `started_at` and
+        `attempts` (the job has run), a start that never happened clears them itself.
+        """
+        self.state = State.QUEUED.value
+        self.pid = None
+        self.pid_start_token = None
+        self.supervisor_pid = None
+        self.supervisor_start_token = None
+        self.exit_code = None
+        self.signal = None
+        self.finished_at = None
+        self.blocked_reason = None
+        self.blocked_since = None
+        self.passed_by = 0

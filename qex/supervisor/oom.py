@@ -49,18 +49,10 @@ def after_proven_oom(spec: JobSpec, status: JobStatus, config: Config, job_dir: 
             f"qex could not write the larger claim into spec.json ({exc.strerror or exc}); run "
             "the job again with a larger --mem"
         )
-    status.state = State.QUEUED.value
+    status.back_to_queue()
     status.mem = new
     status.oom_retries_left = left - 1
     status.queue_time_applies = False
-    status.exit_code = None
-    status.signal = None
-    status.finished_at = None
-    status.supervisor_pid = None
-    status.supervisor_start_token = None
-    status.blocked_reason = None
-    status.blocked_since = None
-    status.passed_by = 0
     raised = verdicts.oom_raise_note(attempt, old, new)
     status.note = f"{status.note} {raised}" if status.note else raised
     return verdicts.oom_requeue_sentence(attempt, old, new, left - 1)
