@@ -80,3 +80,20 @@ def test_the_records_import_no_dataclasses_module() -> None:
             "print('dataclasses' in sys.modules, 'inspect' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_hot_class_gets_a_compiled_init_that_behaves_the_same() -> None:
+    from qex.core import model
+
+    @dataclass
+    class Hot:
+        a: int
+        b: list[int] = field(default_factory=list)
+
+    generic = Hot.__init__
+    made = [Hot(i) for i in range(model.COMPILE_AFTER + 2)]
+    assert Hot.__init__ is not generic
+    assert made[-1] == Hot(model.COMPILE_AFTER + 1)
+    assert made[-1].b == [] and made[-1].b is not made[-2].b
+    with pytest.raises(TypeError):
+        Hot()  # type: ignore[call-arg]
