@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import kill_job_groups
 
 from qex.core.model import dataclass, field
 
@@ -145,18 +146,5 @@ def qex_env() -> Iterator[Env]:
     finally:
         _stop_coordinator(handle)
         # Stop any job or supervisor still running from this test's state dir.
-        jobs = handle.state / "jobs"
-        if jobs.is_dir():
-            for status in jobs.glob("*/status.json"):
-                try:
-                    data = json.loads(status.read_text())
-                except (OSError, ValueError):
-                    continue
-                for key in ("pid", "supervisor_pid"):
-                    pid = data.get(key)
-                    if isinstance(pid, int) and pid > 1:
-                        try:
-                            os.killpg(pid, signal.SIGKILL)
-                        except OSError:
-                            pass
+        kill_job_groups(handle.state)
         shutil.rmtree(root, ignore_errors=True)

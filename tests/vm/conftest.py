@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import kill_job_groups
 
 from qex.core.model import dataclass, field
 
@@ -155,20 +156,7 @@ def _stop(guest: Guest) -> None:
         os.kill(pid, signal.SIGTERM)
     except (OSError, ValueError, IndexError):
         pass
-    jobs = guest.state / "jobs"
-    if jobs.is_dir():
-        for status in jobs.glob("*/status.json"):
-            try:
-                data = json.loads(status.read_text())
-            except (OSError, ValueError):
-                continue
-            for key in ("pid", "supervisor_pid"):
-                pid = data.get(key)
-                if isinstance(pid, int) and pid > 1:
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+    kill_job_groups(guest.state)
 
 
 @pytest.fixture
