@@ -82,5 +82,5 @@ def read_json(path: Path) -> Any | None:
     try:
         with open(path, "rb") as handle:
             return json.loads(handle.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None

@@ -242,7 +242,7 @@ def read_peers(
                 continue
             try:
                 record = PeerRecord.from_dict(json.loads(raw))
-            except ValueError:
+            except (ValueError, RecursionError):
                 record = None
             if record is None or record.uid != uid:
                 continue
