@@ -57,6 +57,7 @@ def run(paths: Paths) -> int:
         log(f"the coordinator did not start: {exc}")
         return 1
     try:
+        ensure_private_dir(paths.state_dir)
         ensure_private_dir(paths.run_dir)
         ensure_private_dir(paths.jobs_dir)
     except OSError as exc:
