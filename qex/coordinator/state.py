@@ -146,6 +146,8 @@ class Coordinator:
     #: Records that memory holds and the disk refused (a full disk): written again when
     #: `write_retry_at` comes, with a pause that doubles while the fault lasts.
     unwritten: set[str] = field(default_factory=set)
+    #: Job directories whose record could not be read at start: id -> the file's path.
+    damaged: dict[str, str] = field(default_factory=dict)
     write_problem: str | None = None
     write_retry_at: float | None = None
     write_backoff: float = 0.0
