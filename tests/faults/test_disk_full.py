@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import Disk, FaultEnv, kill9
+from faultkit import Disk, FaultEnv, kill9
 
 SUBMIT = ("submit", "--cpu", "1", "--mem", "8MB")
 
