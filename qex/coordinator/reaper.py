@@ -111,6 +111,8 @@ def supervisor_gone(coord: Coordinator, job: Job) -> None:
             "result; the coordinator records it")
         coord.adopt(job, pending)
         coord.write_logged(job)
+        if coord.hook_runner is not None:
+            coord.hook_runner(job)  # the supervisor died before it could run the stop hook
         return
     if pending is not None and pending.state == State.QUEUED:
         disk = pending

@@ -129,3 +129,44 @@ def test_publish_refuses_a_link_and_a_foreign_directory(tmp_path: Path) -> None:
     with pytest.raises(UnsafeDirectory):
         publish(root, record)
     assert list((root / f"u{os.getuid()}").iterdir()) == []
+
+
+def test_a_full_peers_disk_backs_off_instead_of_spinning(fault_env: FaultEnv) -> None:
+    import json
+    import subprocess as sp
+
+    need_root()
+    peers = fault_env.root / "peers"
+    peers.mkdir()
+    sp.run(["mount", "-t", "tmpfs", "-o", "size=100k,mode=1777", "tmpfs", str(peers)],
+           check=True)
+    try:
+        filler = os.open(peers / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                try:
+                    if os.write(filler, b"\0" * 4096) < 4096:
+                        break
+                except OSError:
+                    break
+        finally:
+            os.close(filler)
+        fault_env.write_config('[peers]\nstale_after = "1s"\n')
+        job = fault_env.submit("--mem", "8MB", "--", "sleep", "4")
+        fault_env.wait_record(job, lambda r: r["state"] == "running")
+
+        def wakeups() -> int:
+            return int(json.loads(fault_env.run("info", "--json", check=True).stdout)["wakeups"])
+
+        before = wakeups()
+        time.sleep(3)
+        after = wakeups()
+        # A spinning loop wakes thousands of times in 3 seconds; backing off, a handful.
+        assert after - before < 60, (before, after)
+        assert fault_env.run("wait", job, timeout=60).returncode == 0
+        log = (fault_env.state / "run" / "daemon.log").read_text(errors="replace")
+        assert log.count("could not publish") == 1, log[-3000:]
+        fault_env.answers()
+        fault_env.logs_within_cap()
+    finally:
+        sp.run(["umount", "-l", str(peers)], check=False)
