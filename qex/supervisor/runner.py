@@ -145,6 +145,9 @@ class Runner:
         delay = SAVE_RETRY_FIRST_SECS
         while not self.save():
             cause = self._save_fault or "an unknown fault"
+            if not self.job_dir.is_dir():
+                say("the job's directory was deleted, so its result has nowhere to go")
+                return
             if self._make_room():
                 continue
             notify.job_changed(self.paths.socket_path, self.spec.id,
