@@ -141,6 +141,11 @@ def test_a_full_peers_disk_backs_off_instead_of_spinning(fault_env: FaultEnv) ->
     sp.run(["mount", "-t", "tmpfs", "-o", "size=100k,mode=1777", "tmpfs", str(peers)],
            check=True)
     try:
+        fault_env.write_config('[peers]\nstale_after = "1s"\n')
+        job = fault_env.submit("--mem", "8MB", "--", "sleep", "5")
+        fault_env.wait_record(job, lambda r: r["state"] == "running")
+        # Published once, then the disk fills: every heartbeat after that fails.
+        fault_env.wait_for(lambda: list(peers.glob("u*/peer-*.json")), what="the peer file")
         filler = os.open(peers / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             while True:
@@ -151,9 +156,6 @@ def test_a_full_peers_disk_backs_off_instead_of_spinning(fault_env: FaultEnv) ->
                     break
         finally:
             os.close(filler)
-        fault_env.write_config('[peers]\nstale_after = "1s"\n')
-        job = fault_env.submit("--mem", "8MB", "--", "sleep", "4")
-        fault_env.wait_record(job, lambda r: r["state"] == "running")
 
         def wakeups() -> int:
             return int(json.loads(fault_env.run("info", "--json", check=True).stdout)["wakeups"])
