@@ -172,3 +172,29 @@ def test_a_full_peers_disk_backs_off_instead_of_spinning(fault_env: FaultEnv) ->
         fault_env.logs_within_cap()
     finally:
         sp.run(["umount", "-l", str(peers)], check=False)
+
+
+def test_a_swap_between_the_check_and_the_write_lands_nowhere_else(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race of issue 6.4, made certain: the directory is swapped for a link right after
+    qex checked it, before the write. The write must stay in the checked directory."""
+    from qex.store import atomic
+    from qex.store.peers import PeerRecord, publish
+
+    root = tmp_path / "peers"
+    root.mkdir()
+    os.chmod(root, 0o1777)
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    mine = root / f"u{os.getuid()}"
+    real_write = atomic.write_bytes_at
+
+    def swap_then_write(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
+        mine.rename(root / "stolen")
+        mine.symlink_to(elsewhere)
+        real_write(dir_fd, name, data, mode)
+
+    monkeypatch.setattr(atomic, "write_bytes_at", swap_then_write)
+    publish(root, PeerRecord(uid=os.getuid(), pid=4242, boot_id="b", cpu=1))
+    assert list(elsewhere.iterdir()) == []
+    assert [p.name for p in (root / "stolen").iterdir()] == ["peer-4242.json"]
