@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from faultkit import FaultEnv, need_root
+from faultkit import FaultEnv, mount_tmpfs, need_root
 
 
 @pytest.fixture
@@ -138,8 +138,7 @@ def test_a_full_peers_disk_backs_off_instead_of_spinning(fault_env: FaultEnv) ->
     need_root()
     peers = fault_env.root / "peers"
     peers.mkdir()
-    sp.run(["mount", "-t", "tmpfs", "-o", "size=100k,mode=1777", "tmpfs", str(peers)],
-           check=True)
+    mount_tmpfs(peers, "size=100k,mode=1777")
     try:
         fault_env.write_config('[peers]\nstale_after = "1s"\n')
         job = fault_env.submit("--mem", "8MB", "--", "sleep", "5")
