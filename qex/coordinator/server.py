@@ -297,6 +297,7 @@ class Server:
         job = self.coord.jobs.get(message.get("id") or "")
         if job is not None and message.get("pending") is not None:
             take_pending(job, message.get("pending"), message.get("note"))
+            self.coord.publish(job)
             return protocol.ok()
         if job is not None:
             before = job.record.state
