@@ -22,7 +22,7 @@ import pytest
 from e2e.conftest import QEX, Env, _stop_coordinator
 from support import kill_job_groups
 
-__all__ = ["QEX", "Env", "FaultEnv"]
+__all__ = ["QEX", "Disk", "Env", "FaultEnv", "fault_env", "kill9", "small_disk"]
 
 #: How long `qex list` may take right after a fault. The promise is "within a second"; the
 #: margin is for a loaded 2-core CI machine, where the command alone takes a few tenths.
@@ -62,9 +62,6 @@ class FaultEnv(Env):
 
     def coordinator_pid_file(self) -> int:
         return int((self.state / "run" / "coordinator.pid").read_text().split()[0])
-
-    def disk_record(self, job_id: str) -> dict[str, Any]:
-        return self.record(job_id)
 
     def wait_record(self, job_id: str, predicate: Any, timeout: float = 30.0,
                     what: str = "the record") -> dict[str, Any]:
