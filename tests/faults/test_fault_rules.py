@@ -204,3 +204,19 @@ def test_a_refused_record_is_kept_and_retried_with_back_off(
         assert job_files.read_status(job.dir).state == "cancelled"  # type: ignore[union-attr]
 
     asyncio.run(body())
+
+
+def test_a_cancel_the_disk_refuses_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.coordinator import control
+    from qex.store import jobs as job_files
+
+    async def body() -> None:
+        coord = _coord(tmp_path)
+        job = _queued_job(coord)
+        monkeypatch.setattr(job_files, "write_status", _full)
+        answer = control.handle_cancel(coord, {"id": job.id})
+        assert answer["result"] == "error" and "stays queued" in answer["message"]
+        assert job.record.state == "queued" and job.id in coord.queue
+
+    asyncio.run(body())
