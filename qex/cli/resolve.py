@@ -39,6 +39,9 @@ class Resolved:
     #: True when the word matched a job by its name (not by its id).
     by_name: bool = False
     word: str = ""
+    #: Ids whose records said `running` or `starting` although no process of theirs remains;
+    #: `jobs` shows them as recovery will write them (`qex.cli.stale`).
+    judged: list[str] = field(default_factory=list)
 
 
 class ResolveError(Exception):
@@ -274,7 +277,8 @@ def fetch_records(
     return [r for r in answer["jobs"] if isinstance(r, dict)]
 
 
-def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
+def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
+           recover: bool = False) -> Resolved:
     """Like `resolve`, but raises ResolveError or CoordinatorError instead of exiting."""
     stripped = word.strip()
     if conn is not None and is_uuid(stripped):
@@ -283,19 +287,45 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
         if answer.get("result") == "status" and isinstance(answer.get("status"), dict):
             return Resolved(jobs=[answer["status"]], word=word)
     records = fetch_records(conn, paths, stripped)
+    judged: list[str] = []
+    if conn is None:
+        from qex.cli.stale import settle
+
+        records, judged = settle(paths, records)
     from qex.store.history import read_all
 
     history = {key.lower(): entry for key, entry in read_all(paths).items()}
-    return match_word(records, word, one_job=one_job, history=history)
+    found = match_word(records, word, one_job=one_job, history=history)
+    found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
+    if found.judged and recover:
+        _recover_judged(paths, found)
+    return found
 
 
-def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
+def _recover_judged(paths: Paths, found: Resolved) -> None:
+    """Let a coordinator write what the reader judged, and take its records instead."""
+    from qex.cli.stale import recover_now
+
+    written = recover_now(paths, found.judged)
+    if written is None:
+        return
+    by_id = {str(r.get("id")): r for r in written}
+    found.jobs = [by_id.get(str(r.get("id")), r) for r in found.jobs]
+    found.judged = []
+
+
+def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
+            recover: bool = False) -> Resolved:
     """The jobs `word` names. Prints `qex: ...` and exits on failure: 127 when it names
-    nothing, 124 on a coordinator timeout, and otherwise 121 in a job-speaking command or 1."""
+    nothing or more than one job where one is needed, 124 on a coordinator timeout, and
+    otherwise 121 in a job-speaking command or 1.
+
+    `recover`: when a named record is stale (its processes are gone, and no coordinator ran
+    to say so), start a coordinator so that the record is written, not only shown."""
     from qex.client.connection import CoordinatorError, failure_code
 
     try:
-        return lookup(conn, paths, word, one_job=one_job)
+        return lookup(conn, paths, word, one_job=one_job, recover=recover)
     except CoordinatorError as exc:
         _die(exc.message, exc.code)
     except ResolveError as exc:

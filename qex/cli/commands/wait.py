@@ -56,7 +56,7 @@ def _wait(words: list[str], timeout: float | None, next_only: bool, quiet: bool,
     seen: set[str] = set()
     group: str | None = None
     for word in words:
-        found = resolve(conn, paths, word)
+        found = resolve(conn, paths, word, recover=True)
         if found.group is not None and len(words) == 1:
             group = found.group
         for record in found.jobs:
