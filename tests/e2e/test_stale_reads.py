@@ -110,3 +110,22 @@ def test_a_wait_whose_supervisor_dies_during_the_wait_ends(qex_env: Env) -> None
             waiting.communicate()
     assert waiting.returncode == Exit.QEX_FAILED, (waiting.returncode, err)
     assert qex_env.record(job)["state"] == "failed"
+
+
+def test_a_pause_that_ended_with_no_coordinator_gives_the_time_back(qex_env: Env) -> None:
+    qex_env.run("pause", "queue", "--for", "10s", check=True)
+    job = qex_env.submit("--max-queue-time", "6s", "--", "true")
+    until = json.loads((qex_env.state / "run" / "paused.json").read_text())["queue"]["until"]
+    pid = qex_env.coordinator_pid()
+    assert pid
+    os.kill(pid, signal.SIGKILL)
+    submitted = qex_env.record(job)["submitted_at"]
+    # No coordinator runs while the pause ends, and the job's 6 s pass: only the credit for
+    # the paused time keeps it from expiring once a coordinator runs again.
+    while time.time() < max(until + 1, submitted + 7):
+        time.sleep(0.1)
+    done = qex_env.run("wait", job, "--timeout", "60s", timeout=90)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    record = qex_env.record(job)
+    assert record["state"] == "completed"
+    assert record["queue_pause_secs"] > 0
