@@ -45,7 +45,8 @@ class Resolved:
 
 
 class ResolveError(Exception):
-    """A word that names nothing (`not_found`, exit 127) or too much (a usage error)."""
+    """A word that cannot be used. `not_found` (exit 127): it names no job, or more than one
+    where one is needed; the message lists the candidates. Otherwise qex failed (121 or 1)."""
 
     def __init__(self, message: str, *, not_found: bool = False) -> None:
         super().__init__(message)
@@ -100,7 +101,7 @@ def _group_result(word: str, group: str, stages: list[dict[str, Any]], one_job: 
         lines = "\n".join(_job_line(r) for r in ordered)
         raise ResolveError(
             f"`{safe_name(word)}` is a group of {len(ordered)} job(s), and this command takes one "
-            f"job; name the stage that you want:\n{lines}"
+            f"job; name the stage that you want:\n{lines}", not_found=True,
         )
     group_name = next((str(r["group_name"]) for r in ordered if r.get("group_name")), None)
     return Resolved(jobs=ordered, group=group, group_name=group_name, word=word)
@@ -139,7 +140,8 @@ def match_word(
     """Resolve `word` over `records`; raises ResolveError (not_found for 127)."""
     word = word.strip()
     if not word:
-        raise ResolveError("an empty word names no job; give a job id, a name or a group id")
+        raise ResolveError("an empty word names no job; give a job id, a name or a group id",
+                           not_found=True)
     when = time.time() if now is None else now
     if is_uuid(word):
         lowered = word.lower()
@@ -160,7 +162,7 @@ def match_word(
             jobs = "\n".join(_job_line(r) for r in submission_order(found.jobs))
             raise ResolveError(
                 f"`{shown}` is the name of a job and the name of a group; give the id of the one "
-                f"that you want:\n{jobs}\n{groups}"
+                f"that you want:\n{jobs}\n{groups}", not_found=True,
             )
     if found.groups:
         if len(found.groups) > 1:
@@ -170,7 +172,8 @@ def match_word(
             )
             raise ResolveError(
                 f"`{shown}` names {len(found.groups)} groups, because every run of one file or "
-                f"input takes the same name; give the group id that you want:\n{lines}"
+                f"input takes the same name; give the group id that you want:\n{lines}",
+                not_found=True,
             )
         group, stages = next(iter(found.groups.items()))
         result = _group_result(word, group, stages, one_job)
@@ -190,7 +193,7 @@ def match_word(
     lines = "\n".join(_job_line(r) for r in submission_order(found.jobs))
     raise ResolveError(
         f"`{shown}` names {len(found.jobs)} jobs; give the id of the job that you want, or delete "
-        f"the old ones with `qex clean done` and start again:\n{lines}"
+        f"the old ones with `qex clean done` and start again:\n{lines}", not_found=True,
     )
 
 
