@@ -185,6 +185,9 @@ class Config:
     defaults: DefaultsSection = DefaultsSection()
     hooks: HooksSection = HooksSection()
     pools: tuple[Pool, ...] = field(default_factory=tuple)
+    #: The warning for settings of the earlier qex that the file holds and that have no
+    #: effect here (empty when there are none); commands that read the config print it once.
+    legacy: tuple[str, ...] = ()
 
     def cpu_budget(self, machine: Machine) -> int:
         return self.budget.cpu.resolve(machine.cores, 1)

@@ -40,7 +40,13 @@ from qex.core.config import (
 )
 from qex.core.config_dict import config_to_dict
 from qex.core.config_pools import POOL_KEYS, parse_pools
-from qex.core.config_reader import SECTIONS, SectionReader, check_sections, no_limit
+from qex.core.config_reader import (
+    SECTIONS,
+    SectionReader,
+    check_sections,
+    legacy_note,
+    no_limit,
+)
 from qex.core.hints import ALSO_CHOICES
 from qex.core.names import visible
 from qex.core.states import FINAL, parse_state
@@ -101,8 +107,9 @@ def _budget(reader: SectionReader, key: str, default: BudgetValue, *, cores: boo
 
 def parse_config(data: Mapping[str, Any], source: str) -> Config:
     """The `Config` for a parsed config file; `source` names the file in every message."""
-    r = check_sections(data, source)
-    return Config(
+    legacy: list[str] = []
+    r = check_sections(data, source, legacy)
+    config = Config(
         budget=_parse_budget(r["budget"]),
         system=_parse_system(r["system"]),
         enforce=_parse_enforce(r["enforce"]),
@@ -120,6 +127,13 @@ def parse_config(data: Mapping[str, Any], source: str) -> Config:
         hooks=_parse_hooks(r["hooks"]),
         pools=parse_pools(data, source),
     )
+    for reader in r.values():
+        legacy.extend(reader.legacy)
+    if not legacy:
+        return config
+    from qex.core.model import replace
+
+    return replace(config, legacy=(legacy_note(source, legacy),))
 
 
 def _parse_budget(r: SectionReader) -> BudgetSection:

@@ -103,7 +103,7 @@ def test_a_wait_whose_supervisor_dies_during_the_wait_ends(qex_env: Env) -> None
     try:
         time.sleep(0.5)  # let the wait reach the coordinator (not a timing assertion)
         _kill_coordinator_and_supervisor(qex_env, record)
-        out, err = waiting.communicate(timeout=90)
+        _out, err = waiting.communicate(timeout=90)
     finally:
         if waiting.poll() is None:
             waiting.kill()

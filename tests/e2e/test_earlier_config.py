@@ -1,0 +1,45 @@
+"""A config file written for the earlier qex is read with one warning, never refused.
+
+Its `[update]` section (the update check) and its `[enforce] mode` words have no effect
+here; every command still works. A name that no qex knows is still refused.
+"""
+
+from __future__ import annotations
+
+from conftest import Env
+
+EARLIER = """\
+[budget]
+cpu = 2
+[enforce]
+mode = "cooperative"
+[update]
+check = "7d"
+url = "https://example.invalid/releases/latest"
+timeout = "5s"
+"""
+
+
+def test_the_earlier_qex_sections_warn_once_and_change_nothing(qex_env: Env) -> None:
+    qex_env.write_config(EARLIER)
+    submitted = qex_env.run("submit", "--", "true")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip()
+    warnings = [line for line in submitted.stderr.splitlines() if "earlier qex" in line]
+    assert len(warnings) == 1, submitted.stderr
+    assert "[update]" in warnings[0] and "no effect" in warnings[0]
+    assert qex_env.run("wait", job, timeout=60).returncode == 0
+    shown = qex_env.run("config", "show")
+    assert shown.returncode == 0 and "budget:       2 cores" in shown.stdout, shown.stderr
+    assert shown.stderr.count("earlier qex") == 1
+    assert qex_env.run("status", job, check=True).returncode == 0
+
+
+def test_an_unknown_name_is_still_refused(qex_env: Env) -> None:
+    qex_env.write_config('[update]\nchek = "7d"\n')
+    out = qex_env.run("submit", "--", "true")
+    assert out.returncode == 121 and "chek" in out.stderr, out.stderr
+    qex_env.write_config('[updates]\ncheck = "7d"\n')
+    out = qex_env.run("submit", "--", "true")
+    assert out.returncode == 121 and "updates" in out.stderr, out.stderr
+    assert not (qex_env.state / "jobs").exists() or not any((qex_env.state / "jobs").iterdir())
