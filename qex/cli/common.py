@@ -46,7 +46,7 @@ def load_config(paths: Paths, code: int = 1) -> Config:
         config = _load(paths)
     except ConfigError as exc:
         die(str(exc), code)
-    for note in config.legacy:
+    for note in config.notes:
         warn(note)
     return config
 

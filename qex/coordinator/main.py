@@ -52,7 +52,7 @@ def run(paths: Paths) -> int:
     except ConfigError as exc:
         log(f"the coordinator did not start: {exc}")
         return 1
-    for note in config.legacy:
+    for note in config.notes:
         log(note)
     try:
         ensure_private_dir(paths.run_dir)

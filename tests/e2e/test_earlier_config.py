@@ -43,3 +43,16 @@ def test_an_unknown_name_is_still_refused(qex_env: Env) -> None:
     out = qex_env.run("submit", "--", "true")
     assert out.returncode == 121 and "updates" in out.stderr, out.stderr
     assert not (qex_env.state / "jobs").exists() or not any((qex_env.state / "jobs").iterdir())
+
+
+def test_a_bad_politeness_value_runs_submit_and_rerun_with_the_defaults(qex_env: Env) -> None:
+    job = qex_env.submit("--", "true")
+    assert qex_env.run("wait", job, timeout=60).returncode == 0
+    qex_env.write_config("[politeness]\nnice = 50\n")
+    for args in (["submit", "--", "true"], ["rerun", job]):
+        out = qex_env.run(*args, timeout=60)
+        assert out.returncode == 0, (args, out.stderr)
+        notes = [line for line in out.stderr.splitlines() if "politeness" in line]
+        assert len(notes) == 1 and "nice" in notes[0] and "default" in notes[0], out.stderr
+        new = out.stdout.strip().splitlines()[-1]
+        assert qex_env.run("wait", new, timeout=60).returncode == 0
