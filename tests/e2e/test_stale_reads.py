@@ -82,6 +82,9 @@ def test_status_and_wait_tell_the_truth_after_kill_nine(qex_env: Env, variant: s
         # A plain read starts no coordinator and writes nothing.
         assert qex_env.coordinator_pid() is None
         assert qex_env.record(job)["state"] == "running"
+        # Following the log of a job whose processes are gone ends instead of waiting for ever.
+        followed = qex_env.run("logs", job, "--follow", timeout=60)
+        assert followed.returncode == 0, followed.stderr
 
         waited = qex_env.run("wait", job, "--timeout", "30s", timeout=60)
         assert waited.returncode == Exit.QEX_FAILED, (waited.returncode, waited.stderr)

@@ -159,7 +159,10 @@ def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) 
     def job_state() -> str | None:
         data = atomic.read_json(job_dir / STATUS)
         if isinstance(data, dict):
-            return str(data.get("state"))
+            from qex.cli.stale import settle
+
+            # A job whose processes are gone writes no more output, record or not.
+            return str(settle(get_paths(), [data])[0][0].get("state"))
         return None if not job_dir.exists() else str(record.get("state"))
 
     def final(state: str) -> bool:
