@@ -25,9 +25,9 @@ FULL_WORDS = frozenset({"full", "max", "all"})
 #: A resolved claim request: a number (cores or bytes), or the canonical word.
 ClaimRequest: TypeAlias = int | str
 
-#: Pool, lock and claim names: they become part of variable names (QEX_CLAIM_NET) and reach
-#: terminals, so they keep to letters, digits, `.`, `_` and `-`, and start with a letter or
-#: a digit.
+#: Pool and `--claim` names: they become part of variable names (QEX_CLAIM_NET), so they keep
+#: to letters, digits, `.`, `_` and `-`, and start with a letter or a digit. Lock names are
+#: free text (`lock_name_problem`): they never name a variable or a file.
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RESERVED_NAMES = frozenset({"cpu", "mem"})
 
