@@ -66,7 +66,9 @@ def command(*, job: str, follow: bool, as_json: bool, hook: bool, only_stdout: b
 
     fresh = atomic.read_json(job_dir / STATUS)
     if isinstance(fresh, dict):
-        record = fresh
+        from qex.cli.stale import settle
+
+        record = settle(paths, [fresh])[0][0]
     if hook:
         _show_hook(job_dir / HOOK_LOG, record, sel, as_json)
         return
