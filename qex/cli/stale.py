@@ -71,13 +71,52 @@ def _reread(job_dir: Path, job_id: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("id") == job_id else None
 
 
+#: How a queued job's reason begins while the queue is paused (`pause_text`).
+_PAUSED_REASON = "waits for the queue to be resumed"
+
+
+def _ended_pause(paths: Paths, now: float) -> tuple[float, float] | None:
+    """(paused_at, until) of a queue pause that ran out while no coordinator ran, if any."""
+    from qex.store.pause import read_pause
+
+    record = read_pause(paths.paused_file, now).queue
+    if record is None or record.fault or record.until is None or record.until > now:
+        return None
+    return record.paused_at, record.until
+
+
+def _credited(record: dict[str, Any], pause: tuple[float, float]) -> dict[str, Any]:
+    """A queued record with the credit that recovery gives for the ended pause."""
+    submitted = record.get("submitted_at")
+    if not isinstance(submitted, (int, float)):
+        return record
+    credit = recovery_rule.pause_credit(float(submitted), pause[0], pause[1])
+    shown = dict(record)
+    before = shown.get("queue_pause_secs")
+    shown["queue_pause_secs"] = (float(before) if isinstance(before, (int, float)) else 0.0
+                                 ) + credit
+    reason = shown.get("blocked_reason")
+    if isinstance(reason, str) and reason.startswith(_PAUSED_REASON):
+        shown["blocked_reason"] = ("the queue pause has ended, and the job starts once a "
+                                   "coordinator runs (any command that submits starts one)")
+    return shown
+
+
 def settle(paths: Paths, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The records as recovery will leave them, and the ids whose records were judged stale."""
+    """The records as recovery will leave them, and the ids whose records were judged stale.
+
+    Besides active records, queued ones get the time back of a queue pause that ended
+    while no coordinator ran (recovery credits it), so their queue time reads right."""
     out: list[dict[str, Any]] = []
     stale: list[str] = []
     now = time.time()
+    pause = (_ended_pause(paths, now)
+             if any(r.get("state") == "queued" for r in records) else None)
     for record in records:
         job_id = str(record.get("id") or "")
+        if record.get("state") == "queued" and pause is not None:
+            out.append(_credited(record, pause))
+            continue
         if record.get("state") not in _ACTIVE or not job_id:
             out.append(record)
             continue

@@ -16,6 +16,7 @@ from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, label
 from qex.core import pause_text
 from qex.core.names import lock_shown
+from qex.core.recovery_rule import pause_credit
 from qex.core.scheduler_types import PauseView
 from qex.core.units import format_duration
 from qex.store.pause import PauseFile, PauseRecord, write_pause
@@ -66,8 +67,7 @@ def end_queue_pause(coord: Coordinator, end: float) -> None:
     coord.pauses.queue = None
     if not record.fault:
         for job in list(coord.queued_jobs()):
-            start = max(job.record.submitted_at, record.paused_at)
-            credit = max(0.0, end - start)
+            credit = pause_credit(job.record.submitted_at, record.paused_at, end)
             if credit > 0:
                 job.record.queue_pause_secs = float(job.record.queue_pause_secs or 0.0) + credit
                 coord.write_logged(job)

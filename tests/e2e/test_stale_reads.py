@@ -127,6 +127,11 @@ def test_a_pause_that_ended_with_no_coordinator_gives_the_time_back(qex_env: Env
     # the paused time keeps it from expiring once a coordinator runs again.
     while time.time() < max(until + 1, submitted + 7):
         time.sleep(0.1)
+    # A read without a coordinator shows the credit that recovery will give.
+    shown = json.loads(qex_env.run("status", job, "--json", check=True).stdout)
+    assert shown["state"] == "queued" and shown["queue_pause_secs"] > 0, shown
+    assert "resumed" not in str(shown.get("blocked_reason")), shown
+    assert qex_env.coordinator_pid() is None
     done = qex_env.run("wait", job, "--timeout", "60s", timeout=90)
     assert done.returncode == 0, (done.returncode, done.stderr)
     record = qex_env.record(job)
