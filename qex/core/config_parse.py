@@ -40,6 +40,7 @@ from qex.core.config import (
 )
 from qex.core.config_dict import config_to_dict
 from qex.core.config_pools import POOL_KEYS, parse_pools
+from qex.core.engine_config import parse_engine
 from qex.core.config_reader import SECTIONS, SectionReader, check_sections, no_limit
 from qex.core.hints import ALSO_CHOICES
 from qex.core.names import visible
@@ -118,6 +119,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> Config:
         gc=GcSection(keep=_keep(r["gc"])),
         defaults=_parse_defaults(r["defaults"]),
         hooks=_parse_hooks(r["hooks"]),
+        engine=parse_engine(r["engine"]),
         pools=parse_pools(data, source),
     )
 

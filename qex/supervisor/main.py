@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+from collections.abc import Callable
 
 from qex.core.config import Config, ConfigError
 from qex.core.names import is_uuid
@@ -65,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     return supervise(paths, job_id)
 
 
-def supervise(paths: Paths, job_id: str) -> int:
+def supervise(paths: Paths, job_id: str, *,
+              open_sandbox: Callable[[str, Config], Sandbox] | None = None) -> int:
+    """Run the job. `open_sandbox` replaces the choice of sandbox (an engine's node program
+    passes the sandbox of its allocation)."""
     job_dir = paths.job_dir(job_id)
     spec = jobs.read_spec(job_dir)
     status = jobs.read_status(job_dir)
@@ -92,7 +96,7 @@ def supervise(paths: Paths, job_id: str) -> int:
             "`[enforce] mode` = \"off\" to run jobs without a memory limit"
         )
         return 0
-    sandbox = _open_sandbox(job_id, config)
+    sandbox = (open_sandbox or _open_sandbox)(job_id, config)
     runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox)
     try:
         runner.run()
