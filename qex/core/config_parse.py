@@ -40,8 +40,8 @@ from qex.core.config import (
 )
 from qex.core.config_dict import config_to_dict
 from qex.core.config_pools import POOL_KEYS, parse_pools
-from qex.core.engine_config import parse_engine
 from qex.core.config_reader import SECTIONS, SectionReader, check_sections, no_limit
+from qex.core.engine_config import parse_engine
 from qex.core.hints import ALSO_CHOICES
 from qex.core.names import visible
 from qex.core.states import FINAL, parse_state

@@ -69,8 +69,11 @@ class DepPlan:
 class SlurmEngine:
     kind = "slurm"
 
-    def __init__(self, coord: Coordinator, slurm: Any = commands) -> None:
+    def __init__(self, coord: Coordinator, slurm: Any = commands, *,
+                 background: bool = True) -> None:
         self.coord = coord
+        #: False in tests, which call `step()` themselves.
+        self.background = background
         #: The module (or a fake in tests) with sbatch/squeue/scancel/release/set_dependency.
         self.slurm = slurm
         self.partitions: list[mapping.Partition] | None = None
@@ -168,7 +171,7 @@ class SlurmEngine:
             self.unsubmitted.append(job.id)
         self.attempts_at_submit.setdefault(job.id, job.record.attempts)
         self._wake.set()
-        if self._task is None or self._task.done():
+        if self.background and (self._task is None or self._task.done()):
             self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def _untrack(self, job_id: str) -> None:
@@ -387,6 +390,15 @@ class SlurmEngine:
     def _ended(self, job: Job, slurm_id: str, entry: mapping.SlurmJob | None) -> None:
         disk = self.coord.read_disk(job)
         if disk is not None and disk.final:
+            stopped_by_slurm = entry is not None and entry.state in SLURM_STOPS
+            if stopped_by_slurm and job.id not in self.killed and entry is not None:
+                # The supervisor saw a signal from outside; Slurm says whose it was.
+                disk.error = mapping.ending(entry.state, ran=True, slurm_id=slurm_id,
+                                            killed_by_qex=False).error
+                try:
+                    job_files.write_status(job.dir, disk)
+                except OSError as exc:
+                    log(f"qex could not write the record of {label(disk)}: {exc}")
             self._untrack(job.id)
             self.coord.adopt(job, disk)
             return
@@ -473,6 +485,10 @@ class SlurmEngine:
         self._wake.set()
         log(f"the job {label(record)} goes back to Slurm with {new} bytes after OUT_OF_MEMORY")
         return True
+
+
+#: Slurm end states that mean Slurm (or someone through it) stopped a running job.
+SLURM_STOPS = frozenset({"CANCELLED", "PREEMPTED", "TIMEOUT", "NODE_FAIL", "DEADLINE"})
 
 
 def _inside(path: Path, top: Path) -> bool:
