@@ -67,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def supervise(paths: Paths, job_id: str, *,
-              open_sandbox: Callable[[str, Config], Sandbox] | None = None) -> int:
-    """Run the job. `open_sandbox` replaces the choice of sandbox (an engine's node program
-    passes the sandbox of its allocation)."""
+              open_sandbox: Callable[[str, Config], Sandbox] | None = None,
+              notes: list[str] | None = None) -> int:
+    """Run the job. An engine's node program passes the sandbox of its allocation, and a
+    list of sentences for the record's `error` that it may add to while the job runs (the
+    supervisor reads the same list when it writes the end)."""
     job_dir = paths.job_dir(job_id)
     spec = jobs.read_spec(job_dir)
     status = jobs.read_status(job_dir)
@@ -86,7 +88,11 @@ def supervise(paths: Paths, job_id: str, *,
     if lock is None:
         say(f"another supervisor already runs the job {job_id}; this one stops")
         return 1
-    config, notes = _load_config(paths, job_id)
+    config, config_notes = _load_config(paths, job_id)
+    if notes is None:
+        notes = config_notes
+    else:
+        notes[:0] = config_notes
     if go is False:
         runner = Runner(paths, spec, status, config, notes=notes,
                         sandbox=_fallback_sandbox("no scope"))

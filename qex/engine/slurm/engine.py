@@ -391,7 +391,8 @@ class SlurmEngine:
         disk = self.coord.read_disk(job)
         if disk is not None and disk.final:
             stopped_by_slurm = entry is not None and entry.state in SLURM_STOPS
-            if stopped_by_slurm and job.id not in self.killed and entry is not None:
+            explained = "Slurm" in (disk.error or "")
+            if stopped_by_slurm and not explained and job.id not in self.killed and entry:
                 # The supervisor saw a signal from outside; Slurm says whose it was.
                 disk.error = mapping.ending(entry.state, ran=True, slurm_id=slurm_id,
                                             killed_by_qex=False).error

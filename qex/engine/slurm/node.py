@@ -27,6 +27,8 @@ from qex.core.states import State
 from qex.store import jobs
 from qex.store.paths import PathError, Paths
 
+#: The sentence a job stopped through Slurm (not `qex kill`) gets in its record.
+SLURM_STOP = "Slurm stopped this job while it ran"
 #: The exit status when this program refuses to run the job (qex's band).
 REFUSED = 121
 
@@ -71,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         say(f"qex could not write the record in {job_dir}: {exc}; nothing was started")
         return REFUSED
-    _catch_term(job_dir)
+    notes: list[str] = []
+    _catch_term(job_dir, notes, slurm_id)
 
     from qex.engine.slurm.sandbox import SlurmSandbox
     from qex.supervisor.main import supervise
@@ -79,22 +82,26 @@ def main(argv: list[str] | None = None) -> int:
     def sandbox(_job_id: str, _config: Config) -> SlurmSandbox:
         return SlurmSandbox.for_allocation(slurm_id)
 
-    supervise(paths, job_id, open_sandbox=sandbox)
+    supervise(paths, job_id, open_sandbox=sandbox, notes=notes)
     final = jobs.read_status(job_dir)
     from qex.engine.slurm.mapping import node_exit_status
 
     return node_exit_status(final.state if final is not None else "")
 
 
-def _catch_term(job_dir: Path) -> None:
+def _catch_term(job_dir: Path, notes: list[str], slurm_id: str) -> None:
     def on_term(signum: int, frame: FrameType | None) -> None:
         mark = job_dir / jobs.KILLED_MARK
         try:
             fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             os.write(fd, b"slurm\n")
             os.close(fd)
+            if not notes or SLURM_STOP not in notes[-1]:
+                notes.append(f"{SLURM_STOP} (Slurm job {slurm_id}): scancel or an "
+                             "administrator, its time limit, or preemption; `scontrol show job "
+                             f"{slurm_id}` says which while Slurm remembers the job")
         except OSError:
-            pass  # qex kill wrote it already
+            pass  # qex kill wrote it already: a person stopped it through qex
         record = jobs.read_status(job_dir)
         pid = record.pid if record is not None else None
         if pid:
