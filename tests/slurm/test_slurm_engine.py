@@ -14,7 +14,7 @@ import signal
 import subprocess
 
 import pytest
-from conftest import SlurmEnv, scontrol  # type: ignore[import-not-found]
+from conftest import SlurmEnv, scontrol
 
 pytestmark = pytest.mark.slurm
 
@@ -175,3 +175,27 @@ def test_a_claim_no_partition_holds_is_refused(slurm_env: SlurmEnv) -> None:
     assert refused.returncode == 121
     assert "no Slurm partition can hold this claim" in refused.stderr
     assert not list((slurm_env.state / "jobs").glob("*"))
+
+
+def test_run_rerun_dedupe_and_the_stop_hook_behave_as_on_one_machine(
+        slurm_env: SlurmEnv) -> None:
+    hook_out = slurm_env.root / "hook.out"
+    slurm_env.write_config(
+        '[engine]\nkind = "slurm"\npoll = 1\n[hooks]\non_stop = ["/bin/sh", "-c", '
+        f'"echo $QEX_STATE $QEX_EXIT_CODE >> {hook_out}"]\n')
+    attached = slurm_env.run("run", "--mem", "100M", "--", "sh", "-c", "echo attached; exit 3",
+                             timeout=120)
+    assert attached.returncode == 3 and "attached" in attached.stdout
+    first = slurm_env.submit("--mem", "100M", "--dedupe-key", "k", "--", *gated(slurm_env))
+    again = slurm_env.submit("--mem", "100M", "--dedupe-key", "k", "--", "true")
+    assert again == first
+    (slurm_env.root / "gate").touch()
+    assert slurm_env.run("wait", "-q", first, timeout=120).returncode == 0
+    rerun = slurm_env.run("rerun", first, check=True).stdout.strip().split()[-1]
+    assert rerun != first
+    assert slurm_env.run("wait", "-q", rerun, timeout=120).returncode == 0
+    assert slurm_env.record(rerun)["engine"] == "slurm"
+    assert slurm_env.record(rerun)["engine_id"] != slurm_env.record(first)["engine_id"]
+    slurm_env.wait_until(lambda: hook_out.read_text().count("\n") >= 3, "three stop hooks")
+    assert sorted(hook_out.read_text().splitlines()) == ["completed 0", "completed 0",
+                                                          "failed 3"]
