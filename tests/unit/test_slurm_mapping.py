@@ -32,7 +32,7 @@ def test_claim_becomes_cpus_mem_gres_time_and_dependency() -> None:
     assert {"--partition=gpu", "--account=lab", "--qos=high"} <= set(args)
     assert "--output=/s/jobs/x/slurm.out" in args
     assert args[-1] == "--constraint=a100"          # the user's options come last and win
-    assert "--hold" in args and "--parsable" in args
+    assert "--hold" in args and "--parsable" in args and "--no-requeue" in args
 
 
 def test_no_gpu_no_timeout_no_dependency_adds_nothing() -> None:

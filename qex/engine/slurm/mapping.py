@@ -81,8 +81,10 @@ def sbatch_args(request: Request, *, hold: bool = True) -> list[str]:
     `--hold` keeps the job from starting until qex has written Slurm's id into the record
     (then `scontrol release`), so the node never reads a record without it.
     """
+    # --no-requeue: a job Slurm would start again after a node failure would find its record
+    # already used; qex records the failure instead, and `qex rerun` starts it again.
     args = ["--parsable", f"--job-name={job_name(request.job_id, request.name)}",
-            "--nodes=1", "--ntasks=1", f"--cpus-per-task={request.cpu}",
+            "--nodes=1", "--ntasks=1", "--no-requeue", f"--cpus-per-task={request.cpu}",
             f"--mem={mem_megabytes(request.mem)}M"]
     if request.gpus > 0:
         args.append(f"--gres=gpu:{request.gpus}")
