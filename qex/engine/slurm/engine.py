@@ -138,7 +138,7 @@ class SlurmEngine:
                 f"qex could not mark the job {job.id} as stopped by a person "
                 f"({exc.strerror or exc}), so it asked Slurm for nothing"))
         self.killed.add(job.id)
-        name = None if signum == signal.SIGTERM else signal.Signals(signum).name
+        name = None if signum == signal.SIGTERM else str(signum)
         self._call(self.slurm.scancel(slurm_id, name), f"stop the Slurm job {slurm_id}")
         log(f"qex asked Slurm to stop the job {label(job.record)} (Slurm job {slurm_id})")
         return protocol.ok()
