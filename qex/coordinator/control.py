@@ -123,12 +123,6 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
         return found
     job = found
     if job.state == State.QUEUED:
-        if job.record.engine:
-            from qex.engine.base import remote_engine
-
-            engine = remote_engine(coord, job)
-            if engine is not None:
-                engine.cancel(job)
         cancel(coord, job, error=None)
         return protocol.ok()
     if job.active:
@@ -141,6 +135,12 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
 
 
 def cancel(coord: Coordinator, job: Job, *, error: str | None) -> None:
+    if job.record.engine:
+        from qex.engine.base import remote_engine
+
+        engine = remote_engine(coord, job)
+        if engine is not None:
+            engine.cancel(job)   # out of that engine's queue too (Slurm: scancel)
     log(f"the job {label(job.record)} left the queue (cancelled)")
     coord.finish(job, State.CANCELLED, error=error)
 
