@@ -147,6 +147,7 @@ def handle_info(coord: Coordinator) -> dict[str, Any]:
         "enforcement": _enforcement(coord),
         "wakeups": coord.wakeups,
         "events_stream": coord.events.stream_id,
+        "engines": {kind: engine.describe() for kind, engine in coord.engines.items()},
     }
 
 

@@ -31,6 +31,9 @@ class Engine(Protocol):
     def close(self) -> None:
         """The coordinator stops: end background work (jobs keep running)."""
 
+    def describe(self) -> dict[str, Any]:
+        """What `qex info --json` shows of this engine."""
+
 
 #: Engines that are not this machine, by kind: module and class, imported on first use.
 _REMOTE: dict[str, tuple[str, str]] = {

@@ -44,3 +44,6 @@ class LocalEngine:
 
     def close(self) -> None:
         """No background work of its own."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind}

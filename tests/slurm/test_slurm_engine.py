@@ -56,6 +56,11 @@ def test_exit_code_and_output_come_back(slurm_env: SlurmEnv) -> None:
     states = [json.loads(line).get("state") for line in events.stdout.splitlines()
               if json.loads(line).get("id") == job]
     assert "queued" in states
+    shown = slurm_env.run("status", job, check=True).stdout
+    assert f"slurm:     job {record['engine_id']}" in shown
+    info = json.loads(slurm_env.run("info", "--json", check=True).stdout)
+    assert info["engines"]["slurm"]["squeue_calls"] >= 1
+    assert info["engines"]["slurm"]["partitions"] == ["main"]
 
 
 def test_a_job_waiting_for_resources_says_so_and_cancel_reaches_slurm(

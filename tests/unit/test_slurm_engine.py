@@ -124,6 +124,8 @@ def test_many_jobs_cost_one_squeue_per_look(tmp_path: Path) -> None:
         assert len(fake.squeue_calls) == 1 and len(fake.squeue_calls[0]) == 12
         await engine.step()
         assert len(fake.squeue_calls) == 2
+        described = engine.describe()
+        assert (described["jobs_watched"], described["squeue_calls"]) == (12, 2)
         record = coord.jobs[ids[0]].record
         assert record.engine_id in fake.submitted
         assert record.blocked_reason is not None and "waits in Slurm" in record.blocked_reason

@@ -153,6 +153,16 @@ class SlurmEngine:
         if self._task is not None:
             self._task.cancel()
 
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "jobs_watched": len(self.tracked),
+            "jobs_waiting_here": len(self.unsubmitted),
+            "squeue_calls": self.polls,
+            "poll_secs": self.coord.config.engine.poll,
+            "partitions": [p.name for p in self.partitions or []],
+        }
+
     def _partitions(self) -> list[mapping.Partition]:
         if self.partitions is None:
             try:
