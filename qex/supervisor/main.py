@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def supervise(paths: Paths, job_id: str, *,
               open_sandbox: Callable[[str, Config], Sandbox] | None = None,
-              notes: list[str] | None = None) -> int:
+              notes: list[str] | None = None,
+              env_overrides: dict[str, str | None] | None = None) -> int:
     """Run the job. An engine's node program passes the sandbox of its allocation, and a
     list of sentences for the record's `error` that it may add to while the job runs (the
     supervisor reads the same list when it writes the end)."""
@@ -103,7 +104,8 @@ def supervise(paths: Paths, job_id: str, *,
         )
         return 0
     sandbox = (open_sandbox or _open_sandbox)(job_id, config)
-    runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox)
+    runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox,
+                    env_overrides=env_overrides)
     try:
         runner.run()
     except Exception as exc:

@@ -45,10 +45,16 @@ def test_claims_reach_slurm_and_kill_stops_the_job(slurm_env: SlurmEnv) -> None:
 
 
 def test_exit_code_and_output_come_back(slurm_env: SlurmEnv) -> None:
-    job = slurm_env.submit("--mem", "100M", "--", "sh", "-c", "echo from-the-node; exit 7")
+    script = 'echo from-the-node; echo "slurm=$SLURM_JOB_ID gpus=${CUDA_VISIBLE_DEVICES-none}"; exit 7'
+    submitted = slurm_env.run("submit", "--mem", "100M", "--", "sh", "-c", script, check=True,
+                              extra_env={"CUDA_VISIBLE_DEVICES": "3"})
+    job = submitted.stdout.strip()
     done = slurm_env.run("status", "--wait", job, timeout=120)
     assert done.returncode == 7, done.stdout + done.stderr
-    assert "from-the-node" in slurm_env.run("logs", job, check=True).stdout
+    logs = slurm_env.run("logs", job, check=True).stdout
+    assert "from-the-node" in logs
+    # The job sees its allocation, and no GPU the submit shell named (it holds none).
+    assert f"slurm={slurm_env.record(job)['engine_id']} gpus=none" in logs
     assert slurm_env.run("wait", "-q", job, timeout=60).returncode == 7
     record = slurm_env.record(job)
     assert record["exit_code"] == 7 and record["usage"]["max_rss"] > 0

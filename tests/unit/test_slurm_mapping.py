@@ -138,3 +138,16 @@ def test_batch_script_quotes_and_runs_the_node_program() -> None:
 def test_only_a_completed_record_lets_afterok_pass() -> None:
     assert mapping.node_exit_status("completed") == 0
     assert all(mapping.node_exit_status(s) != 0 for s in ("failed", "queued", "oom", "killed"))
+
+
+def test_the_job_gets_its_allocations_variables_and_only_its_gpus() -> None:
+    batch = {"SLURM_JOB_ID": "5", "SLURM_CPUS_PER_TASK": "2", "PATH": "/bin",
+             "CUDA_VISIBLE_DEVICES": "3"}
+    without = mapping.allocation_env(batch)
+    assert without["SLURM_JOB_ID"] == "5" and without["SLURM_CPUS_PER_TASK"] == "2"
+    assert "PATH" not in without
+    assert without["CUDA_VISIBLE_DEVICES"] is None          # exported from the submit host
+    with_gpus = mapping.allocation_env({**batch, "SLURM_JOB_GPUS": "0,1",
+                                        "CUDA_VISIBLE_DEVICES": "0,1"})
+    assert with_gpus["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert with_gpus["ROCR_VISIBLE_DEVICES"] is None

@@ -121,6 +121,30 @@ def batch_script(*, python: str, job_id: str, env: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Variables that say which devices an allocation holds; Slurm sets them on the node.
+DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                    "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK")
+
+
+#: Set by Slurm on the node when the allocation holds GPUs.
+GPU_ALLOCATION_VARIABLES = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE")
+
+
+def allocation_env(batch_env: Mapping[str, str]) -> dict[str, str | None]:
+    """What the job's environment takes from its allocation on the node: every SLURM_*
+    variable, and the device variables as Slurm set them for the GPUs it gave. Without GPUs
+    in the allocation the device variables are removed: a value from the submit host (in
+    spec.json, or exported by sbatch) would name devices the job does not hold."""
+    found: dict[str, str | None] = {
+        key: value for key, value in batch_env.items()
+        if key.startswith(("SLURM_", "SLURMD_"))
+    }
+    has_gpus = any(batch_env.get(key) for key in GPU_ALLOCATION_VARIABLES)
+    for key in DEVICE_VARIABLES:
+        found[key] = batch_env.get(key) if has_gpus else None
+    return found
+
+
 def parse_job_id(text: str) -> str:
     """Slurm's id from `sbatch --parsable` (`123` or `123;cluster`); ValueError if none."""
     first = text.strip().splitlines()[0] if text.strip() else ""

@@ -82,9 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     def sandbox(_job_id: str, _config: Config) -> SlurmSandbox:
         return SlurmSandbox.for_allocation(slurm_id)
 
-    supervise(paths, job_id, open_sandbox=sandbox, notes=notes)
+    from qex.engine.slurm.mapping import allocation_env, node_exit_status
+
+    supervise(paths, job_id, open_sandbox=sandbox, notes=notes,
+              env_overrides=allocation_env(os.environ))
     final = jobs.read_status(job_dir)
-    from qex.engine.slurm.mapping import node_exit_status
 
     return node_exit_status(final.state if final is not None else "")
 
