@@ -135,10 +135,11 @@ def build_spec(
         opts, jf, config=config, machine=machine, learned=learned, learn_key=learn_key,
         warnings=warnings,
     )
+    engine = _engine(opts, config)
     try:
         claims, locks = pool_claims(
             jf, claim_options=opts.claims, gpu_option=opts.gpu, vram_option=opts.vram,
-            lock_options=opts.locks, config=config,
+            lock_options=opts.locks, config=config, check=engine is None,
         )
         check_pool_env(claims, own_env, config)
     except ClaimError as exc:
@@ -179,7 +180,7 @@ def build_spec(
         learn_key=list(learn_key) if learn_key is not None else None,
         hint_keys=hint_keys,
         explicit_claim=explicit,
-        engine=_engine(opts, config),
+        engine=engine,
     )
     return spec, warnings
 

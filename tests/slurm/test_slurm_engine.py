@@ -185,6 +185,8 @@ def test_a_claim_no_partition_holds_is_refused(slurm_env: SlurmEnv) -> None:
     refused = slurm_env.run("submit", "--cpu", too_many, "--mem", "100M", "--", "true")
     assert refused.returncode == 121
     assert "no Slurm partition can hold this claim" in refused.stderr
+    gpus = slurm_env.run("submit", "--gpu", "1", "--mem", "100M", "--", "true")
+    assert gpus.returncode == 121 and "1 GPUs (its largest node has 0)" in gpus.stderr
     assert not list((slurm_env.state / "jobs").glob("*"))
 
 

@@ -414,3 +414,36 @@ def test_the_local_path_never_imports_slurm_code() -> None:
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True,
                          text=True, check=True).stdout
     assert json.loads(out) == []
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    ({"locks": ["db"]}, "the lock db has no meaning on Slurm"),
+    ({"claims": {"license": {"count": 1, "size": None}}}, "the claim on license"),
+    ({"claims": {"gpu": {"count": 1, "size": None}}}, "1 GPUs (its largest node has 0)"),
+])
+def test_what_slurm_cannot_obey_is_refused(tmp_path: Path, fields: dict[str, Any],
+                                           words: str) -> None:
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        fake_engine(coord)
+        spec = JobSpec(id=str(uuid.uuid4()), name="j", cwd="/", command=["true"], env={},
+                       cpu=1, mem=MB, submitted_at=time.time(), engine="slurm", **fields)
+        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
+        assert answer["result"] == "error" and words in answer["message"]
+    run(body())
+
+
+def test_a_gpu_claim_becomes_gres(tmp_path: Path) -> None:
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        engine, fake = fake_engine(coord)
+        engine.partitions = [mapping.Partition(name="gpu", default=True, cpus=8, mem_mb=64000,
+                                               gpus=4)]
+        spec = JobSpec(id=str(uuid.uuid4()), name="j", cwd="/", command=["true"], env={},
+                       cpu=1, mem=MB, submitted_at=time.time(), engine="slurm",
+                       claims={"gpu": {"count": 2, "size": None}})
+        assert handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})["result"] == \
+            "submitted"
+        await engine.step()
+        assert "--gres=gpu:2" in next(iter(fake.submitted.values()))
+    run(body())

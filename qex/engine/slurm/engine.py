@@ -101,6 +101,15 @@ class SlurmEngine:
             return (f"qex's state directory {state_dir} is not inside [engine] shared_dir "
                     f"{shared}, so the nodes could not write the job's record; set "
                     "XDG_STATE_HOME to a directory under it, or correct shared_dir")
+        if spec.locks:
+            return (f"the lock {', '.join(spec.locks)} has no meaning on Slurm, which admits "
+                    "the job; drop --lock, or use Slurm's licenses through [engine] "
+                    "sbatch_options (for example \"--licenses=name:1\")")
+        others = sorted(name for name in spec.claims if name != mapping.GPU_POOL)
+        if others:
+            return (f"the claim on {', '.join(others)} has no meaning on Slurm, where only GPUs "
+                    "(--gpu) become a request (--gres=gpu:N); drop it, or give Slurm's own "
+                    "option through [engine] sbatch_options")
         if self.partitions is None:
             try:
                 self.partitions = commands.partitions_now()
