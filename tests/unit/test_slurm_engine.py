@@ -66,6 +66,10 @@ class FakeSlurm:
     async def set_dependency(self, slurm_id: str, text: str) -> None:
         self.dependencies[slurm_id] = text
 
+    async def ids_named(self, name: str) -> list[str]:
+        return [i for i, args in self.submitted.items() if f"--job-name={name}" in args
+                and self.states[i].state == "PENDING"]
+
 
 SINFO = [mapping.Partition(name="main", default=True, cpus=8, mem_mb=64000)]
 
@@ -446,4 +450,25 @@ def test_a_gpu_claim_becomes_gres(tmp_path: Path) -> None:
             "submitted"
         await engine.step()
         assert "--gres=gpu:2" in next(iter(fake.submitted.values()))
+    run(body())
+
+
+def test_a_held_leftover_of_a_dead_coordinator_is_cancelled(tmp_path: Path) -> None:
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        engine, fake = fake_engine(coord)
+        job_id = submit(coord)
+        job = coord.jobs[job_id]
+        # The coordinator died after `sbatch --hold` and before it wrote the id.
+        leftover = await fake.sbatch(mapping.sbatch_args(mapping.Request(
+            job_id=job_id, name=job.record.name, cpu=1, mem=MB)), str(job.dir / "spec.json"))
+        engine.close()
+        again = make_coord_again(coord)
+        engine2, _ = fake_engine(again)
+        engine2.slurm = fake
+        recovery.recover(again)
+        await engine2.step()
+        await asyncio.sleep(0.05)
+        assert leftover in fake.cancelled
+        assert again.jobs[job_id].record.engine_id not in (None, leftover)
     run(body())

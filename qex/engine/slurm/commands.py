@@ -122,6 +122,13 @@ async def squeue(slurm_ids: Sequence[str]) -> dict[str, mapping.SlurmJob]:
         raise
 
 
+async def ids_named(name: str) -> list[str]:
+    """The ids of the jobs with this name that Slurm still knows."""
+    out = await run(["squeue", "-h", "-t", "all", "-n", name, "-o", "%i|%T"])
+    return [line.split("|")[0] for line in out.splitlines()
+            if line.strip() and line.split("|")[-1].strip() in mapping.PENDING_STATES]
+
+
 def partitions_now(timeout: float = CALL_TIMEOUT_SECS) -> list[mapping.Partition]:
     """The partitions, read once with `sinfo` (synchronous)."""
     return mapping.parse_partitions(run_sync(["sinfo", "-h", "-o", mapping.SINFO_FORMAT],

@@ -85,6 +85,9 @@ class SlurmEngine:
         self.attempts_at_submit: dict[str, int] = {}
         #: qex ids whose stop came from `qex kill` (their end is `killed`).
         self.killed: set[str] = set()
+        #: Jobs of an earlier coordinator that were not yet in Slurm: it may have died between
+        #: `sbatch --hold` and writing the id, so a held leftover is looked for once.
+        self.orphan_check: set[str] = set()
         #: How many `squeue` calls were made (`qex info`; tests count them).
         self.polls = 0
         self._wake = asyncio.Event()
@@ -126,6 +129,8 @@ class SlurmEngine:
 
     def adopt(self, job: Job) -> None:
         """A job of a previous coordinator: watch it again, or submit it if it never was."""
+        if not job.record.engine_id and job.record.state == State.QUEUED.value:
+            self.orphan_check.add(job.id)
         self._track(job)
         log(f"the Slurm job {job.record.engine_id or '(not yet submitted)'} of "
             f"{label(job.record)} is watched again")
@@ -312,6 +317,9 @@ class SlurmEngine:
             self._untrack(job.id)
             self.coord.finish(job, State.SKIPPED, error=plan.text, caused_by=plan.root)
             return
+        if job.id in self.orphan_check:
+            self.orphan_check.discard(job.id)
+            await self._cancel_leftovers(job)
         spec = job_files.read_spec(job.dir)
         record = job.record
         try:
@@ -363,6 +371,19 @@ class SlurmEngine:
             self._untrack(job.id)
             self.coord.finish(job, State.FAILED, error=(
                 f"Slurm took the job but qex could not let it start ({exc}); run `qex rerun`"))
+
+    async def _cancel_leftovers(self, job: Job) -> None:
+        """Cancel a held job of this qex id that an earlier coordinator left in Slurm."""
+        name = mapping.job_name(job.id, job.record.name)
+        try:
+            leftovers = await self.slurm.ids_named(name)
+        except commands.SlurmError as exc:
+            log(f"qex could not look for a leftover Slurm job of {label(job.record)}: {exc}")
+            return
+        for slurm_id in leftovers:
+            log(f"the Slurm job {slurm_id} of {label(job.record)} was left held by an earlier "
+                "coordinator; qex cancels it and submits the job once")
+            self._call(self.slurm.scancel(slurm_id), f"cancel the Slurm job {slurm_id}")
 
     # -- watching ------------------------------------------------------------------------
 
