@@ -212,3 +212,12 @@ def test_run_rerun_dedupe_and_the_stop_hook_behave_as_on_one_machine(
     slurm_env.wait_until(lambda: hook_out.read_text().count("\n") >= 3, "three stop hooks")
     assert sorted(hook_out.read_text().splitlines()) == ["completed 0", "completed 0",
                                                           "failed 3"]
+
+
+def test_qex_timeout_ends_the_job_before_slurms_limit(slurm_env: SlurmEnv) -> None:
+    job = slurm_env.submit("--mem", "100M", "--timeout", "2s", "--", "sleep", "120")
+    slurm_id = slurm_env.slurm_id(job)
+    assert scontrol(slurm_id)["TimeLimit"] == "00:02:00"
+    done = slurm_env.run("status", "--wait", job, timeout=120)
+    assert done.returncode == 125, done.stdout + done.stderr
+    assert slurm_env.record(job)["state"] == "timeout"

@@ -472,3 +472,21 @@ def test_a_held_leftover_of_a_dead_coordinator_is_cancelled(tmp_path: Path) -> N
         assert leftover in fake.cancelled
         assert again.jobs[job_id].record.engine_id not in (None, leftover)
     run(body())
+
+
+def test_a_state_dir_outside_shared_dir_is_refused(tmp_path: Path) -> None:
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        fake_engine(coord)
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        coord.config = Config(engine=EngineSection(kind="slurm", shared_dir=str(shared)))
+        spec = JobSpec(id=str(uuid.uuid4()), name="j", cwd="/", command=["true"], env={},
+                       cpu=1, mem=MB, submitted_at=time.time(), engine="slurm")
+        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
+        assert answer["result"] == "error"
+        assert "is not inside [engine] shared_dir" in answer["message"]
+        coord.config = Config(engine=EngineSection(kind="slurm", shared_dir=str(tmp_path)))
+        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
+        assert answer["result"] == "submitted"
+    run(body())
