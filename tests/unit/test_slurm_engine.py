@@ -222,6 +222,7 @@ def test_the_supervisors_final_record_is_taken(tmp_path: Path) -> None:
         waiter = coord.add_waiter(job_id)
         await engine.step()
         assert waiter.done()
+        assert job_id not in engine.tracked
         assert coord.jobs[job_id].record.exit_code == 7
         assert exit_code_for(coord.jobs[job_id].record.to_dict()) == 7
     run(body())
@@ -489,4 +490,19 @@ def test_a_state_dir_outside_shared_dir_is_refused(tmp_path: Path) -> None:
         coord.config = Config(engine=EngineSection(kind="slurm", shared_dir=str(tmp_path)))
         answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
         assert answer["result"] == "submitted"
+    run(body())
+
+
+def test_a_job_whose_supervisor_reported_the_end_is_no_longer_watched(tmp_path: Path) -> None:
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        engine, fake = fake_engine(coord)
+        job_id = submit(coord)
+        await engine.step()
+        write_disk(coord, job_id, state="completed", exit_code=0, attempts=1)
+        coord.refresh(coord.jobs[job_id])           # the supervisor's job_changed note
+        assert engine.describe()["jobs_watched"] == 0
+        calls = len(fake.squeue_calls)
+        await engine.step()
+        assert engine.tracked == {} and len(fake.squeue_calls) == calls
     run(body())

@@ -170,7 +170,7 @@ class SlurmEngine:
     def describe(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
-            "jobs_watched": len(self.tracked),
+            "jobs_watched": sum(1 for job in self.tracked.values() if not job.final),
             "jobs_waiting_here": len(self.unsubmitted),
             "squeue_calls": self.polls,
             "poll_secs": self.coord.config.engine.poll,
@@ -236,6 +236,8 @@ class SlurmEngine:
 
     async def step(self) -> None:
         """One turn: hand ready jobs to Slurm, then one `squeue` for all of them."""
+        for job_id in [i for i, job in self.tracked.items() if job.final]:
+            self._untrack(job_id)   # its supervisor's final record came first (job_changed)
         for job_id in list(self.unsubmitted):
             job = self.tracked.get(job_id)
             if job is None or job.final or job.record.engine_id:
