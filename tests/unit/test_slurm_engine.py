@@ -506,3 +506,23 @@ def test_a_job_whose_supervisor_reported_the_end_is_no_longer_watched(tmp_path: 
         await engine.step()
         assert engine.tracked == {} and len(fake.squeue_calls) == calls
     run(body())
+
+
+def test_a_burst_of_submissions_costs_no_extra_squeue(tmp_path: Path) -> None:
+    async def body() -> None:
+        coord = make_coord(tmp_path)              # [engine] poll = 3600 s
+        fake = FakeSlurm()
+        engine = SlurmEngine(coord, slurm=fake)   # its own watcher task, as in the coordinator
+        engine.partitions = list(SINFO)
+        coord.engines["slurm"] = engine
+        for _ in range(10):
+            submit(coord)
+            await asyncio.sleep(0.01)
+        for _ in range(500):
+            if len(fake.released) == 10:
+                break
+            await asyncio.sleep(0.01)
+        assert len(fake.released) == 10           # every job was handed over at once
+        assert len(fake.squeue_calls) == 1        # and Slurm's queue was read once
+        engine.close()
+    run(body())

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,8 @@ class SlurmEngine:
         self.orphan_check: set[str] = set()
         #: How many `squeue` calls were made (`qex info`; tests count them).
         self.polls = 0
+        #: When the last `squeue` began (monotonic seconds).
+        self.last_poll = -1e9
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._calls: set[asyncio.Task[None]] = set()
@@ -219,23 +222,28 @@ class SlurmEngine:
         task.add_done_callback(self._calls.discard)
 
     async def _loop(self) -> None:
+        """Submit as soon as a job arrives; look at Slurm's queue once per `poll`, never more
+        often, however many jobs arrive (a burst of submissions costs no extra squeue)."""
         while self.tracked and not self.coord.stopping:
             self._wake.clear()
+            interval = self.coord.config.engine.poll
+            due = time.monotonic() - self.last_poll >= interval * 0.95
             try:
-                await self.step()
+                await self.step(poll=due)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log_exception("a look at Slurm failed")
             if not self.tracked:
                 break
+            wait = max(0.05, interval - (time.monotonic() - self.last_poll))
             try:
-                await asyncio.wait_for(self._wake.wait(), self.coord.config.engine.poll)
+                await asyncio.wait_for(self._wake.wait(), wait)
             except TimeoutError:
                 pass
 
-    async def step(self) -> None:
-        """One turn: hand ready jobs to Slurm, then one `squeue` for all of them."""
+    async def step(self, *, poll: bool = True) -> None:
+        """One turn: hand ready jobs to Slurm, then (when due) one `squeue` for all of them."""
         for job_id in [i for i, job in self.tracked.items() if job.final]:
             self._untrack(job_id)   # its supervisor's final record came first (job_changed)
         for job_id in list(self.unsubmitted):
@@ -244,7 +252,9 @@ class SlurmEngine:
                 self.unsubmitted.remove(job_id)
                 continue
             await self._submit(job)
-        await self._poll()
+        if poll:
+            self.last_poll = time.monotonic()
+            await self._poll()
 
     # -- submission ----------------------------------------------------------------------
 
