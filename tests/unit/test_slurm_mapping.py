@@ -22,7 +22,7 @@ def test_claim_becomes_cpus_mem_gres_time_and_dependency() -> None:
     args = mapping.sbatch_args(request(gpus=2, timeout=90, afterok=("11", "12"),
                                        afterany=("13",), partition="gpu", account="lab",
                                        qos="high", extra=("--constraint=a100",),
-                                       output="/s/jobs/x/slurm.out"))
+                                       output="/s/jobs/x/slurm.out", chdir="/s/jobs/x"))
     assert "--cpus-per-task=4" in args
     assert "--mem=8192M" in args
     assert "--gres=gpu:2" in args
@@ -30,7 +30,7 @@ def test_claim_becomes_cpus_mem_gres_time_and_dependency() -> None:
     assert "--dependency=afterok:11:12,afterany:13" in args
     assert "--kill-on-invalid-dep=no" in args
     assert {"--partition=gpu", "--account=lab", "--qos=high"} <= set(args)
-    assert "--output=/s/jobs/x/slurm.out" in args
+    assert "--output=/s/jobs/x/slurm.out" in args and "--chdir=/s/jobs/x" in args
     assert args[-1] == "--constraint=a100"          # the user's options come last and win
     assert "--hold" in args and "--parsable" in args and "--no-requeue" in args
 

@@ -261,12 +261,13 @@ class SlurmEngine:
     def _request(self, job_id: str, name: str, cpu: int, mem: int, *,
                  claims: dict[str, dict[str, Any]], timeout: float | None,
                  afterok: tuple[str, ...] = (), afterany: tuple[str, ...] = (),
-                 output: str | None = None) -> mapping.Request:
+                 output: str | None = None, chdir: str | None = None) -> mapping.Request:
         config = self.coord.config.engine
         return mapping.Request(
             job_id=job_id, name=name, cpu=cpu, mem=mem, gpus=mapping.gpu_count(claims),
             timeout=timeout, afterok=afterok, afterany=afterany, partition=config.partition,
-            account=config.account, qos=config.qos, extra=config.sbatch_options, output=output)
+            account=config.account, qos=config.qos, extra=config.sbatch_options, output=output,
+            chdir=chdir)
 
     def dependencies(self, job: Job) -> DepPlan:
         """Whether a job can go to Slurm now, must wait here, or is skipped (as on one machine)."""
@@ -346,7 +347,7 @@ class SlurmEngine:
                                 claims=record.claims,
                                 timeout=spec.timeout if spec is not None else None,
                                 afterok=plan.afterok, afterany=plan.afterany,
-                                output=str(job.dir / OUTPUT_FILE))
+                                output=str(job.dir / OUTPUT_FILE), chdir=str(job.dir))
         try:
             slurm_id = await self.slurm.sbatch(mapping.sbatch_args(request), str(script))
         except commands.SlurmError as exc:

@@ -39,6 +39,7 @@ class Request:
     qos: str | None = None
     extra: tuple[str, ...] = ()      # `[engine] sbatch_options`, as given
     output: str | None = None        # where Slurm writes the batch script's own output
+    chdir: str | None = None         # where the batch script starts (the job directory)
 
 
 def mem_megabytes(mem: int) -> int:
@@ -103,6 +104,8 @@ def sbatch_args(request: Request, *, hold: bool = True) -> list[str]:
             args.append(f"--{option}={value}")
     if request.output:
         args.append(f"--output={request.output}")
+    if request.chdir:
+        args.append(f"--chdir={request.chdir}")
     if hold:
         args.append("--hold")
     args.extend(request.extra)
