@@ -221,3 +221,23 @@ def test_qex_timeout_ends_the_job_before_slurms_limit(slurm_env: SlurmEnv) -> No
     done = slurm_env.run("status", "--wait", job, timeout=120)
     assert done.returncode == 125, done.stdout + done.stderr
     assert slurm_env.record(job)["state"] == "timeout"
+
+
+def test_a_pipeline_runs_on_slurm_and_a_failed_stage_skips_the_rest(slurm_env: SlurmEnv) -> None:
+    pipeline = slurm_env.root / "ci.toml"
+    pipeline.write_text(
+        'name = "ci"\n'
+        '[[jobs]]\nname = "build"\ncommand = ["sh", "-c", "echo built"]\n'
+        '[jobs.resources]\nmem = "100MB"\n'
+        '[[jobs]]\nname = "test"\ncommand = ["sh", "-c", "exit 4"]\nneeds = ["build"]\n'
+        '[jobs.resources]\nmem = "100MB"\n'
+        '[[jobs]]\nname = "ship"\ncommand = ["true"]\nneeds = ["test"]\n'
+        '[jobs.resources]\nmem = "100MB"\n')
+    result = slurm_env.run("pipeline", str(pipeline), check=True)
+    group = result.stdout.strip()
+    assert slurm_env.run("wait", "-q", group, timeout=180).returncode == 4
+    records = {r["name"]: r for r in
+               json.loads(slurm_env.run("status", group, "--json", check=True).stdout)}
+    assert [records[n]["state"] for n in ("build", "test", "ship")] == \
+        ["completed", "failed", "skipped"]
+    assert all(r["engine"] == "slurm" for r in records.values())
