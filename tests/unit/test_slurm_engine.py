@@ -526,3 +526,28 @@ def test_a_burst_of_submissions_costs_no_extra_squeue(tmp_path: Path) -> None:
         assert len(fake.squeue_calls) == 1        # and Slurm's queue was read once
         engine.close()
     run(body())
+
+
+def test_a_slurm_that_does_not_answer_is_asked_once_per_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.engine.slurm import commands
+
+    calls: list[int] = []
+
+    def down() -> list[mapping.Partition]:
+        calls.append(1)
+        raise commands.SlurmError("`sinfo` failed (exit status 1) and said: no controller")
+
+    monkeypatch.setattr(commands, "partitions_now", down)
+
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        engine, _fake = fake_engine(coord)
+        engine.partitions = None
+        for _ in range(3):
+            spec = JobSpec(id=str(uuid.uuid4()), name="j", cwd="/", command=["true"], env={},
+                           cpu=1, mem=MB, submitted_at=time.time(), engine="slurm")
+            answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
+            assert answer["result"] == "error" and "no controller" in answer["message"]
+        assert len(calls) == 1
+    run(body())

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 #: The batch script and Slurm's own output of it, in the job directory.
 SCRIPT_FILE = "slurm.sh"
 OUTPUT_FILE = "slurm.out"
+#: After `sinfo` failed, submissions are refused with that answer for this long.
+SINFO_RETRY_SECS = 30.0
 #: Words in a Slurm error that mean "try again later", not "this job is wrong".
 TRANSIENT = ("timed out", "Unable to contact", "Socket", "try again", "Resource temporarily")
 
@@ -91,6 +93,8 @@ class SlurmEngine:
         self.orphan_check: set[str] = set()
         #: How many `squeue` calls were made (`qex info`; tests count them).
         self.polls = 0
+        #: When `sinfo` last failed, and why (a refusal repeats it for SINFO_RETRY_SECS).
+        self._sinfo_failure: tuple[float, str] | None = None
         #: When the last `squeue` began (monotonic seconds).
         self.last_poll = -1e9
         self._wake = asyncio.Event()
@@ -117,14 +121,23 @@ class SlurmEngine:
                     "(--gpu) become a request (--gres=gpu:N); drop it, or give Slurm's own "
                     "option through [engine] sbatch_options")
         if self.partitions is None:
-            try:
-                self.partitions = commands.partitions_now()
-            except commands.SlurmError as exc:
-                return (f"qex could not read Slurm's partitions: {exc}; nothing was submitted. "
-                        "Check that Slurm answers (`sinfo`), or submit with --engine local")
+            failed = self._sinfo_failure
+            if failed is not None and time.monotonic() - failed[0] < SINFO_RETRY_SECS:
+                problem = failed[1]   # a controller that is down costs ~9 s per try: not again
+            else:
+                try:
+                    self.partitions = commands.partitions_now()
+                    problem = None
+                except commands.SlurmError as exc:
+                    problem = str(exc)
+                    self._sinfo_failure = (time.monotonic(), problem)
+            if problem is not None:
+                return (f"qex could not read Slurm's partitions: {problem}; nothing was "
+                        "submitted. Check that Slurm answers (`sinfo`), or submit with "
+                        "--engine local")
         request = self._request(spec.id, spec.name, spec.cpu, spec.mem, claims=spec.claims,
                                 timeout=spec.timeout)
-        return mapping.refusal(request, self.partitions)
+        return mapping.refusal(request, self.partitions or [])
 
     def accept(self, job: Job) -> None:
         job.record.blocked_reason = "is handed to Slurm now."
