@@ -551,3 +551,24 @@ def test_a_slurm_that_does_not_answer_is_asked_once_per_interval(
             assert answer["result"] == "error" and "no controller" in answer["message"]
         assert len(calls) == 1
     run(body())
+
+
+def test_a_failing_squeue_changes_no_record_and_is_logged_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from qex.engine.slurm import commands
+
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        engine, fake = fake_engine(coord)
+        job_id = submit(coord)
+        await engine.step()
+
+        async def broken(ids: Sequence[str]) -> dict[str, mapping.SlurmJob]:
+            raise commands.SlurmError("`squeue -h` failed (exit status 1) and said: down")
+
+        fake.squeue = broken  # type: ignore[method-assign]
+        for _ in range(3):
+            await engine.step()
+        assert coord.jobs[job_id].record.state == "queued" and job_id in engine.tracked
+    run(body())
+    assert capsys.readouterr().out.count("could not read Slurm's queue") == 1

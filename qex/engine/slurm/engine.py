@@ -95,6 +95,8 @@ class SlurmEngine:
         self.polls = 0
         #: When `sinfo` last failed, and why (a refusal repeats it for SINFO_RETRY_SECS).
         self._sinfo_failure: tuple[float, str] | None = None
+        #: The last failure of `squeue`, logged once until it answers again.
+        self._squeue_failure: str | None = None
         #: When the last `squeue` began (monotonic seconds).
         self.last_poll = -1e9
         self._wake = asyncio.Event()
@@ -419,7 +421,18 @@ class SlurmEngine:
         if not watched:
             return
         self.polls += 1
-        found = await self.slurm.squeue(sorted(watched, key=_numeric))
+        try:
+            found = await self.slurm.squeue(sorted(watched, key=_numeric))
+        except commands.SlurmError as exc:
+            # The controller may be restarting: say so once, and look again next interval.
+            if str(exc) != self._squeue_failure:
+                log(f"qex could not read Slurm's queue: {exc}; it tries again every "
+                    f"{self.coord.config.engine.poll:g} s, and the jobs keep their records")
+            self._squeue_failure = str(exc)
+            return
+        if self._squeue_failure is not None:
+            log("Slurm's queue answers again")
+            self._squeue_failure = None
         for slurm_id, job in watched.items():
             if job.final or job.record.engine_id != slurm_id or job.id not in self.tracked:
                 continue  # changed while squeue ran
