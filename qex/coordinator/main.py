@@ -181,6 +181,8 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     coord.kick()  # the first pass: recovered jobs may start, and `info` gets a queue state
 
     await runner.run()
+    for engine in coord.engines.values():
+        engine.close()
 
     # -- stop --------------------------------------------------------------------------------
     notify("STOPPING=1")
