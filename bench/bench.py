@@ -11,6 +11,11 @@ benchmark never touches a user's queue. Baselines:
   drain rate       a 2-worker pool of subprocess `true` (what 2 slots could do with no bookkeeping)
   50 ms jobs       the ideal time: jobs x 50 ms / 2 slots
   memory           RSS of a bare `python -c` that sleeps (the interpreter's own floor)
+
+The shell-loop section (`--shell`, also part of the full run) measures qex as a user's shell
+loop or an agent uses it: one `qex` process per call, each call timed beside the floor
+`python -S -c pass` in the same round (interleaved), so load on the machine hits both alike.
+`--only NAME[,NAME]` runs only some sections: hot, loop, drain, cold, scale, idle.
 """
 
 from __future__ import annotations
@@ -129,16 +134,171 @@ def pool_drain(count: int, argv: list[str], workers: int = 2) -> float:
     return time.perf_counter() - start
 
 
+FLOOR = [PY, "-S", "-c", "pass"]
+
+
+def interleaved(reps: int, argvs: dict[str, list[str]], env: dict[str, str]) -> dict[str, float]:
+    """Median ms of each argv, and of the floor, each round running every one once."""
+    samples: dict[str, list[float]] = {name: [] for name in ["floor", *argvs]}
+    for _ in range(reps):
+        samples["floor"].append(timed(FLOOR))
+        for name, argv in argvs.items():
+            samples[name].append(timed(argv, env))
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
+
+
+def floor_row(name: str, value: float, floor: float, target: float | None) -> None:
+    ratio = value / floor if floor else float("nan")
+    aim = f"target <= {target:g} x" if target is not None else ""
+    flag = "" if target is None or ratio <= target else "  MISSED"
+    print(f"{name:<34} {value:>8.1f} ms  floor {floor:>6.1f} ms  x{ratio:>5.2f}  {aim}{flag}")
+
+
+def submit_id(env: dict[str, str], *args: str) -> str:
+    return qex(env, "submit", *args).stdout.strip()
+
+
+def hot_commands(env: dict[str, str], reps: int) -> None:
+    """Each hot command as one process, beside `python -S -c pass` (target 2 x)."""
+    done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "echo", "hello")
+    qex(env, "wait", "-q", done, check=False)
+    argvs = {
+        "submit -- true": [*QEX, "submit", "--", "true"],
+        "submit --cpu 1 --mem 16MB -- true": [*QEX, "submit", "--cpu", "1", "--mem", "16MB", "--", "true"],
+        "wait ID (finished)": [*QEX, "wait", done],
+        "status ID": [*QEX, "status", done],
+        "status ID --json": [*QEX, "status", done, "--json"],
+        "status --wait ID": [*QEX, "status", "--wait", done],
+        "list": [*QEX, "list"],
+        "list --json": [*QEX, "list", "--json"],
+        "logs ID": [*QEX, "logs", done],
+        "kill ID (finished: refused)": [*QEX, "kill", done],
+        "cancel ID (finished: refused)": [*QEX, "cancel", done],
+    }
+    found = interleaved(reps, argvs, env)
+    print(f"-- hot commands, one process each (load {os.getloadavg()[0]:.2f}) --")
+    for name in argvs:
+        floor_row(f"qex {name}", found[name], found["floor"], 2.0)
+    settle(env)
+
+
+def settle(env: dict[str, str]) -> None:
+    """Wait for every job to stop (the hot-command submits leave jobs behind)."""
+    listing = json.loads(qex(env, "list", "--json").stdout)
+    jobs = listing if isinstance(listing, list) else listing.get("jobs", [])
+    ids = [j["id"] for j in jobs if j.get("state") in ("queued", "starting", "running")]
+    if ids:
+        qex(env, "wait", "-q", *ids, check=False)
+
+
+def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float]:
+    """ms of `qex submit -- true` then `qex wait ID` as two processes, and the floor."""
+    samples, floors = [], []
+    for _ in range(reps):
+        floors.append(timed(FLOOR))
+        start = time.perf_counter()
+        job = subprocess.run([*QEX, "submit", "--", "true"], env=env, capture_output=True,
+                             text=True).stdout.strip()
+        subprocess.run([*QEX, "wait", job], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000, statistics.median(floors) * 1000
+
+
+def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
+    """Seconds for a shell loop of `count` `qex submit -- JOB`, then one `qex wait` on all."""
+    script = root / "loop.sh"
+    ids = root / "loop-ids"
+    script.write_text(
+        f'i=0; : > {ids}\n'
+        f'while [ $i -lt {count} ]; do {" ".join(QEX)} submit -- {job} >> {ids}; i=$((i+1)); done\n'
+        f'{" ".join(QEX)} wait -q $(cat {ids})\n'
+    )
+    start = time.perf_counter()
+    subprocess.run(["sh", str(script)], env=env, check=False)
+    return time.perf_counter() - start
+
+
+def stop_coordinator(env: dict[str, str], root: Path) -> None:
+    pid_file = root / "state" / "qex" / "run" / "coordinator.pid"
+    sock = root / "state" / "qex" / "run" / "qex.sock"
+    try:
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, IndexError):
+        return
+    for _ in range(400):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.01)
+    for _ in range(100):
+        if not sock.exists():
+            break
+        time.sleep(0.01)
+
+
+def cold_start(env: dict[str, str], root: Path, reps: int) -> tuple[float, float]:
+    """submit-then-wait with no coordinator running (it is stopped before each round)."""
+    samples, floors = [], []
+    for _ in range(reps):
+        stop_coordinator(env, root)
+        time.sleep(0.2)
+        floors.append(timed(FLOOR))
+        start = time.perf_counter()
+        job = subprocess.run([*QEX, "submit", "--", "true"], env=env, capture_output=True,
+                             text=True).stdout.strip()
+        subprocess.run([*QEX, "wait", job], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000, statistics.median(floors) * 1000
+
+
+def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> None:
+    """With the queue paused: one submit at 10 queued and at `queued`, `list --json`, RSS."""
+    qex(env, "pause", "queue", "--reason", "benchmark")
+    for _ in range(10):
+        submit_id(env, "--", "true")
+    pid = coordinator_pid(env)
+    rss_10 = rss_kb(pid)
+    few = interleaved(reps, {"submit": [*QEX, "submit", "--", "true"],
+                             "list --json": [*QEX, "list", "--json"]}, env)
+    lines = root / "scale-lines.txt"
+    have = 10 + reps
+    lines.write_text("".join(f"{i}\n" for i in range(queued - have)))
+    qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(queued), "--", "true", "{}")
+    time.sleep(1.0)
+    rss_many = rss_kb(pid)
+    many = interleaved(reps, {"submit": [*QEX, "submit", "--", "true"],
+                              "list --json": [*QEX, "list", "--json"]}, env)
+    print(f"-- scale: {queued} queued (load {os.getloadavg()[0]:.2f}) --")
+    floor_row("submit, 10 queued", few["submit"], few["floor"], 2.0)
+    floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
+    print(f"{'list --json, 10 queued':<34} {few['list --json']:>8.1f} ms")
+    print(f"{f'list --json, {queued} queued':<34} {many['list --json']:>8.1f} ms  (target <= 100 ms)")
+    grown = (rss_many - rss_10) / (queued - 10)
+    print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
+    stop_coordinator(env, root)
+    shutil.rmtree(root / "state" / "qex", ignore_errors=True)
+    qex(env, "info", "--json")
+
+
 def row(name: str, value: float, unit: str, base: float, base_name: str, target: str) -> None:
     ratio = value / base if base else float("nan")
     print(f"{name:<34} {value:>9.2f} {unit:<6} baseline {base:>8.2f} {unit:<6} "
           f"x{ratio:>6.2f}  ({base_name}; target {target})")
 
 
+SECTIONS = ("hot", "loop", "drain", "cold", "scale", "idle")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and jobs")
+    parser.add_argument("--only", default="", help="comma-separated sections: " + ",".join(SECTIONS))
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(","))) or set(SECTIONS)
     reps = 5 if args.quick else 21
     n_true = 100 if args.quick else 500
     n_50ms = 40 if args.quick else 200
@@ -151,35 +311,45 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="qxb", dir="/tmp"))
     env = make_env(root)
     try:
-        print(f"qex benchmark, {os.cpu_count()} cores, python {sys.version.split()[0]}, medians\n")
+        print(f"qex benchmark, {os.cpu_count()} cores, python {sys.version.split()[0]}, medians, "
+              f"load {os.getloadavg()[0]:.2f}\n")
         # Warm the coordinator and one finished job for the read paths.
         job = qex(env, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)
-        job_id = qex(env, "list", "--json")
-        first = json.loads(job_id.stdout)
-        jid = first[0]["id"] if isinstance(first, list) else first["jobs"][0]["id"]
         del job
-
-        base_start = median_of(reps, lambda: timed([PY, "-c", "pass"])) * 1000
-        t_status = median_of(reps, lambda: timed([*QEX, "status", jid, "--json"], env)) * 1000
-        t_list = median_of(reps, lambda: timed([*QEX, "list", "--json"], env)) * 1000
-        row("qex status <id> --json", t_status, "ms", base_start, "python -c pass", "<= 50 ms")
-        row("qex list --json", t_list, "ms", base_start, "python -c pass", "<= 50 ms")
-
-        base_true = median_of(reps, lambda: timed(["true"])) * 1000
-        t_submit = median_of(reps, lambda: timed(
-            [*QEX, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true"], env)) * 1000
-        row("submit --wait -- true", t_submit, "ms", base_true + base_start, "spawn true + python start",
-            "<= 100 ms")
-
-        t_drain = drain(env, root, n_true, ["true"])
-        b_drain = pool_drain(n_true, ["true"])
-        row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
-            "2-worker subprocess pool", ">= 60 jobs/s")
-
-        t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
-        ideal = n_50ms * 0.05 / 2
-        row(f"{n_50ms} x 50 ms, 2 slots", t_50, "s", ideal, "ideal", "<= 1.2 x ideal")
-
+        if "hot" in only:
+            hot_commands(env, max(reps, 15))
+        if "loop" in only:
+            t_sw, floor = submit_then_wait(env, max(reps, 15))
+            print(f"-- shell loop, one process per call (load {os.getloadavg()[0]:.2f}) --")
+            floor_row("submit -- true; wait ID", t_sw, floor, 4.0)
+            t_loop = shell_loop(env, root, n_true, "true")
+            print(f"{f'{n_true} x submit -- true in a loop':<34} {n_true / t_loop:>8.1f} jobs/s  "
+                  "(to all done; target >= 60 jobs/s)")
+            t_50l = shell_loop(env, root, n_50ms, "sleep 0.05")
+            ideal = n_50ms * 0.05 / 2
+            per = (t_50l - ideal) / n_50ms * 2 * 1000
+            print(f"{f'{n_50ms} x 50 ms in a loop, 2 slots':<34} {t_50l:>8.2f} s  ideal {ideal:.2f} s  "
+                  f"x{t_50l / ideal:.2f}  ({per:.1f} ms per job and slot; target <= 1.1 x)")
+        if "drain" in only:
+            print(f"-- batch: one fan-out, timed from the resume (load {os.getloadavg()[0]:.2f}) --")
+            t_drain = drain(env, root, n_true, ["true"])
+            b_drain = pool_drain(n_true, ["true"])
+            row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
+                "2-worker subprocess pool", ">= 60 jobs/s")
+            t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
+            ideal = n_50ms * 0.05 / 2
+            per = (t_50 - ideal) / n_50ms * 2 * 1000
+            row(f"{n_50ms} x 50 ms, 2 slots", t_50, "s", ideal, "ideal",
+                f"<= 1.05 x ideal; {per:.1f} ms per job and slot")
+        if "cold" in only:
+            t_cold, floor = cold_start(env, root, 7 if args.quick else 15)
+            print(f"-- cold start (load {os.getloadavg()[0]:.2f}) --")
+            floor_row("no coordinator: submit; wait", t_cold, floor, None)
+            print(f"{'':<34} target <= 80 ms")
+        if "scale" in only:
+            scale(env, root, 5 if args.quick else 15, 500 if args.quick else 2000)
+        if "idle" not in only:
+            return
         pid = coordinator_pid(env)
         time.sleep(1.0)
         window = 5.0 if args.quick else 20.0
