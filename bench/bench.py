@@ -35,7 +35,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
-QEX_BIN = Path(PY).parent / "qex"
+# QEX_BENCH_BIN names another program (an older build's console script, say) to measure.
+QEX_BIN = Path(os.environ.get("QEX_BENCH_BIN") or Path(PY).parent / "qex")
 QEX = [str(QEX_BIN)] if QEX_BIN.exists() else [PY, "-m", "qex"]
 
 
@@ -137,21 +138,42 @@ def pool_drain(count: int, argv: list[str], workers: int = 2) -> float:
 FLOOR = [PY, "-S", "-c", "pass"]
 
 
+def cpu_timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU (user + system of the child) suffers less from a
+    busy machine than the wall clock does."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(argv, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+CPU: dict[str, float] = {}
+
+
 def interleaved(reps: int, argvs: dict[str, list[str]], env: dict[str, str]) -> dict[str, float]:
-    """Median ms of each argv, and of the floor, each round running every one once."""
+    """Median ms of each argv, and of the floor, each round running every one once (the
+    CPU-time medians go to CPU)."""
     samples: dict[str, list[float]] = {name: [] for name in ["floor", *argvs]}
+    cpu: dict[str, list[float]] = {name: [] for name in ["floor", *argvs]}
     for _ in range(reps):
-        samples["floor"].append(timed(FLOOR))
-        for name, argv in argvs.items():
-            samples[name].append(timed(argv, env))
+        for name, argv in [("floor", FLOOR), *argvs.items()]:
+            wall, used = cpu_timed(argv, None if name == "floor" else env)
+            samples[name].append(wall)
+            cpu[name].append(used)
+    CPU.clear()
+    CPU.update({name: statistics.median(values) * 1000 for name, values in cpu.items()})
     return {name: statistics.median(values) * 1000 for name, values in samples.items()}
 
 
-def floor_row(name: str, value: float, floor: float, target: float | None) -> None:
+def floor_row(name: str, value: float, floor: float, target: float | None,
+              cpu: tuple[float, float] | None = None) -> None:
     ratio = value / floor if floor else float("nan")
     aim = f"target <= {target:g} x" if target is not None else ""
     flag = "" if target is None or ratio <= target else "  MISSED"
-    print(f"{name:<34} {value:>8.1f} ms  floor {floor:>6.1f} ms  x{ratio:>5.2f}  {aim}{flag}")
+    used = f"  (cpu {cpu[0]:.1f} / {cpu[1]:.1f} ms x{cpu[0] / cpu[1]:.2f})" if cpu and cpu[1] else ""
+    print(f"{name:<34} {value:>8.1f} ms  floor {floor:>6.1f} ms  x{ratio:>5.2f}  {aim}{flag}{used}")
 
 
 def submit_id(env: dict[str, str], *args: str) -> str:
@@ -178,7 +200,7 @@ def hot_commands(env: dict[str, str], reps: int) -> None:
     found = interleaved(reps, argvs, env)
     print(f"-- hot commands, one process each (load {os.getloadavg()[0]:.2f}) --")
     for name in argvs:
-        floor_row(f"qex {name}", found[name], found["floor"], 2.0)
+        floor_row(f"qex {name}", found[name], found["floor"], 2.0, (CPU[name], CPU["floor"]))
     settle(env)
 
 

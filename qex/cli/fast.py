@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` alone costs a third of the interpreter's start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 #: The command word being run, for the exit-code rule of `qex.client.connection`.
 current_command: str | None = None

@@ -9,9 +9,11 @@ command to click, which prints its own usage message with its own exit code.
 
 from __future__ import annotations
 
-from typing import Any
-
 from qex.cli.fast_table import TABLE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _convert(kind: str, text: str) -> tuple[bool, Any]:
