@@ -1,4 +1,5 @@
-"""The hot commands without click: `submit`, `wait`, `status`, `list`, `logs`, `kill`, `cancel`.
+"""The hot commands without click: `submit`, `wait`, `status`, `list`, `logs`, `kill`, `cancel`
+(and `daemon`, so that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -218,7 +219,14 @@ def _submit(p: dict[str, Any]) -> int | None:
                              wait_timeout=wait_timeout)
 
 
+def _daemon(p: dict[str, Any]) -> int | None:
+    from qex.cli.daemon_start import run_daemon
+
+    run_daemon()
+    return 0
+
+
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
-    "kill": _kill, "cancel": _cancel,
+    "kill": _kill, "cancel": _cancel, "daemon": _daemon,
 }

@@ -230,4 +230,16 @@ TABLE: dict[str, dict[str, Any]] = {
             'jobs': None,
         },
     },
+    'daemon': {
+        'interspersed': True,
+        'options': {
+            '--supervised': ('supervised', 'flag'),
+            '--foreground': ('foreground', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'foreground': False,
+            'supervised': False,
+        },
+    },
 }

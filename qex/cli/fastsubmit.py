@@ -77,14 +77,21 @@ def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _connect() -> Connection | None:
-    from qex.cli.common import die, get_paths
+    """A connection through the full client; with nobody listening, the config is checked
+    HERE and a coordinator started, in the click path's order (a broken config file is 121
+    and starts nothing; the coordinator itself would refuse to start on it)."""
+    from qex.cli.common import die, get_paths, load_config
     from qex.client.connection import CoordinatorError, connect
 
     paths = get_paths(121)
     try:
-        return connect(paths, start=False)
+        conn = connect(paths, start=False)
+        if conn is None:
+            load_config(paths, 121)
+            conn = connect(paths, start=True)
     except CoordinatorError as exc:
         die(exc.message, exc.code)
+    return conn
 
 
 def _guarded(action: Any) -> dict[str, Any]:

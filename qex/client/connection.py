@@ -16,9 +16,9 @@ library and `qex.core.protocol`, so `qex status <id> --json` stays fast.
 
 from __future__ import annotations
 
+import _socket as socket  # the C module: `socket` adds enums and selectors, unused here
 import errno
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
