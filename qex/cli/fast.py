@@ -146,13 +146,19 @@ def _list(p: dict[str, Any]) -> int | None:
 
 
 def _wait(p: dict[str, Any]) -> int | None:
-    from qex.cli import jobcmd
-    from qex.cli.wait_core import wait_words
+    words = list(p["words"])
+    if len(words) == 1 and not (p["timeout_text"] or p["next_only"] or p["as_json"]):
+        from qex.cli.fastwait import wait_finished
 
+        code = wait_finished(words[0], quiet=p["quiet"])
+        if code is not None:
+            return code
     ok, timeout = _duration(p["timeout_text"], "--timeout")
     if not ok or (p["quiet"] and p["as_json"]):
         return None
-    words = list(p["words"])
+    from qex.cli import jobcmd
+    from qex.cli.wait_core import wait_words
+
     with jobcmd.interruptible(words):
         wait_words(words, timeout, p["next_only"], p["quiet"], p["as_json"])
     return 0

@@ -72,6 +72,7 @@ def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
         return None if conn is None else _guarded(lambda: conn.request(request))
     answer = wire.request(request)
     if isinstance(answer, dict):
+        wire.close()
         return answer
     return _guarded(lambda: answer.answer("submit_words"))
 

@@ -107,7 +107,8 @@ class Wire:
         self.sock.close()
 
     def request(self, message: dict[str, Any]) -> dict[str, Any] | Connection:
-        """Send one request; its answer, or the full client's connection to read it from.
+        """Send one request; its answer, or the full client's connection to read it from
+        (which then owns the socket; otherwise the caller closes it).
 
         Nothing can be retried once the request is sent, so every failure after that is the
         full client's: it reports it with its own sentence and code.
@@ -128,7 +129,6 @@ class Wire:
         if newline and not rest:
             answer = decode(line)
             if answer is not None:
-                self.close()
                 return answer
         from qex.client.connection import adopt
 

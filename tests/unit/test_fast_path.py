@@ -205,3 +205,35 @@ def test_the_wire_finds_the_socket_where_paths_does(env: dict[str, str]) -> None
 ])
 def test_the_wire_leaves_unusual_socket_paths_to_the_full_client(env: dict[str, str]) -> None:
     assert wire.socket_path(env) is None
+
+
+NAMES = st.text(alphabet="abcXYZ019._- é/$", max_size=70)
+RECORDS = st.fixed_dictionaries({
+    "id": st.just(ID),
+    "name": st.one_of(st.none(), NAMES),
+    "state": st.sampled_from(["completed", "failed", "killed", "running", "queued", "oom"]),
+    "exit_code": st.one_of(st.none(), st.integers(-3, 300)),
+    "signal": st.one_of(st.none(), st.integers(1, 15)),
+    "error": st.one_of(st.none(), st.just(""), st.just("it broke")),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(RECORDS)
+def test_the_lean_wait_prints_what_the_full_wait_prints(record: dict[str, Any]) -> None:
+    from qex.cli import fastwait
+    from qex.cli.jobcmd import result_line
+    from qex.core.states import exit_code_for
+
+    found = fastwait.simple_result(record)
+    if found is not None:
+        assert found == (result_line(record), exit_code_for(record))
+
+
+def test_the_lean_wait_takes_only_full_ids() -> None:
+    from qex.cli.fastwait import is_full_id
+
+    assert is_full_id(ID)
+    assert not is_full_id(ID[:8])
+    assert not is_full_id(ID.upper())
+    assert not is_full_id("my-job")
