@@ -81,15 +81,19 @@ def _connect() -> Connection | None:
     """A connection through the full client; with nobody listening, the config is checked
     HERE and a coordinator started, in the click path's order (a broken config file is 121
     and starts nothing; the coordinator itself would refuse to start on it)."""
-    from qex.cli.common import die, get_paths, load_config
+    from qex.cli.common import die, get_paths
     from qex.client.connection import CoordinatorError, connect
+    from qex.core.config import ConfigError
+    from qex.store.config_file import load_config
 
     paths = get_paths(121)
     try:
         conn = connect(paths, start=False)
         if conn is None:
-            load_config(paths, 121)
+            load_config(paths)  # its notes come back with the coordinator's answer
             conn = connect(paths, start=True)
+    except ConfigError as exc:
+        die(str(exc), 121)
     except CoordinatorError as exc:
         die(exc.message, exc.code)
     return conn

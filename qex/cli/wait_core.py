@@ -19,7 +19,7 @@ def wait_words(words: list[str], timeout: float | None, next_only: bool, quiet: 
     seen: set[str] = set()
     group: str | None = None
     for word in words:
-        found = resolve(conn, paths, word)
+        found = resolve(conn, paths, word, recover=True)
         if found.group is not None and len(words) == 1:
             group = found.group
         for record in found.jobs:

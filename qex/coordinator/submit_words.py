@@ -108,6 +108,8 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
                                             job_id=job_id, now=now)
     except SpecError as exc:
         return _refused(str(exc))
+    # The command printed the config's notes first, then the spec's warnings (in order).
+    warnings = [*getattr(config, "notes", ()), *warnings]
     info = {"pid": os.getpid(), "version": protocol.VERSION,
             "program_replaced": program_replaced(coord)}
     note = version_warning(info, str(message.get("client_version") or ""))

@@ -8,11 +8,19 @@ a running job still writes the final record there.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 
+def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from qex.cli.complete_ids import complete_ids
+
+    return complete_ids(ctx, param, incomplete)
+
+
 @click.command("wait")
-@click.argument("words", metavar="ID...", nargs=-1, required=True)
+@click.argument("words", metavar="ID...", nargs=-1, required=True, shell_complete=_complete)
 @click.option("--timeout", "timeout_text", metavar="TIME",
               help="Stop waiting after this time (exit 124); the jobs go on.")
 @click.option("--next", "next_only", is_flag=True,
