@@ -109,6 +109,12 @@ def test_a_broken_config_refuses_the_same_way(qex_env: Env) -> None:
     assert not fast.stdout
 
 
+def test_config_notes_come_first_both_ways(qex_env: Env) -> None:
+    qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
+    qex_env.write_config("[politeness]\nnice = 50\n")
+    _same(qex_env, "submit", "--mem", "99999TB", "--", "true")
+
+
 def test_submit_then_wait_through_the_fast_path(qex_env: Env) -> None:
     job = qex_env.submit("--", "sh", "-c", "exit 7")
     assert qex_env.run("wait", job).returncode == 7
