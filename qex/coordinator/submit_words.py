@@ -27,7 +27,7 @@ from qex.core import protocol
 OPTION_FIELDS = frozenset({
     "command", "cpu", "mem", "gpu", "vram", "claims", "name", "cwd", "env", "env_capture",
     "no_env_capture", "tags", "priority", "timeout", "max_queue_time", "retries", "locks",
-    "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window",
+    "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window", "engine",
 })
 
 _config_cache: dict[str, tuple[tuple[str, str, bytes], Any]] = {}
