@@ -16,6 +16,11 @@ echo "== ruff"; .venv/bin/ruff check qex tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest (unit and end-to-end)"
 .venv/bin/pytest -q -p no:cacheprovider
+# The fault suite (issue 6): a full disk on a small tmpfs, descriptor exhaustion, a second
+# local user attacking the peers dir, kill -9 at each step, bounded fuzzing. Most cases need
+# root and skip with the reason otherwise; CI runs as root. About 4 minutes on 2 cores.
+echo "== fault suite (tests/faults)"
+.venv/bin/pytest -q -p no:cacheprovider tests/faults
 slurm_installed() { command -v slurmctld >/dev/null 2>&1 || [ -x /usr/sbin/slurmctld ]; }
 if [ "${QEX_SKIP_SLURM:-0}" != 1 ] && [ "$(id -u)" = 0 ] && slurm_installed; then
   echo "== Slurm engine against a one-node Slurm (tests/slurm)"

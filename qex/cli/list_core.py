@@ -25,12 +25,15 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     paths = get_paths()
     conn = open_connection(paths, start=True)
     assert conn is not None
+    damaged: list[dict[str, Any]] = []
     with conn:
-        records = list_jobs(conn)
+        records = list_jobs(conn, damaged)
         pauses = pause_state(conn)
     now = time.time()
     for line in pause_lines(pauses, now):
         warn(line)
+    for entry in damaged:
+        warn(damaged_line(entry))
 
     chosen: list[dict[str, Any]] = records
     if group_word is not None:
@@ -65,3 +68,13 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     lines = render_jobs(chosen, now=now, width=terminal_width(sys.stdout),
                         color=use_color(sys.stdout))
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+def damaged_line(entry: dict[str, Any]) -> str:
+    """One job whose record cannot be read: where it is, and what becomes of it."""
+    from qex.core.names import visible
+
+    return (f"the job {visible(str(entry.get('id')))} is DAMAGED: its record "
+            f"{visible(str(entry.get('path')))} cannot be read, so qex neither runs nor reports "
+            "it; `qex gc` deletes its directory once it is older than [gc] keep, or delete it "
+            "yourself")

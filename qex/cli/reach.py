@@ -83,9 +83,14 @@ def require(conn: Connection, capability: str, what: str) -> None:
     )
 
 
-def list_jobs(conn: Connection) -> list[dict[str, Any]]:
+def list_jobs(conn: Connection, damaged: list[dict[str, Any]] | None = None
+              ) -> list[dict[str, Any]]:
+    """The records; `damaged` (when given) receives the unreadable records the coordinator
+    found, as `{id, path}`."""
     answer = expect(conn, {"op": "list"}, "jobs")
     jobs = answer.get("jobs")
+    if damaged is not None and isinstance(answer.get("damaged"), list):
+        damaged.extend(d for d in answer["damaged"] if isinstance(d, dict))
     return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
 
 

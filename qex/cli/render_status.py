@@ -174,9 +174,16 @@ def _output_notes(record: dict[str, Any]) -> list[str]:
     notes: list[str] = []
     limit = _num(dropped.get("limit"))
     limit_text = f"[logs] max_bytes = {format_size(limit)}" if limit else "[logs] max_bytes"
+    write_error = dropped.get("write_error")
     for stream in ("stdout", "stderr"):
         size, lines = log_files.dropped_counts(record, stream)
-        if size or lines:
+        if (size or lines) and write_error:
+            notes.append(
+                f"{format_size(size)} and {lines} line(s) of {stream} are not in {stream}.log: "
+                "qex could not write them (see the note above) or met the limit "
+                f"{limit_text}"
+            )
+        elif size or lines:
             notes.append(
                 f"qex removed {format_size(size)} and {lines} line(s) from the middle of "
                 f"{stream}.log at the limit {limit_text}; the first and the last part are kept"

@@ -298,7 +298,8 @@ class Waiter:
                     return
                 elapsed = time.monotonic() - lost_at
                 conn = self._try_connect(start=False)
-                queued = any(self.records[i].get("state") == "queued" for i in self._pending())
+                queued = any(self.records[i].get("state") == "queued" or
+                             _unwatched(self.records[i]) for i in self._pending())
                 late = elapsed >= RECONNECT_WINDOW
                 if conn is None and self.settings.may_start and (stale or (late and queued)):
                     # A queued job needs a coordinator to ever start, and a job whose
@@ -430,3 +431,16 @@ def pause_notice(conn: Connection | None) -> str | None:
         return queue_pause_line(paused, time.time())
     except Exception:  # another helper's formatter must never break a wait
         return "the queue is paused, so no new job starts; run `qex pause` to see why"
+
+
+def _unwatched(record: dict[str, Any] | None) -> bool:
+    """An active record whose supervisor is gone: only a coordinator can judge it (and say
+    that the result is lost), so a wait may start one, as it does for a queued job."""
+    if not record or record.get("state") not in ("starting", "running"):
+        return False
+    pid = record.get("supervisor_pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    from qex.platform import procs
+
+    return not procs.same_process(pid, record.get("supervisor_start_token"))

@@ -79,8 +79,11 @@ def probe_socket_dir(directory: Path) -> OSError | None:
 
 def _prepare_run_dir(paths: Paths) -> None:
     try:
-        paths.run_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(paths.run_dir, 0o700)
+        # The state dir itself is private too (records, environments, the socket's dir):
+        # mkdir's default mode under the usual umask would leave it 0755.
+        for directory in (paths.state_dir, paths.run_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+            os.chmod(directory, 0o700)
     except OSError as exc:
         if exc.errno in SANDBOX_ERRNOS:
             raise CoordinatorError(sandbox_message(paths.run_dir, exc)) from None
@@ -122,17 +125,30 @@ def _take_spawn_lock(paths: Paths, began: float, deadline: float) -> int:
         time.sleep(0.02)
 
 
-def _log_tail(path: Path, count: int = 5) -> str:
+def _log_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _log_tail(path: Path, count: int = 5, since: int = 0) -> str:
+    """The last lines the coordinator we started wrote (from `since`, the size before it).
+
+    Lines of earlier coordinators are left out: they describe faults that may be long fixed.
+    A log that was rotated meanwhile (smaller than `since`) is read from its start.
+    """
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
-            handle.seek(max(0, size - 16384))
+            start = since if since <= size else 0
+            handle.seek(max(start, size - 16384))
             text = handle.read().decode("utf-8", "replace")
     except OSError:
         return "(the log cannot be read)"
     lines = [line for line in text.splitlines() if line.strip()][-count:]
-    return " / ".join(lines) if lines else "(the log is empty)"
+    return " / ".join(lines) if lines else "(the coordinator wrote nothing to its log)"
 
 
 def spawn_coordinator(paths: Paths) -> Any:
@@ -168,6 +184,7 @@ def start_and_connect(paths: Paths, limit: float, began: float, deadline: float)
             return Connection(sock, paths, limit)
         if outcome == NO_ANSWER:
             raise no_answer_error(paths, time.monotonic() - began, exc)
+        log_start = _log_size(paths.daemon_log)
         child = spawn_coordinator(paths)
         spawned_at = time.monotonic()
         spawn_deadline = min(deadline, spawned_at + SPAWN_WAIT)
@@ -188,7 +205,7 @@ def start_and_connect(paths: Paths, limit: float, began: float, deadline: float)
             if code not in (None, 0):
                 raise CoordinatorError(
                     f"the coordinator stopped at once with the code {code}; its log "
-                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log)}"
+                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log, since=log_start)}"
                 )
             if now >= spawn_deadline:
                 if now >= deadline:
@@ -196,7 +213,7 @@ def start_and_connect(paths: Paths, limit: float, began: float, deadline: float)
                 raise CoordinatorError(
                     f"the coordinator did not open its socket in {seconds_text(SPAWN_WAIT)} "
                     "seconds; its log "
-                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log)}"
+                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log, since=log_start)}"
                 )
             time.sleep(min(pause, max(spawn_deadline - now, 0.0)))
             pause = min(pause * 2, 0.05)

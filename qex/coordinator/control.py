@@ -123,6 +123,11 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
         return found
     job = found
     if job.state == State.QUEUED:
+        refused = _cancel_unwritable(job)
+        if refused is not None:
+            return protocol.error(protocol.INTERNAL, (
+                f"qex could not record the cancel of the job {job.id} ({refused}), so the job "
+                "stays queued; free space in the state directory and cancel it again"))
         cancel(coord, job, error=None)
         return protocol.ok()
     if job.active:
@@ -132,6 +137,25 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
     return protocol.error(protocol.WRONG_STATE, (
         f"the job {job.id} already stopped in the state `{job.record.state}`, so there is "
         "nothing to cancel"))
+
+
+def _cancel_unwritable(job: Job) -> str | None:
+    """Why a cancel cannot be recorded now (a full disk), or None.
+
+    A cancel that lives only in memory is undone by a coordinator restart (the disk still
+    says `queued`, and the job runs), so the person must hear that it did not happen.
+    """
+    from qex.coordinator.state import describe_os_error
+    from qex.core.records import JobStatus
+    from qex.store import jobs as job_files
+
+    trial = JobStatus.from_dict(job.record.to_dict())
+    trial.state = State.CANCELLED.value
+    try:
+        job_files.write_status(job.dir, trial)
+    except OSError as exc:
+        return describe_os_error(exc)
+    return None
 
 
 def cancel(coord: Coordinator, job: Job, *, error: str | None) -> None:

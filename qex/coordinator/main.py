@@ -14,6 +14,7 @@ record, STOPPING=1. The jobs continue: their supervisors do not depend on us.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import socket
@@ -45,8 +46,11 @@ def idle_limit(env: dict[str, str] | None = None) -> float:
 
 def run(paths: Paths) -> int:
     """The whole life of a coordinator. Returns the process exit code."""
+    from qex.coordinator.log import configure
     from qex.store.config_file import load_config
 
+    configure(paths.daemon_log)
+    raise_open_file_limit()
     try:
         config = load_config(paths)
     except ConfigError as exc:
@@ -55,6 +59,7 @@ def run(paths: Paths) -> int:
     for note in config.notes:
         log(note)
     try:
+        ensure_private_dir(paths.state_dir)
         ensure_private_dir(paths.run_dir)
         ensure_private_dir(paths.jobs_dir)
     except OSError as exc:
@@ -73,6 +78,44 @@ def run(paths: Paths) -> int:
         return _serve_with_socket(paths, config)
     finally:
         os.close(lock_fd)
+
+
+def raise_open_file_limit() -> None:
+    """Soft RLIMIT_NOFILE up to the hard limit: every connection and job costs descriptors,
+    and the soft default (often 1024) is a convention, not a resource the machine lacks."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
+            # An unlimited hard limit is not a number select() or a kernel table accepts.
+            target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def calm_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+    """asyncio's own faults (an accept that ran out of descriptors): one line per cause.
+
+    asyncio already stops accepting for a second after EMFILE; what must not happen is a
+    traceback per try. The repeats are counted (`log_repeating`).
+    """
+    from qex.coordinator.log import log_repeating
+
+    exc = context.get("exception")
+    message = str(context.get("message") or "a fault in the event loop")
+    if isinstance(exc, OSError):
+        why = exc.strerror or str(exc)
+        key = f"{message}|{exc.errno}"
+        text = f"{message}: {why}"
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            text += ("; new connections wait until descriptors are free (raise `ulimit -n` "
+                     "or close idle connections)")
+        log_repeating(key, text)
+        return
+    key = f"{message}|{type(exc).__name__}"
+    log_repeating(key, f"{message}: {exc!r}" if exc is not None else message)
 
 
 @dataclass
@@ -136,6 +179,7 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     from qex.store.config_file import ConfigWatcher
 
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(calm_exception_handler)
     remember_program()
     coord = Coordinator(
         paths=paths, config=config, machine=machine_info.machine(),

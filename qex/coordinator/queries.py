@@ -28,7 +28,14 @@ def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
 def handle_list(coord: Coordinator) -> dict[str, Any]:
     for job in [job for job in coord.jobs.values() if job.active]:
         coord.refresh(job)
-    return {"result": "jobs", "jobs": [record.to_dict() for record in coord.sorted_records()]}
+    answer: dict[str, Any] = {
+        "result": "jobs", "jobs": [record.to_dict() for record in coord.sorted_records()]}
+    damaged = {job_id: path for job_id, path in coord.damaged.items()
+               if job_id not in coord.jobs and os.path.isdir(os.path.dirname(path))}
+    if damaged:
+        answer["damaged"] = [{"id": job_id, "path": path}
+                             for job_id, path in sorted(damaged.items())]
+    return answer
 
 
 def handle_status(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:

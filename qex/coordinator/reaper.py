@@ -104,6 +104,19 @@ def supervisor_gone(coord: Coordinator, job: Job) -> None:
     if disk is not None and disk.final:
         coord.adopt(job, disk)
         return
+    pending = job.pending
+    if pending is not None and pending.final:
+        # The supervisor died while its result waited for the disk: the result is known,
+        # so record it (tried again with back-off while the disk refuses).
+        log(f"the supervisor of the job {label(pending)} stopped before it could write the "
+            "result; the coordinator records it")
+        coord.adopt(job, pending)
+        coord.write_logged(job)
+        if coord.hook_runner is not None:
+            coord.hook_runner(job)  # the supervisor died before it could run the stop hook
+        return
+    if pending is not None and pending.state == State.QUEUED:
+        disk = pending
     if disk is not None and disk.state == State.QUEUED and job.state != State.QUEUED:
         requeue_after_oom(coord, job, disk)
         return

@@ -24,10 +24,16 @@ from qex.store.pause import read_pause
 def load_jobs(coord: Coordinator) -> list[Job]:
     """Every job directory with both a readable spec and a readable record."""
     loaded: list[Job] = []
+    coord.damaged.clear()
     for job_dir in job_files.iter_job_dirs(coord.paths):
         spec = job_files.read_spec(job_dir)
         record = job_files.read_status(job_dir)
         if spec is None or record is None or record.id != job_dir.name:
+            # Not silently dropped: `qex list` names it, and `qex gc` removes it in time.
+            broken = job_files.STATUS if record is None or record.id != job_dir.name else \
+                job_files.SPEC
+            coord.damaged[job_dir.name] = str(job_dir / broken)
+            log(f"the record {job_dir / broken} cannot be read; qex lists it as damaged")
             continue
         try:
             State(record.state)

@@ -36,6 +36,9 @@ EXTERNAL_RECHECK_SECS = 1.0
 QUEUED_HEARTBEAT_SECS = 5.0
 #: Peers are read at most this often (a burst of submissions reads them once).
 PEER_READ_SECS = 0.5
+#: A publish that failed is tried again after this pause, doubled up to the maximum.
+PUBLISH_RETRY_FIRST_SECS = 1.0
+PUBLISH_RETRY_MAX_SECS = 60.0
 #: History pruning while a coordinator lives for days.
 HISTORY_PRUNE_SECS = 6 * 3600.0
 
@@ -93,6 +96,10 @@ class Runner:
         self.last_publish = 0.0
         self.published: tuple[int, int, dict[str, int], dict[str, list[int]]] | None = None
         self.last_prune = now
+        #: A failed publish: its cause (logged once per change) and when to try again.
+        self.publish_problem: str | None = None
+        self.publish_retry_at: float | None = None
+        self.publish_backoff = 0.0
         coord.peer_refresher = lambda: self.read_peers(coord.now())
 
     # -- the loop ----------------------------------------------------------------------------
@@ -117,6 +124,8 @@ class Runner:
         coord = self.coord
         now = coord.now()
         self.check_config(now)
+        if coord.write_retry_at is not None and now >= coord.write_retry_at:
+            coord.retry_unwritten()
         if any(True for _ in coord.active_jobs()) and now - self.last_scan >= SAFETY_SCAN_SECS:
             self.safety_scan(now)
         peers = self.read_peers(now) if coord.queue else coord.peer_load
@@ -134,6 +143,10 @@ class Runner:
             delay = self.watcher.next_check_delay()
             if delay is not None:
                 deadlines.append(now + delay)
+        if coord.write_retry_at is not None:
+            deadlines.append(coord.write_retry_at)
+        if coord.queue and coord.disk_wait_until is not None and coord.disk_wait_until > now:
+            deadlines.append(coord.disk_wait_until)
         pause_end = pausing.next_pause_deadline(coord)
         if pause_end is not None:
             deadlines.append(pause_end)
@@ -155,7 +168,9 @@ class Runner:
         active = any(True for _ in coord.active_jobs())
         if active:
             deadlines.append(self.last_scan + SAFETY_SCAN_SECS)
-            if self.published is not None:
+            if self.publish_retry_at is not None:
+                deadlines.append(self.publish_retry_at)
+            elif self.published is not None:
                 deadlines.append(self.last_publish + self.heartbeat_secs())
         if not coord.has_work():
             deadlines.append(coord.last_contact + coord.idle_limit)
@@ -247,8 +262,13 @@ class Runner:
             return
         if claims == self.published and now - self.last_publish < self.heartbeat_secs():
             return
+        if self.publish_retry_at is not None and now < self.publish_retry_at:
+            return
         root = self.peers_root()
         if root is None:
+            # The directory is unusable (said once by peers_root): look again at the next
+            # heartbeat, not at once.
+            self.publish_retry_at = now + self.heartbeat_secs()
             return
         record = peer_files.PeerRecord(
             uid=os.getuid(), pid=os.getpid(), boot_id=coord.boot_id, cpu=claims[0], mem=claims[1],
@@ -256,11 +276,29 @@ class Runner:
         )
         try:
             peer_files.publish(root, record)
-        except (OSError, ValueError) as exc:
-            log(f"qex could not publish this queue's claims for other users: {exc}")
+        except OSError as exc:
+            self.publish_failed(now, exc)
             return
+        if self.publish_problem is not None:
+            log("this queue's claims are published for other users again")
+        self.publish_problem = None
+        self.publish_retry_at = None
+        self.publish_backoff = 0.0
         self.published = claims
         self.last_publish = now
+
+    def publish_failed(self, now: float, exc: OSError) -> None:
+        """Try again later (the pause doubles up to a minute); say it once per cause."""
+        from qex.coordinator.state import describe_os_error
+
+        cause = str(exc) if isinstance(exc, peer_files.UnsafeDirectory) else describe_os_error(exc)
+        if cause != self.publish_problem:
+            self.publish_problem = cause
+            log(f"qex could not publish this queue's claims for other users: {cause}; it "
+                "tries again with growing pauses and says so here only when the cause changes")
+        self.publish_backoff = min(PUBLISH_RETRY_MAX_SECS,
+                                   max(PUBLISH_RETRY_FIRST_SECS, self.publish_backoff * 2))
+        self.publish_retry_at = now + self.publish_backoff
 
     def withdraw_peer(self) -> None:
         if self.published is None:

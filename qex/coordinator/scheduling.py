@@ -20,12 +20,17 @@ from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, describe_os_error, label
 from qex.core.config import Pool
 from qex.core.model import dataclass
-from qex.core.records import Assignment, PoolClaim
+from qex.core.records import Assignment, JobStatus, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State
 from qex.platform import machine as machine_info
 from qex.store import atomic
 from qex.store import jobs as job_files
+
+#: After a `starting` record was refused (a full disk), no job starts for this long, doubled
+#: while the fault lasts.
+DISK_WAIT_FIRST_SECS = 0.5
+DISK_WAIT_MAX_SECS = 10.0
 
 
 @dataclass
@@ -154,7 +159,8 @@ def apply(coord: Coordinator, decision: Decision) -> None:
         if job is None or job.state != State.QUEUED or job.record.started_at is not None:
             continue
         coord.finish(job, State.EXPIRED, error=expiry.error)
-    for start in decision.starts:
+    holding = coord.disk_wait_until is not None and coord.now() < coord.disk_wait_until
+    for start in () if holding else decision.starts:
         job = coord.jobs.get(start.id)
         if job is None or job.state != State.QUEUED:
             continue
@@ -171,6 +177,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
 
     now = coord.now()
     record = job.record
+    before = record.to_dict()
     record.state = State.STARTING.value
     record.assigned = assigned
     record.forced = forced
@@ -181,14 +188,18 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     record.blocked_since = None
     record.passed_by = 0
     record.boot_id = coord.boot_id
-    coord.queue.remove(job.id)
     try:
         coord.write(job)
     except OSError as exc:
-        coord.finish(job, State.FAILED, error=(
-            f"qex could not write the record of this job ({describe_os_error(exc)}), so it did "
-            "not start it; free space in the state directory and submit the job again"))
+        wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
         return
+    coord.queue.remove(job.id)
+    if coord.disk_wait_until is not None:
+        coord.disk_wait_until = None
+        coord.disk_wait_backoff = 0.0
+        if not coord.unwritten:
+            coord.write_problem = None
+            log("qex can write its records again; jobs start")
     coord.last_start_at = now
     coord.publish(job)
     config = coord.config
@@ -222,6 +233,30 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     elif launched.unit:
         log(f"the job {label(record)} runs in the scope {launched.unit} ({launched.backend})")
     _write_supervisor_pid(job, launched.pid, launched.start_token)
+
+
+def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,
+                  now: float) -> None:
+    """The `starting` record could not be written: the job stays queued and says why.
+
+    Starting it anyway would leave a record on disk that says `queued` for a job that runs
+    (a later coordinator would run it a second time); failing it would tell the person to
+    submit again a job that the disk still says is queued. So it waits, and no job starts
+    until the pause is over (one fault at a time in the log).
+    """
+    coord.disk_wait_backoff = min(DISK_WAIT_MAX_SECS,
+                                  max(DISK_WAIT_FIRST_SECS, coord.disk_wait_backoff * 2))
+    coord.disk_wait_until = now + coord.disk_wait_backoff
+    what = "disk space" if cause == "the disk is full" else f"its records to be writable ({cause})"
+    queued.blocked_reason = (f"waits for {what}: qex could not write the record that starts it, "
+                             "and tries again shortly")
+    queued.blocked_since = queued.blocked_since or now
+    if coord.write_problem != cause:
+        log(f"qex could not write the record that starts the job {label(queued)} ({cause}); "
+            "it stays queued and no job starts until the record can be written")
+        coord.write_problem = cause
+    job.record = queued
+    coord.publish(job)
 
 
 def _write_supervisor_pid(job: Job, pid: int, token: str | None) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 from qex.coordinator import control, pausing, queries
 from qex.coordinator.events import wrap
 from qex.coordinator.log import log, log_exception
-from qex.coordinator.state import Coordinator, label
+from qex.coordinator.state import Coordinator, Job, label
 from qex.coordinator.submit import handle_submit
 from qex.core import protocol
 
@@ -301,6 +301,10 @@ class Server:
 
     async def _job_changed(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         job = self.coord.jobs.get(message.get("id") or "")
+        if job is not None and message.get("pending") is not None:
+            take_pending(job, message.get("pending"), message.get("note"))
+            self.coord.publish(job)
+            return protocol.ok()
         if job is not None:
             before = job.record.state
             if self.coord.refresh(job) and job.record.state != before:
@@ -348,3 +352,28 @@ class Server:
         deadline = loop.time() + grace
         while self.streams and loop.time() < deadline:
             await asyncio.sleep(0.02)
+
+
+def take_pending(job: Job, raw: object, note: object) -> None:
+    """A supervisor says its result waits for the disk: keep it, and show the sentence.
+
+    The record in memory stays what the disk says (the job is not final until the result is
+    written, so no waiter is told a result that a crash could still lose); only its `error`
+    carries the sentence. Should the supervisor die before it can write, the reaper records
+    the kept result.
+    """
+    from qex.core.names import printable_line
+    from qex.core.records import JobStatus
+
+    if not isinstance(raw, dict) or job.final:
+        return
+    try:
+        record = JobStatus.from_dict(raw)
+    except (TypeError, ValueError):
+        return
+    if record.id != job.id:
+        return
+    job.pending = record
+    job.pending_note = printable_line(note) if isinstance(note, str) else None
+    if job.pending_note:
+        job.record.error = job.pending_note

@@ -32,6 +32,9 @@ from qex.store.pause import PauseFile
 
 #: How long a queued job's changed reason may wait before its record is written.
 REASON_WRITE_DELAY = 0.5
+#: A record the disk refused is tried again after this pause, doubled up to the maximum.
+WRITE_RETRY_FIRST_SECS = 0.5
+WRITE_RETRY_MAX_SECS = 10.0
 _FINAL_TEXT = frozenset(state.value for state in FINAL)
 _ACTIVE_TEXT = frozenset(state.value for state in ACTIVE)
 
@@ -59,6 +62,10 @@ class Job:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
     known_cache: tuple[Any, Any] | None = None
+    #: A result the supervisor could not write yet (a full disk), and its sentence: shown
+    #: while it waits, and recorded by the coordinator should the supervisor die first.
+    pending: JobStatus | None = None
+    pending_note: str | None = None
 
     @property
     def id(self) -> str:
@@ -137,6 +144,17 @@ class Coordinator:
     engines: dict[str, Any] = field(default_factory=dict)
     _deferred: set[str] = field(default_factory=set)
     _flush_handle: asyncio.TimerHandle | None = None
+    #: Records that memory holds and the disk refused (a full disk): written again when
+    #: `write_retry_at` comes, with a pause that doubles while the fault lasts.
+    unwritten: set[str] = field(default_factory=set)
+    #: Job directories whose record could not be read at start: id -> the file's path.
+    damaged: dict[str, str] = field(default_factory=dict)
+    write_problem: str | None = None
+    write_retry_at: float | None = None
+    write_backoff: float = 0.0
+    #: No job starts before this time: its `starting` record could not be written.
+    disk_wait_until: float | None = None
+    disk_wait_backoff: float = 0.0
 
     # -- time and wake-ups -------------------------------------------------------------
 
@@ -212,12 +230,46 @@ class Coordinator:
                 self.write_logged(job)
 
     def write_logged(self, job: Job) -> bool:
+        """Write the record; a failure keeps it in memory and schedules another try.
+
+        The log hears of a fault once per change of its cause, and once when writes work again.
+        """
         try:
             self.write(job)
-            return True
         except OSError as exc:
-            log(f"qex could not write the record of the job {label(job.record)}: {_why(exc)}")
+            cause = _why(exc)
+            self.unwritten.add(job.id)
+            if cause != self.write_problem:
+                self.write_problem = cause
+                log(f"qex could not write the record of the job {label(job.record)}: {cause}; "
+                    "it keeps the record in memory and tries again")
+            if self.write_retry_at is None:
+                self.write_backoff = min(WRITE_RETRY_MAX_SECS,
+                                         max(WRITE_RETRY_FIRST_SECS, self.write_backoff * 2))
+                self.write_retry_at = self.now() + self.write_backoff
             return False
+        self.unwritten.discard(job.id)
+        if not self.unwritten and self.write_problem is not None:
+            self.write_problem = None
+            self.write_retry_at = None
+            self.write_backoff = 0.0
+            log("qex can write its records again")
+        return True
+
+    def retry_unwritten(self) -> None:
+        """Try again the records the disk refused, unless a supervisor owns one by now."""
+        self.write_retry_at = None
+        for job_id in sorted(self.unwritten):
+            job = self.jobs.get(job_id)
+            if job is None or job.active:
+                self.unwritten.discard(job_id)
+                continue
+            if not self.write_logged(job):
+                break
+        if not self.unwritten and self.write_problem is not None:
+            self.write_problem = None
+            self.write_backoff = 0.0
+            log("qex can write its records again")
 
     def publish(self, job: Job) -> None:
         self.events.observe(job.record.to_dict(), self.now())
@@ -238,6 +290,8 @@ class Coordinator:
         disk = self.read_disk(job)
         if disk is None or disk.id != job.id:
             return False
+        if job.pending is not None and not disk.final:
+            return False  # the supervisor's result waits for the disk; keep showing that
         if disk.to_dict() == job.record.to_dict():
             return False
         mem_rank, disk_rank = rank(job.record.state), rank(disk.state)
@@ -250,6 +304,7 @@ class Coordinator:
         """Install a record written by someone else (the supervisor) and tell everyone."""
         was_final = job.final
         job.record = record
+        job.pending = job.pending_note = None
         if job.final and not was_final:
             # Capacity came free: the scheduler looks again, and waiters wake at once.
             self._left_queue(job)

@@ -21,8 +21,12 @@ from qex.core import protocol
 from qex.core.names import is_uuid, lock_arg, lock_shown, safe_name, short_id
 from qex.core.records import JobSpec, JobStatus
 from qex.core.states import State
+from qex.core.units import MAX_COUNT, MAX_DURATION, MAX_SIZE
 from qex.store import history
 from qex.store import jobs as job_files
+
+#: No machine has more cores than this; a larger claim is a slip, not a job.
+MAX_CORES = 1 << 20
 
 
 class Refusal(Exception):
@@ -84,8 +88,22 @@ def spec_problems(raw: dict[str, Any]) -> list[str]:
             problems.append(f"its `{field}` is not a list of text")
     if not isinstance(raw.get("claims", {}), dict):
         problems.append("its `claims` is not a map")
-    if not isinstance(raw.get("priority", 0), int):
+    priority = raw.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool):
         problems.append("its priority is not a whole number")
+    elif abs(priority) > MAX_COUNT:
+        problems.append(f"its priority is beyond any count qex keeps (at most {MAX_COUNT})")
+    if _is_count(raw.get("mem"), 1) and raw["mem"] > MAX_SIZE:
+        problems.append("its memory claim is larger than any machine (more than 1024PB)")
+    if _is_count(raw.get("cpu"), 1) and raw["cpu"] > MAX_CORES:
+        problems.append(f"its core claim is larger than any machine (more than {MAX_CORES})")
+    for field in ("timeout", "max_queue_time", "dedupe_window"):
+        value = raw.get(field)
+        if value is None:
+            continue
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0 <= value <= MAX_DURATION):
+            problems.append(f"its `{field}` is not a time from 0 to 100 years")
     return problems
 
 

@@ -63,6 +63,8 @@ def decode(line: bytes) -> dict[str, Any]:
         value = json.loads(line)
     except ValueError as exc:
         raise ProtocolError(f"the line is not JSON: {exc}") from None
+    except RecursionError:
+        raise ProtocolError("the line nests its values deeper than qex reads") from None
     if not isinstance(value, dict):
         raise ProtocolError("the line is not a JSON object")
     return value

@@ -103,6 +103,8 @@ _LOGS_DROPPED: Schema = {
         "limit": _described(_COUNT, "the limit in bytes for each stream; 0 = no limit"),
         "incomplete": {"type": "boolean",
                        "description": "true when a log may be missing its last part"},
+        "write_error": _described(_nullable(_STRING),
+                                  "why qex could not write part of the output (a full disk)"),
     },
     "additionalProperties": True,
 }

@@ -74,6 +74,7 @@ class Exit:
     SIGNAL = 98            # a signal that qex did not attribute to a stop
     OOM = 99               # proven memory kill
     NOT_FINISHED = 100     # status --quiet on a job that has not stopped
+    RESULT_LOST = 120      # the job ran, but what ended it is unknown (its supervisor died)
     QEX_FAILED = 121       # qex could not do it; no job ran
     WAIT_INTERRUPTED = 122
     EXPIRED = 123
@@ -103,6 +104,10 @@ def exit_code_for(record: dict[str, Any]) -> int:
             return Exit.QEX_FAILED
         if record.get("signal") is not None:
             return Exit.SIGNAL
+        if record.get("attempts"):
+            # A process of the job ran (the attempt is counted once it started), and the
+            # record has no code because the supervisor was lost: 121 would say nothing ran.
+            return Exit.RESULT_LOST
         return Exit.QEX_FAILED
     if state == State.OOM:
         return Exit.OOM

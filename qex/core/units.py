@@ -40,6 +40,24 @@ _NUMBER_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$
 _COMPOUND_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)")
 
 
+#: Larger than the memory or disk of any machine (1 EiB): a size above it is a slip of the
+#: keyboard, and refusing it keeps every later sum inside a 64-bit counter.
+MAX_SIZE = 1 << 60
+#: The longest time qex accepts (100 years): beyond it timers overflow and nothing is meant.
+MAX_DURATION = 100 * 365 * 86400.0
+#: The largest whole number (priority, count) qex accepts: exact in a float and in JSON.
+MAX_COUNT = (1 << 53) - 1
+
+
+def _checked_size(number: int, what: str, shown: object) -> int:
+    if number > MAX_SIZE:
+        raise UnitError(
+            f"the {what} `{shown}` is larger than any machine (more than 1024PB); give a "
+            "realistic size such as 512MB or 8GB"
+        )
+    return number
+
+
 class UnitError(ValueError):
     """A value that is not a size, a duration or a percentage; the message says why."""
 
@@ -63,11 +81,11 @@ def parse_size(value: object, *, what: str = "size") -> int:
     if isinstance(value, int):
         if value < 0:
             raise UnitError(f"the {what} `{value}` is negative; a size is zero or more")
-        return value
+        return _checked_size(value, what, value)
     if isinstance(value, float):
         if value < 0 or not math.isfinite(value):
             raise UnitError(f"the {what} `{value}` is not a size that qex accepts")
-        return int(value)
+        return _checked_size(int(value), what, value)
     text = str(value)
     parts = _split(text)
     if parts is None or parts[1] not in _SIZE_UNITS:
@@ -76,7 +94,7 @@ def parse_size(value: object, *, what: str = "size") -> int:
             "B, KB, MB, GB or TB (steps of 1024), such as 512MB or 8GB"
         )
     number, unit = parts
-    return int(number * _SIZE_UNITS[unit])
+    return _checked_size(int(number * _SIZE_UNITS[unit]), what, text)
 
 
 def parse_duration(value: object, *, what: str = "duration") -> float | None:
@@ -95,6 +113,9 @@ def parse_duration(value: object, *, what: str = "duration") -> float | None:
                 f"the {what} `{value}` is not a time that qex accepts; it must be zero "
                 "or more"
             )
+        if value > MAX_DURATION:
+            raise UnitError(f"the {what} `{value}` is longer than 100 years; give a shorter one "
+                            "(0, none or never for no limit)")
         return None if value == 0 else float(value)
     text = str(value).strip()
     if text.lower() in NO_LIMIT_WORDS:
@@ -121,6 +142,9 @@ def parse_duration(value: object, *, what: str = "duration") -> float | None:
             f"the {what} `{text}` is not a time; give a number of seconds or a number with "
             "s, m, h or d, such as 30s, 5m, 4h or 2d (0, none or never for no limit)"
         )
+    if total > MAX_DURATION:
+        raise UnitError(f"the {what} `{text}` is longer than 100 years; give a shorter one "
+                        "(0, none or never for no limit)")
     return None if total == 0 else total
 
 
@@ -142,14 +166,20 @@ def parse_count(value: object, *, what: str) -> int:
     """A whole number written with or without quotation marks."""
     if isinstance(value, bool):
         raise UnitError(f"{what} must be a whole number, and `{value}` is not one")
+    number: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    text = str(value).strip()
-    if re.fullmatch(r"[+-]?[0-9]+", text):
-        return int(text)
-    raise UnitError(f"{what} must be a whole number, and `{value}` is not one")
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    else:
+        text = str(value).strip()
+        if re.fullmatch(r"[+-]?[0-9]{1,30}", text):
+            number = int(text)
+    if number is None:
+        raise UnitError(f"{what} must be a whole number, and `{value}` is not one")
+    if abs(number) > MAX_COUNT:
+        raise UnitError(f"{what} `{value}` is beyond any count qex keeps (at most {MAX_COUNT})")
+    return number
 
 
 def parse_number(value: object, *, what: str) -> float:

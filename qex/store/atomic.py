@@ -46,6 +46,30 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.close(dfd)
 
 
+def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
+    """`write_bytes` inside the directory open as `dir_fd`: every step names the file
+    relative to that descriptor, so no path (and no link swapped into one) is followed."""
+    tmp = f".{name}.tmp.{os.getpid()}.{next(_counter)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 mode, dir_fd=dir_fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
 def write_json(path: Path, data: Any, mode: int = 0o600) -> None:
     # One line, no indent: with `indent` set, json falls back from its C encoder to the pure
     # Python one, several times slower, and records are written at every change of every job.
@@ -58,5 +82,5 @@ def read_json(path: Path) -> Any | None:
     try:
         with open(path, "rb") as handle:
             return json.loads(handle.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None

@@ -124,6 +124,11 @@ def config_from_look(look: Look, path: Path) -> Config:
             f"the config file {shown} is not valid TOML: {toml_error_text(exc)}; correct that "
             "line, then run `qex config show` to test the file"
         ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"the config file {shown} nests its values deeper than any qex setting does; "
+            "correct the file, then run `qex config show` to test it"
+        ) from None
     return parse_config(data, shown)
 
 

@@ -46,7 +46,7 @@ class HistoryEntry:
 def _parse_line(line: bytes) -> HistoryEntry | None:
     try:
         data = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return None

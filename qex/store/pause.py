@@ -88,6 +88,8 @@ def parse_pause(raw: bytes) -> PauseFile:
         data = json.loads(raw)
     except ValueError as exc:
         raise ValueError(f"the file is not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("the file nests its values too deeply to be a pause file") from None
     if not isinstance(data, dict):
         raise ValueError("the file is not a JSON object")
     queue_raw = data.get("queue")

@@ -11,6 +11,7 @@ ignored (and removed when we may).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -86,8 +87,10 @@ def check_root(root: Path) -> str | None:
     """None when the shared directory is safe to use; otherwise why not (a sentence).
 
     A missing directory is created with mode 1777. An existing one must be a real directory
-    (not a symlink) with the sticky bit, and either world-writable, or owned by root, or by us:
-    anything else lets another user swap our files.
+    (not a symlink); one that others may write to needs the sticky bit (else anyone could
+    delete or replace our files); and it must belong to root, to us, or be such a shared
+    sticky directory. What the owner of a shared root can still do (swap our `u<uid>`
+    directory) is answered by `open_user_dir`.
     """
     try:
         info = os.lstat(root)
@@ -104,45 +107,87 @@ def check_root(root: Path) -> str | None:
         return f"{root} is a symbolic link, and qex follows none in a shared directory"
     if not stat.S_ISDIR(info.st_mode):
         return f"{root} is not a directory"
-    if not info.st_mode & stat.S_ISVTX:
-        return (f"{root} has no sticky bit, so another user could delete or replace the files "
-                "of this user")
+    others_write = bool(info.st_mode & (stat.S_IWOTH | stat.S_IWGRP))
+    if others_write and not info.st_mode & stat.S_ISVTX:
+        return (f"{root} may be written by other users and has no sticky bit, so another user "
+                "could delete or replace the files of this user; make it mode 1777")
     world_writable = bool(info.st_mode & stat.S_IWOTH)
     if not (world_writable or info.st_uid == 0 or info.st_uid == os.getuid()):
         return f"{root} belongs to another user (uid {info.st_uid})"
     return None
 
 
+class UnsafeDirectory(OSError):
+    """Our per-user directory is not what it must be (a link, another owner, a file)."""
+
+
 def _user_dir(root: Path, uid: int) -> Path:
     return root / f"u{uid}"
 
 
-def _peer_file(root: Path, uid: int, pid: int) -> Path:
-    return _user_dir(root, uid) / f"peer-{pid}.json"
+def open_user_dir(root: Path, uid: int, *, create: bool) -> int:
+    """A descriptor of `<root>/u<uid>`, opened without following a link and checked by fstat.
+
+    Every later create, rename and unlink goes through this descriptor (`dir_fd=`), so a
+    directory swapped for a symlink after the check cannot send a write elsewhere: whoever
+    owns a shared root can rename our directory away, but cannot make us write outside it.
+    Raises UnsafeDirectory (with a sentence) or OSError.
+    """
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        name = f"u{uid}"
+        if create:
+            try:
+                os.mkdir(name, 0o755, dir_fd=root_fd)
+            except FileExistsError:
+                pass
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=root_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise UnsafeDirectory(
+                    f"{_user_dir(root, uid)} is not a directory (a link or a file took its "
+                    "place), and qex writes only into a directory of its own") from None
+            raise
+    finally:
+        os.close(root_fd)
+    info = os.fstat(fd)
+    if info.st_uid != uid:
+        os.close(fd)
+        raise UnsafeDirectory(f"{_user_dir(root, uid)} belongs to uid {info.st_uid}, not to "
+                              "this user, so qex does not write into it")
+    if stat.S_IMODE(info.st_mode) != 0o755:
+        try:
+            os.fchmod(fd, 0o755)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
 
 
 def publish(root: Path, record: PeerRecord) -> None:
-    """Write our record atomically. Raises OSError (or ValueError for an unsafe user dir)."""
-    user_dir = _user_dir(root, record.uid)
+    """Write our record atomically inside our own directory. Raises OSError."""
+    fd = open_user_dir(root, record.uid, create=True)
     try:
-        info = os.lstat(user_dir)
-    except FileNotFoundError:
-        user_dir.mkdir(mode=0o755)
-        info = os.lstat(user_dir)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != record.uid:
-        raise ValueError(f"{user_dir} is not a directory that belongs to this user")
-    if stat.S_IMODE(info.st_mode) != 0o755:
-        os.chmod(user_dir, 0o755)
-    data = json.dumps(record.to_dict(), separators=(",", ":")).encode("utf-8")
-    atomic.write_bytes(_peer_file(root, record.uid, record.pid), data, mode=0o644)
+        data = json.dumps(record.to_dict(), separators=(",", ":")).encode("utf-8")
+        atomic.write_bytes_at(fd, f"peer-{record.pid}.json", data, mode=0o644)
+    finally:
+        os.close(fd)
 
 
 def withdraw(root: Path, uid: int, pid: int) -> None:
-    """Remove our record; a missing file is fine."""
+    """Remove our record; a missing file (or directory) is fine."""
     try:
-        os.unlink(_peer_file(root, uid, pid))
+        fd = open_user_dir(root, uid, create=False)
+    except OSError:
+        return
+    try:
+        os.unlink(f"peer-{pid}.json", dir_fd=fd)
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 def _read_capped(path: Path, owner: int) -> bytes | None:
@@ -197,7 +242,7 @@ def read_peers(
                 continue
             try:
                 record = PeerRecord.from_dict(json.loads(raw))
-            except ValueError:
+            except (ValueError, RecursionError):
                 record = None
             if record is None or record.uid != uid:
                 continue
@@ -210,10 +255,7 @@ def read_peers(
             )
             if not usable:
                 if uid == my_uid:
-                    try:
-                        os.unlink(path)
-                    except OSError:
-                        pass
+                    withdraw(root, uid, record.pid)
                 continue
             summary.add(record)
     return summary

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: No job or pipeline file comes near this; a larger input is a mistake, not a job.
 MAX_BYTES = 16 * 1024 * 1024
+#: Lists and tables nest at most this deep: a job file needs three levels or so.
+MAX_DEPTH = 32
 
 _TOML_POSITION = re.compile(
     r"^(?P<what>.*?)\s*\((?:at line (?P<line>\d+), column (?P<col>\d+)|at end of document)\)$"
@@ -106,8 +108,39 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _too_deep(value: object) -> bool:
+    """True when lists and tables nest deeper than MAX_DEPTH (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def parse_structured(data: bytes, path: Path) -> dict[str, Any]:
-    """The mapping at the top of `data`, read in the format that `path`'s extension names."""
+    """The mapping at the top of `data`, read in the format that `path`'s extension names.
+
+    A file that nests deeper than the parser's recursion (`[[[[…` a hundred thousand times)
+    is one sentence like every other bad file, not a traceback.
+    """
+    try:
+        return _parse_structured(data, path)
+    except RecursionError:
+        raise StructuredError(
+            f"the file {visible(str(path))} nests its values more than {MAX_DEPTH} levels deep, "
+            "and no job or pipeline field needs more than a few; correct the file"
+        ) from None
+
+
+def _parse_structured(data: bytes, path: Path) -> dict[str, Any]:
     shown = visible(str(path))
     fmt = file_format(path)
     try:
@@ -159,6 +192,11 @@ def parse_structured(data: bytes, path: Path) -> dict[str, Any]:
             ) from None
     if value is None:
         value = {}
+    if _too_deep(value):
+        raise StructuredError(
+            f"the file {shown} nests its values more than {MAX_DEPTH} levels deep, and no job "
+            "or pipeline field needs more than a few; correct the file"
+        )
     if not isinstance(value, dict):
         raise StructuredError(
             f"the file {shown} holds a {type(value).__name__} at the top, and qex needs a table "

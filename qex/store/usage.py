@@ -37,7 +37,7 @@ def _load(paths: Paths, *, salvage_aside: bool) -> dict[str, Any]:
         raise _Unreadable(str(exc)) from None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     commands = data.get("commands") if isinstance(data, dict) else None
     if isinstance(commands, dict) and all(

@@ -46,6 +46,8 @@ class CappedLog:
         self.tail_path = path.with_name(path.name + ".tail")
         self._report = report
         self._faulted = False
+        #: Why a write of this log failed (the first cause), for the record's `logs_dropped`.
+        self.write_error: str | None = None
         self._fd: int | None = None
         self.size = 0
         self._at_line_start = True
@@ -72,6 +74,7 @@ class CappedLog:
                 self._mixed = True
         except OSError as exc:
             self._fault(f"qex could not open the log file {path}: {exc.strerror or exc}")
+            self.write_error = exc.strerror or str(exc)
             if self._fd is not None:
                 os.close(self._fd)
             self._fd = None
@@ -155,6 +158,7 @@ class CappedLog:
                 view = view[written:]
         except OSError as exc:
             self._fault(f"qex could not write the log file {self.path}: {exc.strerror or exc}")
+            self.write_error = self.write_error or (exc.strerror or str(exc))
             if job:
                 self._drop(bytes(view))
         if not job:
@@ -216,6 +220,7 @@ class CappedLog:
             )
         except OSError as exc:
             self._ring_error = exc.strerror or str(exc)
+            self.write_error = self.write_error or self._ring_error
             self._fault(f"qex could not make {self.tail_path}: {self._ring_error}")
 
     # -- the ring of the newest bytes ----------------------------------------------------
@@ -254,6 +259,7 @@ class CappedLog:
         except OSError as exc:
             # The ring is unusable: what it held is lost, and so is everything after.
             self._ring_error = exc.strerror or str(exc)
+            self.write_error = self.write_error or self._ring_error
             self._fault(f"qex could not write {self.tail_path}: {self._ring_error}")
             os.close(self._ring_fd)
             self._ring_fd = None

@@ -2,7 +2,8 @@
 
 One line `{"op":"job_changed","id":...}` on the control socket, one line back, half a second
 at most. Every failure is ignored: the coordinator may be gone or restarting, and it rebuilds
-its view from the records, which are already on the disk when this is sent.
+its view from the records, which are already on the disk when this is sent (or, when the
+disk refused the record, the record travels with the note; see `Runner.save_final`).
 """
 
 from __future__ import annotations
@@ -10,13 +11,24 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 TIMEOUT_SECS = 0.5
 
 
-def job_changed(socket_path: Path, job_id: str) -> bool:
-    """True when the coordinator answered."""
-    line = json.dumps({"op": "job_changed", "id": job_id}, separators=(",", ":")) + "\n"
+def job_changed(socket_path: Path, job_id: str, *, pending: dict[str, Any] | None = None,
+                note: str | None = None) -> bool:
+    """True when the coordinator answered.
+
+    `pending` and `note`: a record that could not be written yet (a full disk) and the
+    sentence that says so. The coordinator shows the sentence, and should this supervisor
+    die before the write succeeds, it records `pending` itself.
+    """
+    message: dict[str, Any] = {"op": "job_changed", "id": job_id}
+    if pending is not None:
+        message["pending"] = pending
+        message["note"] = note
+    line = json.dumps(message, separators=(",", ":")) + "\n"
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(TIMEOUT_SECS)

@@ -17,8 +17,8 @@ Then one of:
 
 from __future__ import annotations
 
+import errno
 import os
-import sys
 import time
 from collections.abc import Callable
 from signal import SIGKILL
@@ -43,6 +43,12 @@ from qex.supervisor.watch import watch_job
 TERM_GRACE_SECS = 10.0
 #: How long the record waits for the output pipes after the job exited.
 PIPE_CLOSE_GRACE_SECS = 30.0
+#: A result that could not be written is tried again after this pause, doubled each time.
+SAVE_RETRY_FIRST_SECS = 0.2
+SAVE_RETRY_MAX_SECS = 5.0
+#: How much of its own log a job gives up (at most ROOM_TRIES times) so its record fits.
+ROOM_BYTES = 256 * 1024
+ROOM_TRIES = 4
 #: How often a paused queue is looked at again before the next attempt. This is the one slow
 #: poll of the supervisor: the pause file has no event to wait on, and a retry is not urgent.
 PAUSE_RECHECK_SECS = 3.0
@@ -57,9 +63,34 @@ def env_seconds(name: str, default: float) -> float:
     return value if value >= 0 else default
 
 
+#: supervisor.log stops growing here: a supervisor that meets the same fault all day must not
+#: fill the disk with its own lines.
+SAY_LIMIT_BYTES = 256 * 1024
+_said = [-1]
+
+
 def say(message: str) -> None:
-    """A line for supervisor.log (this process's stderr)."""
-    print(f"qex: {message}", file=sys.stderr, flush=True)
+    """A line for supervisor.log (this process's stderr); never raises, never grows past the cap.
+
+    Written with `os.write` on descriptor 2, not through `sys.stderr`: a text stream whose
+    flush failed once (a full disk) keeps the failed bytes and raises on every later line,
+    and a supervisor must outlive a full disk.
+    """
+    try:
+        if _said[0] < 0:
+            _said[0] = os.fstat(2).st_size
+        if _said[0] >= SAY_LIMIT_BYTES:
+            return
+        data = f"qex: {message}\n".encode("utf-8", "replace")
+        room = SAY_LIMIT_BYTES - _said[0]
+        if len(data) > room:
+            data = b"qex: this log reached its cap; later lines are not kept\n"
+            _said[0] = SAY_LIMIT_BYTES
+        else:
+            _said[0] += len(data)
+        os.write(2, data)
+    except (OSError, ValueError):
+        pass
 
 
 class Runner:
@@ -85,15 +116,85 @@ class Runner:
         self.term_grace = env_seconds("QEX_TERM_GRACE_SECS", TERM_GRACE_SECS)
         self.pipe_grace = env_seconds("QEX_PIPE_CLOSE_GRACE_SECS", PIPE_CLOSE_GRACE_SECS)
         self.pause_recheck = env_seconds("QEX_PAUSE_RECHECK_SECS", PAUSE_RECHECK_SECS)
+        #: The cause of the last failed record write (said once per change), None after a success.
+        self._save_fault: str | None = None
+        self._room_tries = 0
 
     # -- the record ----------------------------------------------------------------------
 
-    def save(self) -> None:
+    def save(self) -> bool:
+        """Write the record now; a failure is said once and the job goes on (see `save_final`)."""
         try:
             jobs.write_status(self.job_dir, self.status)
         except OSError as exc:
-            say(f"qex could not write the record of the job {self.spec.id}: {exc}")
+            cause = disk_cause(exc)
+            if cause != self._save_fault:
+                self._save_fault = cause
+                say(f"qex could not write the record of the job {self.spec.id}: {cause}")
+            return False
+        self._save_fault = None
         notify.job_changed(self.paths.socket_path, self.spec.id)
+        return True
+
+    def save_final(self) -> None:
+        """Write a result (or a hand-back to the queue) and do not give up until it is written.
+
+        The result exists only in this process until it is on disk: a supervisor that exits
+        with it unwritten loses the job's exit code, and the next coordinator could only say
+        that nothing is known. So a failed write (a full disk) is tried again with a growing
+        pause, the coordinator is told what waits (it shows it, and takes the record over
+        if this process dies meanwhile), and when the job's own output filled the disk, the
+        newest part of its log gives up a little room (counted as dropped).
+        """
+        delay = SAVE_RETRY_FIRST_SECS
+        while not self.save():
+            cause = self._save_fault or "an unknown fault"
+            if not self.job_dir.is_dir():
+                say("the job's directory was deleted, so its result has nowhere to go")
+                return
+            if self._make_room():
+                continue
+            notify.job_changed(self.paths.socket_path, self.spec.id,
+                               pending=self.status.to_dict(),
+                               note=pending_sentence(self.status, cause))
+            time.sleep(delay)
+            self.reaper.reap(None)
+            delay = min(delay * 2, SAVE_RETRY_MAX_SECS)
+
+    def _make_room(self) -> bool:
+        """Cut the end of this job's larger log by `ROOM_BYTES`, when its output filled the disk.
+
+        Only when a log write of this job failed (its own output is the likely cause) and at
+        most `ROOM_TRIES` times: room for a record of a few kilobytes, not a cleanup of the
+        disk. What is cut is counted in `logs_dropped`.
+        """
+        dropped = self.status.logs_dropped
+        if not dropped or not dropped.get("write_error") or self._room_tries >= ROOM_TRIES:
+            return False
+        self._room_tries += 1
+        best: tuple[int, str] | None = None
+        for name in ("stdout", "stderr"):
+            try:
+                size = os.stat(self.job_dir / f"{name}.log").st_size
+            except OSError:
+                continue
+            if size and (best is None or size > best[0]):
+                best = (size, name)
+        if best is None:
+            return False
+        size, name = best
+        cut = max(0, size - ROOM_BYTES)
+        try:
+            with open(self.job_dir / f"{name}.log", "r+b") as handle:
+                handle.seek(cut)
+                lines = handle.read().count(b"\n")
+                handle.truncate(cut)
+        except OSError:
+            return False
+        dropped[f"{name}_bytes"] = int(dropped.get(f"{name}_bytes", 0) or 0) + size - cut
+        dropped[f"{name}_lines"] = int(dropped.get(f"{name}_lines", 0) or 0) + lines
+        say(f"the end of {name}.log ({size - cut} bytes) was cut to make room for the record")
+        return True
 
     def _error(self, *extra: str | None) -> str | None:
         sentences = [s for s in (*self.notes, *extra) if s]
@@ -144,7 +245,7 @@ class Runner:
         status.supervisor_start_token = procs.start_token(os.getpid())
         status.finished_at = self.now()
         status.error = self._error(sentence)
-        self.save()
+        self.save_final()
         self.run_hook()
 
     def abort(self, exc: BaseException) -> None:
@@ -169,7 +270,7 @@ class Runner:
             f"the supervisor of this job failed inside qex ({type(exc).__name__}: {exc}){stopped}; "
             "this is a fault in qex, and supervisor.log in the job's directory shows where"
         )
-        self.save()
+        self.save_final()
         self.run_hook()
 
     # -- one attempt ---------------------------------------------------------------------
@@ -312,8 +413,8 @@ class Runner:
             return self._after_proven_oom(number, incomplete, finished)
         status.state = verdict.state.value
         status.oom_evidence = verdict.oom_evidence
-        status.error = self._error(incomplete, verdict.error)
-        self.save()
+        status.error = self._error(incomplete, self._lost_output_sentence(), verdict.error)
+        self.save_final()
         if verdict.state == State.COMPLETED and self.config.learn.enabled:
             learning.record_completed(self.paths, spec, status, finished)
         return "final"
@@ -327,8 +428,8 @@ class Runner:
             learning.record_oom_kill(self.paths, self.spec, self.status, finished)
         sentence = after_proven_oom(self.spec, self.status, self.config, self.job_dir,
                                     attempt=attempt, budget=self.config.mem_budget(machine()))
-        self.status.error = self._error(incomplete, sentence)
-        self.save()
+        self.status.error = self._error(incomplete, self._lost_output_sentence(), sentence)
+        self.save_final()
         return "requeued" if self.status.state == State.QUEUED else "final"
 
     def _not_started(self, sentence: str) -> str:
@@ -339,7 +440,7 @@ class Runner:
         status.exit_code = None
         status.signal = None
         status.error = self._error(sentence)
-        self.save()
+        self.save_final()
         return "final"
 
     # -- after an attempt ----------------------------------------------------------------
@@ -357,15 +458,26 @@ class Runner:
 
     def _logs_dropped(self, out: CappedLog, err: CappedLog,
                       incomplete: bool) -> dict[str, Any] | None:
+        before = self.status.logs_dropped or {}
+        write_error = out.write_error or err.write_error or before.get("write_error")
         if not (out.dropped_bytes or err.dropped_bytes or out.dropped_lines or err.dropped_lines
-                or incomplete or (self.status.logs_dropped or {}).get("incomplete")):
+                or incomplete or before.get("incomplete") or write_error):
             return None
         return {
+            "write_error": write_error,
             "stdout_bytes": out.dropped_bytes, "stdout_lines": out.dropped_lines,
             "stderr_bytes": err.dropped_bytes, "stderr_lines": err.dropped_lines,
             "limit": self.config.logs.max_bytes or 0,
             "incomplete": incomplete or bool((self.status.logs_dropped or {}).get("incomplete")),
         }
+
+    def _lost_output_sentence(self) -> str | None:
+        """Said when output was dropped because a log could not be written (not the cap)."""
+        cause = (self.status.logs_dropped or {}).get("write_error")
+        if not cause:
+            return None
+        return (f"qex could not write all of the job's output to its log files ({cause}), so "
+                "part of it is missing; `logs_dropped` in the record counts what was lost")
 
     def _incomplete_sentence(self) -> str:
         return (
@@ -394,3 +506,24 @@ class Runner:
             time.sleep(self.pause_recheck)
             self.reaper.reap(None)
 
+
+def disk_cause(exc: OSError) -> str:
+    """A failed write in words: `the disk is full` for the causes a person can act on."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    return exc.strerror or str(exc)
+
+
+def pending_sentence(status: JobStatus, cause: str) -> str:
+    """What the coordinator shows while a result waits to be written."""
+    if status.state == State.QUEUED.value:
+        ended = "the job goes back to the queue"
+    elif status.exit_code is not None:
+        ended = f"the job stopped with {status.exit_code}"
+    elif status.signal is not None:
+        ended = f"the job was ended by signal {status.signal}"
+    else:
+        ended = f"the job is {status.state}"
+    if cause == "the disk is full":
+        return f"{ended}; qex waits for disk space to record it"
+    return f"{ended}; qex could not record it yet ({cause}) and tries again"

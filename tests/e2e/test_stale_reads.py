@@ -87,7 +87,8 @@ def test_status_and_wait_tell_the_truth_after_kill_nine(qex_env: Env, variant: s
         assert followed.returncode == 0, followed.stderr
 
         waited = qex_env.run("wait", job, "--timeout", "30s", timeout=60)
-        assert waited.returncode == Exit.QEX_FAILED, (waited.returncode, waited.stderr)
+        # The job ran and nobody saw it end: 120 (issue 6), not 121 ("no job ran").
+        assert waited.returncode == Exit.RESULT_LOST, (waited.returncode, waited.stderr)
         assert "failed" in waited.stdout + waited.stderr
         written = qex_env.record(job)
         assert written["state"] == "failed"
@@ -111,7 +112,7 @@ def test_a_wait_whose_supervisor_dies_during_the_wait_ends(qex_env: Env) -> None
         if waiting.poll() is None:
             waiting.kill()
             waiting.communicate()
-    assert waiting.returncode == Exit.QEX_FAILED, (waiting.returncode, err)
+    assert waiting.returncode == Exit.RESULT_LOST, (waiting.returncode, err)
     assert qex_env.record(job)["state"] == "failed"
 
 

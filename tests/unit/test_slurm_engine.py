@@ -183,7 +183,7 @@ def test_pending_reason_in_qex_words(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("slurm_state", "ran", "qex_state", "code"), [
     ("TIMEOUT", True, State.TIMEOUT, Exit.STOPPED),
-    ("NODE_FAIL", True, State.FAILED, Exit.QEX_FAILED),
+    ("NODE_FAIL", True, State.FAILED, Exit.RESULT_LOST),  # it ran; the result is lost (120)
     ("PREEMPTED", True, State.KILLED, Exit.STOPPED),
     ("CANCELLED", False, State.CANCELLED, Exit.STOPPED),
     ("CANCELLED", True, State.KILLED, Exit.STOPPED),

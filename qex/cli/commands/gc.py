@@ -21,7 +21,7 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
     that unfinished work needs) and job directories whose record cannot be read."""
     from qex.cli import job_filters as jf
     from qex.cli.common import load_config, warn
-    from qex.cli.disk_usage import is_orphan, scan_jobs
+    from qex.cli.disk_usage import ORPHAN_MIN_AGE, is_orphan, scan_jobs
     from qex.cli.reach import ask, error_of, list_jobs, open_connection
     from qex.core import protocol
     from qex.core.names import safe_name
@@ -48,6 +48,12 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
         old = [r for r in records
                if jf.is_final(r) and (jf.age_secs(r, now) or 0.0) >= keep]
         orphans = [e for e in sizes.values() if is_orphan(e, known=known, now=now, older_than=keep)]
+        gone = {e.id for e in orphans}
+        # Records that cannot be read and are not old enough yet: said, so none vanishes
+        # unnoticed, and kept, because their logs may still matter to someone.
+        young_damaged = sorted((e for e in sizes.values()
+                                if e.record is None and e.id not in known and e.id not in gone),
+                               key=lambda e: e.id)
 
         deleted: list[dict[str, Any]] = []
         kept: list[dict[str, Any]] = []
@@ -82,6 +88,7 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
             "jobs": [{"id": r.get("id"), "name": safe_name(str(r.get("name") or "job"))}
                      for r in deleted],
             "directories_with_no_record": [e.id for e in orphans],
+            "damaged_kept": [str(e.path) for e in young_damaged],
             "kept_because_a_job_needs_them": [
                 {"id": r.get("id"), "name": safe_name(str(r.get("name") or "job"))} for r in kept],
             "bytes": freed,
@@ -94,6 +101,10 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
     click.echo(f"qex {verb} {len(deleted)} {records_noun} of jobs that stopped more than "
                f"{format_duration(keep)} ago and {len(orphans)} {dirs_noun} with no record, "
                f"and {freed_verb} {format_size(freed)}.")
+    for entry in young_damaged:
+        click.echo(f"the record in {entry.path} cannot be read; its directory stays until it is "
+                   f"{format_duration(max(keep, ORPHAN_MIN_AGE))} old (delete it yourself if its "
+                   "logs do not matter)")
     if kept:
         noun = "record stays" if len(kept) == 1 else "records stay"
         click.echo(f"{len(kept)} {noun}, because work that has not stopped needs them; "

@@ -71,6 +71,7 @@ Exit codes
   98       a signal ended the job, and it was not a qex stop
   99       the kernel killed the job for memory, and qex can prove it
   100      the job has not finished, so there is no result yet
+  120      the job ran, but its supervisor died and the result is lost
   121      qex could not do what you asked; nothing ran
   122      your wait was interrupted; the job is still going
   123      the job gave up waiting in the queue (--max-queue-time)

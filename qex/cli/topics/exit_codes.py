@@ -14,6 +14,8 @@ One table, obeyed by every command that reports the result of a job.
   98      a signal ended the job, and qex did not see it as a stop
   99      the kernel killed the job for memory, and qex can prove it
   100     the job has not finished, so there is no result yet
+  120     the job ran, but its result is lost: its supervisor died (for
+          example `kill -9`) before it could record how the job ended
   121     qex could not do what you asked; no job ran
   122     your wait was interrupted; the job carries on, attach again
   123     the job gave up in the queue (it reached --max-queue-time)
@@ -34,6 +36,11 @@ ACTIVE, because the kill is then counted in the job's own cgroup (see
 `qex help enforcement`), or when the kernel's record points at the job.
 WITHOUT ENFORCEMENT A CLAIM IS A PROMISE, NOT A LIMIT: a job claiming 64MB
 that uses 2GB is simply not stopped, and never gives 99.
+
+120 is honest about a gap: the job started, so "no job ran" would be false, but
+the process that watches it (the supervisor) was killed, so nobody saw how it
+ended. qex stops what is left of the job and the record is `failed`, with a
+sentence that says so. Run the job again if its result matters.
 
 THE CODE SAYS PASS OR FAIL; THE RECORD SAYS WHY. An agent that must tell
 "the job failed" from "my wait ended" reads `qex status`. An agent that only
