@@ -28,11 +28,31 @@ class LazyGroup(click.Group):
         command: click.Command = module.command
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str],
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if (name and not name.startswith("-") and name not in COMMANDS
+                and not ctx.resilient_parsing):
+            raise click.UsageError(unknown_command(name), ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help from the table, so `qex --help` imports no command module.
         rows = [(name, text) for name, (_, text, hidden) in COMMANDS.items() if not hidden]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def unknown_command(name: str) -> str:
+    """The usage error for a command that does not exist, with the nearest names."""
+    import difflib
+
+    visible = [n for n, (_, _, hidden) in COMMANDS.items() if not hidden]
+    close = difflib.get_close_matches(name.lower(), visible, n=3, cutoff=0.6)
+    if not close:
+        return f"there is no command `{name}`; `qex --help` lists them all"
+    options = " or ".join(f"`qex {c}`" for c in close)
+    return f"there is no command `{name}`; did you mean {options}?"
 
 
 BANNER = (

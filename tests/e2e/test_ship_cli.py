@@ -1,0 +1,36 @@
+"""What a new user meets first: a typo, the end of `submit --wait`, a GPU claim with no pool."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import Env
+
+
+def test_a_misspelt_command_names_the_nearest_one(qex_env: Env) -> None:
+    proc = qex_env.run("sumbit", "--", "true")
+    assert proc.returncode == 2
+    assert "there is no command `sumbit`; did you mean `qex submit`?" in proc.stderr
+    far = qex_env.run("zzzzzz")
+    assert far.returncode == 2 and "`qex --help` lists them all" in far.stderr
+
+
+def test_submit_wait_says_how_many_lines_the_job_wrote(qex_env: Env) -> None:
+    proc = qex_env.run("submit", "--wait", "--", "sh", "-c", "echo a; echo b; echo c >&2")
+    assert proc.returncode == 0, proc.stderr
+    found = re.search(r"the job wrote 3 lines \(2 on stdout, 1 on stderr\); read them with "
+                      r"`qex logs ([0-9a-f-]+)`", proc.stderr)
+    assert found, proc.stderr
+    logs = qex_env.run("logs", found.group(1))
+    assert "a\nb\n" in logs.stdout
+    quiet = qex_env.run("submit", "--wait", "--", "true")
+    assert "the job wrote no output" in quiet.stderr
+    as_json = qex_env.run("submit", "--wait", "--json", "--", "echo", "x")
+    assert "the job wrote" not in as_json.stderr
+
+
+def test_the_missing_gpu_pool_error_names_the_real_config_file(qex_env: Env) -> None:
+    proc = qex_env.run("submit", "--gpu", "1", "--", "true")
+    assert proc.returncode != 0
+    assert f"Declare the devices in {qex_env.config}, for example" in proc.stderr
+    assert "~/.config/qex.toml" not in proc.stderr
