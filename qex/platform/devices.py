@@ -98,7 +98,7 @@ def from_udev() -> list[PciDisplay]:
     try:
         import pyudev
     except ImportError:
-        raise DiscoveryError("pyudev is not installed; run `pip install 'qex[udev]'`, or use "
+        raise DiscoveryError("pyudev is not installed; run `pip install 'qex-queue[udev]'`, or use "
                              "`--from sysfs`, which needs nothing") from None
     found: list[PciDisplay] = []
     for device in pyudev.Context().list_devices(subsystem="pci"):
