@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
 # conftest is beside this file; it imports `support` from tests/ (pytest adds that through
 # pyproject; a plain script must do it itself).
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import Guest, config_text
 
