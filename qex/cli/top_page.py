@@ -40,7 +40,7 @@ def order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: float,
-           *, note: str | None = None) -> list[str]:
+           *, note: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
     if info is None:
         lines = [f"qex top  {clock(now)}  no coordinator answers; the jobs below come from disk"]
     else:
@@ -56,6 +56,7 @@ def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: floa
         # The health line already holds the queue's pause; only the locks remain.
         pauses = {"queue": None, "locks": (pauses or {}).get("locks") or []}
     lines += pause_lines(pauses, now)
+    lines += extra  # each pool's use, the live use of each GPU
     if note:
         lines.append(note)
     return lines
@@ -105,9 +106,10 @@ def table(records: list[dict[str, Any]], live: dict[str, Live], now: float, *,
 
 def page(records: list[dict[str, Any]], live: dict[str, Live], info: dict[str, Any] | None,
          pauses: dict[str, Any] | None, *, now: float | None = None, width: int | None = None,
-         color: bool = False, note: str | None = None) -> list[str]:
+         color: bool = False, note: str | None = None,
+         extra: tuple[str, ...] = ()) -> list[str]:
     when = time.time() if now is None else now
-    lines = header(info, pauses, when, note=note)
+    lines = header(info, pauses, when, note=note, extra=extra)
     if width is not None:
         lines = [cut(line, width) for line in lines]
     return [*lines, "", *table(records, live, when, width=width, color=color)]

@@ -78,13 +78,16 @@ def fake_machine(tmp_path: Path, *, linger: bool, controllers: str | None,
 
 
 def test_the_units_and_the_drop_in_are_package_data_with_no_other_copy() -> None:
-    assert DATA_DIR == CHECKOUT / "qex" / "data" / "systemd"
+    import qex
+
+    assert DATA_DIR == Path(qex.__file__).resolve().parent / "data" / "systemd"
     assert "Delegate=pids memory cpu io" in template("qex-delegate.conf")
-    copies = [p for p in CHECKOUT.rglob("*")
-              if p.is_file() and p.name in {"qex.socket", "qex.service", "qex-delegate.conf",
-                                            "qex.user.socket", "qex.user.service"}
-              and ".venv" not in p.parts and ".git" not in p.parts]
-    assert sorted(copies) == sorted(DATA_DIR / n for n in
+    names = {"qex.socket", "qex.service", "qex-delegate.conf", "qex.user.socket",
+             "qex.user.service"}
+    skip = {".venv", ".git", ".pybuild", "debian", "build", "dist"}
+    copies = [p.relative_to(CHECKOUT) for p in CHECKOUT.rglob("*")
+              if p.name in names and p.is_file() and not skip & set(p.relative_to(CHECKOUT).parts)]
+    assert sorted(copies) == sorted(Path("qex/data/systemd") / n for n in
                                     ("qex.socket", "qex.service", "qex-delegate.conf"))
 
 
