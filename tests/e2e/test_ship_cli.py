@@ -34,3 +34,23 @@ def test_the_missing_gpu_pool_error_names_the_real_config_file(qex_env: Env) -> 
     assert proc.returncode != 0
     assert f"Declare the devices in {qex_env.config}, for example" in proc.stderr
     assert "~/.config/qex.toml" not in proc.stderr
+
+
+def test_list_and_top_show_the_devices_a_job_holds(qex_env: Env) -> None:
+    qex_env.write_config('[budget]\ncpu = 4\nmem = "90%"\n[defaults]\nmem = "64MB"\n'
+                         '[[pool]]\nname = "gpu"\nsize = "vram"\ndevices = ["24GB", "24GB"]\n'
+                         'env = "CUDA_VISIBLE_DEVICES"\n')
+    gate = qex_env.root / "gate"
+    job = qex_env.submit("--gpu", "2", "--", "sh", "-c",
+                         'while [ ! -e "$1" ]; do sleep 0.05; done', "g", str(gate))
+    try:
+        qex_env.wait_for(lambda: qex_env.record(job)["state"] == "running", what="running")
+        listed = qex_env.run("list", check=True).stdout
+        assert "holds gpu 0,1" in listed
+        assert "pool gpu: 2 unit(s) held by 1 job(s), devices 0,1" in listed
+        top = qex_env.run("top", "--once", check=True).stdout
+        assert "holds gpu 0,1" in top and "pool gpu: 2 of 2 in use" in top
+    finally:
+        gate.touch()
+    assert qex_env.run("wait", job).returncode == 0
+    assert "holds gpu" not in qex_env.run("list", check=True).stdout

@@ -80,7 +80,7 @@ def fake_machine(tmp_path: Path, *, linger: bool, controllers: str | None,
 def test_the_units_and_the_drop_in_are_package_data_with_no_other_copy() -> None:
     import qex
 
-    assert DATA_DIR == Path(qex.__file__).resolve().parent / "data" / "systemd"
+    assert Path(qex.__file__).resolve().parent / "data" / "systemd" == DATA_DIR
     assert "Delegate=pids memory cpu io" in template("qex-delegate.conf")
     names = {"qex.socket", "qex.service", "qex-delegate.conf", "qex.user.socket",
              "qex.user.service"}
