@@ -15,9 +15,10 @@ OUT=$(cd "$OUT" && pwd)
 if [ "${QEX_DEB_APT:-0}" = 1 ]; then
     deps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$ROOT/packaging/debian/control" \
         | grep '^ ' | sed 's/[,(<].*//' | tr -d ' ' | grep -v '^$' | tr '\n' ' ')
+    apt-get update -qq
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        build-essential $deps >/dev/null
+        build-essential dpkg-dev $deps >/dev/null
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
