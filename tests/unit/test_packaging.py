@@ -105,7 +105,8 @@ def test_debian_control_changelog_and_rules() -> None:
     assert changelog.startswith(f"{DIST} ({__version__}-")
     rules = (PKG / "debian" / "rules").read_text()
     assert "--buildsystem=pybuild" in rules and "PYBUILD_SYSTEM = pyproject" in rules
-    assert "-m qex systemd export $(PKGDIR)/usr/lib/systemd/user" in rules
+    assert "$(BUILT) -m qex systemd export $(PKGDIR)/usr/lib/systemd/user" in rules
+    assert "BUILT = PYTHONPATH=$(SITE) python3 -P" in rules
     assert "packaging/build-extras.py" in rules
     for name in build_extras().COMPLETION_FILES.values():
         assert f"completions/{name}" in rules, name
