@@ -1,17 +1,26 @@
 #!/bin/bash
 # Runs as root inside the qex-vm guest (started by tests/vm/deb.sh): install the Debian
 # package the way an administrator would, then use it the way a new user would.
-#   deb-guest.sh PATH.deb
+#   deb-guest.sh PATH.deb [DIR]     # DIR: the dependencies, fetched on the host; else apt
 # Each step says what it checks; the first that fails ends the script with its status.
 set -euo pipefail
 deb=$1
+debs=${2:-}
 step() { echo "deb-guest: $*" >&2; }
 export DEBIAN_FRONTEND=noninteractive
 t0=$(date +%s)
 
-step "apt-get install the package (its dependencies come from Debian; man-db for man)"
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "$deb" man-db >/dev/null
+# man-db would index every page after the install, which takes minutes under emulation;
+# `man NAME` finds a page by its path without the index.
+echo 'man-db man-db/auto-update boolean false' | debconf-set-selections
+if [ -n "$debs" ]; then
+    step "dpkg -i the package with its dependencies (from Debian, fetched on the host)"
+    dpkg -i "$debs"/*.deb "$deb" >/dev/null
+else
+    step "apt-get install the package (its dependencies come from Debian; man-db for man)"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "$deb" man-db >/dev/null
+fi
 test -x /usr/bin/qex
 test -f /usr/lib/systemd/user/qex.socket -a -f /usr/lib/systemd/user/qex.service
 step "the package enabled the user socket for every user"
