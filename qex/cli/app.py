@@ -75,12 +75,22 @@ def cli(ctx: click.Context) -> None:
         ctx.exit(0)
 
 
+class _NeverRaised(Exception):
+    """Stands in for an exception class this click does not have."""
+
+
+#: click 8.2 raises this for a group called with no arguments; click 8.1 (Debian 12) has no
+#: such class and exits through `Exit` after printing the help.
+NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", _NeverRaised)
+
+
 def run(args: list[str], first: str | None) -> None:
     """Run the click application; usage errors in job-speaking commands give 121."""
     try:
         rc = cli.main(args=args, prog_name="qex", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+    except NO_ARGS_IS_HELP as exc:
+        ctx = getattr(exc, "ctx", None)
+        click.echo(ctx.get_help() if ctx else str(exc))
         sys.exit(121 if first in BAND_COMMANDS else 2)
     except click.UsageError as exc:
         exc.show()

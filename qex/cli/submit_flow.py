@@ -97,8 +97,8 @@ def output_hint(paths: Paths, record: dict[str, Any]) -> str | None:
     if total == 0:
         return f"the job wrote no output (`qex logs {job_id}` shows it when there is some)"
     parts = ", ".join(f"{n} on {stream}" for stream, n in counts.items() if n)
-    noun = "line" if total == 1 else "lines"
-    return f"the job wrote {total} {noun} ({parts}); read them with `qex logs {job_id}`"
+    noun, them = ("line", "it") if total == 1 else ("lines", "them")
+    return f"the job wrote {total} {noun} ({parts}); read {them} with `qex logs {job_id}`"
 
 
 def _own(conn: Any, job_id: str) -> bool:

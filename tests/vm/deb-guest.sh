@@ -55,25 +55,25 @@ qex config show | tee /dev/stderr | grep -q 'mode: hard — active'
 qex systemd status >&2
 
 step "the first command starts the coordinator through the socket, as qex.service"
-qex submit --wait --id-file /tmp/ok.id --mem 128MB -- echo hello from the package
+qex submit --wait --id-file $HOME/ok.id --mem 128MB -- echo hello from the package
 [ "$(systemctl --user is-active qex.service)" = active ]
 main=$(systemctl --user show qex.service -p MainPID --value)
 [ "$(qex info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')" = "$main" ]
-qex status "$(cat /tmp/ok.id)" --json | python3 -c '
+qex status "$(cat $HOME/ok.id)" --json | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 assert r["state"] == "completed", r
 e = r["enforcement"]
 assert e["active"] is True and e["mode"] == "hard" and e["memory_max"] == 128 << 20, e
 '
-[ "$(qex logs "$(cat /tmp/ok.id)")" = "hello from the package" ]
+[ "$(qex logs "$(cat $HOME/ok.id)")" = "hello from the package" ]
 
 step "a job above its claim is killed by the kernel and the record proves it"
 rc=0
-qex submit --wait -q --id-file /tmp/oom.id --mem 64MB -- python3 -c \
+qex submit --wait -q --id-file $HOME/oom.id --mem 64MB -- python3 -c \
     'b = bytearray(200 << 20); b[::4096] = b"x" * len(b[::4096]); print("allocated")' || rc=$?
 [ "$rc" = 99 ] || { echo "deb-guest: the OOM job exited $rc, not 99" >&2; exit 1; }
-qex status "$(cat /tmp/oom.id)" --json | python3 -c '
+qex status "$(cat $HOME/oom.id)" --json | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 assert r["state"] == "oom" and r["oom_evidence"] == "cgroup", r
