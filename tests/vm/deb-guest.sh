@@ -86,7 +86,7 @@ grep -q -- '--mem' /tmp/man.txt
 
 step "bash completion completes commands"
 got=$(bash -c 'source /usr/share/bash-completion/completions/qex
-COMP_WORDS=(qex subm); COMP_CWORD=1; _qex_completion; printf "%s\n" "${COMPREPLY[@]}"')
+COMP_WORDS=(qex subm); COMP_CWORD=1; _qex_completion qex subm qex; printf "%s\n" "${COMPREPLY[@]}"')
 echo "$got" | grep -qx submit || { echo "deb-guest: completion gave: $got" >&2; exit 1; }
 
 step "qex coordinator stop: the socket stays, the next command starts it again"
