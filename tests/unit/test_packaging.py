@@ -63,7 +63,17 @@ def build_extras() -> ModuleType:
 def test_the_project_is_what_the_recipes_assume() -> None:
     project = _project()
     assert project["name"] == DIST
-    assert project["scripts"] == {"qex": "qex.cli.main:main"}
+    # The program is a wheel script (no entry-point wrapper, which imports `re` first).
+    assert "scripts" not in project
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        wheel = tomllib.load(handle)["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["shared-scripts"] == {"scripts/qex": "qex"}
+    script = ROOT / "scripts" / "qex"
+    assert script.stat().st_mode & 0o111, "scripts/qex must be executable"
+    lines = script.read_text().splitlines()
+    assert lines[0].startswith("#!") and "python" in lines[0]
+    assert "from qex.cli.main import main" in lines
+    assert not any(line.startswith(("import re", "from re ")) for line in lines)
     assert set(_dependencies()) == {"click", "psutil", "pyyaml", "tomli-w"}
     assert set(_extras()) >= USER_EXTRAS
     assert _extras()["nvidia"] == ["nvidia-ml-py"]
