@@ -117,6 +117,8 @@ def test_debian_control_changelog_and_rules() -> None:
     assert "--buildsystem=pybuild" in rules and "PYBUILD_SYSTEM = pyproject" in rules
     assert "$(BUILT) -m qex systemd export $(PKGDIR)/usr/lib/systemd/user" in rules
     assert "BUILT = PYTHONPATH=$(SITE) python3 -P" in rules
+    # Debian 12's hatchling ignores shared-scripts: the program must still be installed.
+    assert "install -D -m 0755 scripts/qex $(PKGDIR)/usr/bin/qex" in rules
     assert "packaging/build-extras.py" in rules
     for name in build_extras().COMPLETION_FILES.values():
         assert f"completions/{name}" in rules, name
