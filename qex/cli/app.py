@@ -28,11 +28,31 @@ class LazyGroup(click.Group):
         command: click.Command = module.command
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str],
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if (name and not name.startswith("-") and name not in COMMANDS
+                and not ctx.resilient_parsing):
+            raise click.UsageError(unknown_command(name), ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help from the table, so `qex --help` imports no command module.
         rows = [(name, text) for name, (_, text, hidden) in COMMANDS.items() if not hidden]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def unknown_command(name: str) -> str:
+    """The usage error for a command that does not exist, with the nearest names."""
+    import difflib
+
+    visible = [n for n, (_, _, hidden) in COMMANDS.items() if not hidden]
+    close = difflib.get_close_matches(name.lower(), visible, n=3, cutoff=0.6)
+    if not close:
+        return f"there is no command `{name}`; `qex --help` lists them all"
+    options = " or ".join(f"`qex {c}`" for c in close)
+    return f"there is no command `{name}`; did you mean {options}?"
 
 
 BANNER = (
@@ -55,12 +75,22 @@ def cli(ctx: click.Context) -> None:
         ctx.exit(0)
 
 
+class _NeverRaised(Exception):
+    """Stands in for an exception class this click does not have."""
+
+
+#: click 8.2 raises this for a group called with no arguments; click 8.1 (Debian 12) has no
+#: such class and exits through `Exit` after printing the help.
+NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", _NeverRaised)
+
+
 def run(args: list[str], first: str | None) -> None:
     """Run the click application; usage errors in job-speaking commands give 121."""
     try:
         rc = cli.main(args=args, prog_name="qex", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+    except NO_ARGS_IS_HELP as exc:
+        ctx = getattr(exc, "ctx", None)
+        click.echo(ctx.get_help() if ctx else str(exc))
         sys.exit(121 if first in BAND_COMMANDS else 2)
     except click.UsageError as exc:
         exc.show()

@@ -146,6 +146,13 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
         from qex.cli.render_status import print_records
 
         print_records(paths, finals, as_json=as_json)
+        if not as_json:
+            from qex.cli.submit_flow import output_hint
+            from qex.cli.wait_ends import say
+
+            hint = output_hint(paths, finals[0])
+            if hint:
+                say(hint)
     return exit_code_for(finals[0])
 
 

@@ -65,8 +65,11 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     if not chosen:
         sys.stdout.write("no jobs\n")
         return
+    from qex.cli.record_view import pool_use_lines
+
     lines = render_jobs(chosen, now=now, width=terminal_width(sys.stdout),
                         color=use_color(sys.stdout))
+    lines += pool_use_lines(records)  # each pool's use, over every job and not the chosen
     sys.stdout.write("\n".join(lines) + "\n")
 
 

@@ -46,6 +46,15 @@ def write_out(text: str, *, err: bool = False) -> None:
     stream.buffer.flush()
 
 
+def count_lines(path: Path) -> int:
+    """The number of lines in a log file (a last line without a newline counts); 0 if none."""
+    try:
+        with open(path, "rb") as handle:
+            return _count_lines(handle, os.fstat(handle.fileno()).st_size)
+    except OSError:
+        return 0
+
+
 def _count_lines(handle: Any, size: int) -> int:
     handle.seek(0)
     newlines = 0

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "resume": ("qex.cli.commands.resume", "Resume the queue or give a lock back.", False),
     "config": ("qex.cli.commands.config", "Show the configuration in force, or its path.", False),
     "systemd": ("qex.cli.commands.systemd", "Install or remove the socket-activated user units.", False),
+    "coordinator": ("qex.cli.commands.coordinator", "Stop or restart the coordinator (jobs keep running).", False),
     "pool": ("qex.cli.commands.pool", "Discover GPUs and print a [[pool]] section for them.", False),
     "schema": ("qex.cli.commands.schema", "Print the JSON Schema of a record format.", False),
     "help": ("qex.cli.commands.help", "Read a help topic (agents, config, exit-codes, ...).", False),

@@ -96,8 +96,58 @@ def result_text(record: dict[str, Any]) -> str:
     return f"{base}: {detail}" if detail else base
 
 
+def held_text(record: dict[str, Any]) -> str:
+    """`gpu 0,1` for the devices that a starting or running job holds, '' for none."""
+    assigned = record.get("assigned")
+    if record.get("state") not in ("starting", "running") or not isinstance(assigned, dict):
+        return ""
+    parts = []
+    for pool, given in sorted(assigned.items()):
+        devices = given.get("devices") if isinstance(given, dict) else None
+        if isinstance(devices, list) and devices:
+            parts.append(f"{safe_name(str(pool))} {','.join(str(d) for d in devices)}")
+    return "; ".join(parts)
+
+
+def pool_use_lines(records: list[dict[str, Any]]) -> list[str]:
+    """One line per pool that starting or running jobs hold units of, for `qex list`."""
+    units: dict[str, int] = {}
+    jobs: dict[str, int] = {}
+    devices: dict[str, set[int]] = {}
+    for record in records:
+        assigned = record.get("assigned")
+        if record.get("state") not in ("starting", "running") or not isinstance(assigned, dict):
+            continue
+        for pool, given in assigned.items():
+            if not isinstance(given, dict):
+                continue
+            name = safe_name(str(pool))
+            count = given.get("units")
+            units[name] = units.get(name, 0) + (count if isinstance(count, int) else 0)
+            jobs[name] = jobs.get(name, 0) + 1
+            held = given.get("devices")
+            if isinstance(held, list):
+                devices.setdefault(name, set()).update(d for d in held if isinstance(d, int))
+    lines = []
+    for name in sorted(units):
+        line = f"pool {name}: {units[name]} unit(s) held by {jobs[name]} job(s)"
+        if devices.get(name):
+            line += f", devices {','.join(str(d) for d in sorted(devices[name]))}"
+        lines.append(line)
+    return lines
+
+
 def note_text(record: dict[str, Any]) -> str:
-    """The NOTE column: FORCED and its reason, the queue reason, or the result."""
+    """The NOTE column: the devices a running job holds, FORCED and its reason, the queue
+    reason, or the result."""
+    held = held_text(record)
+    note = _note_text(record)
+    if held:
+        return f"holds {held}" + (f"; {note}" if note else "")
+    return note
+
+
+def _note_text(record: dict[str, Any]) -> str:
     if record.get("forced"):
         reason = record.get("forced_reason")
         forced = "FORCED " + (printable_line(reason) if isinstance(reason, str) else "")

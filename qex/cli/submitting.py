@@ -197,7 +197,7 @@ class Submitter:
             spec, warnings = build_spec(
                 opts, job_file, config=self.config, machine=self.machine, environ=self.environ,
                 shell_cwd=self.shell_cwd, learned=None, job_id=job_id, now=when,
-                learn_key=learn_key,
+                learn_key=learn_key, config_path=str(self.paths.config_file),
             )
             if spec.explicit_claim or not self.config.learn.enabled:
                 return spec, warnings
@@ -207,7 +207,7 @@ class Submitter:
             return build_spec(
                 opts, job_file, config=self.config, machine=self.machine, environ=self.environ,
                 shell_cwd=self.shell_cwd, learned=learned, job_id=job_id, now=when,
-                learn_key=learn_key,
+                learn_key=learn_key, config_path=str(self.paths.config_file),
             )
         except SpecError as exc:
             fail(str(exc))

@@ -60,7 +60,8 @@ def disk_budget_line(budget: DiskBudget | str, records: list[dict[str, Any]]) ->
 
 
 def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: float,
-           *, note: str | None = None, budget: str | None = None) -> list[str]:
+           *, note: str | None = None, budget: str | None = None,
+           extra: tuple[str, ...] = ()) -> list[str]:
     if info is None:
         lines = [f"qex top  {clock(now)}  no coordinator answers; the jobs below come from disk"]
         if budget:
@@ -78,6 +79,7 @@ def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: floa
         # The health line already holds the queue's pause; only the locks remain.
         pauses = {"queue": None, "locks": (pauses or {}).get("locks") or []}
     lines += pause_lines(pauses, now)
+    lines += extra  # each pool's use, the live use of each GPU
     if note:
         lines.append(note)
     return lines
@@ -128,11 +130,13 @@ def table(records: list[dict[str, Any]], live: dict[str, Live], now: float, *,
 def page(records: list[dict[str, Any]], live: dict[str, Live], info: dict[str, Any] | None,
          pauses: dict[str, Any] | None, *, now: float | None = None, width: int | None = None,
          color: bool = False, note: str | None = None,
-         budget: DiskBudget | str | None = None) -> list[str]:
-    """The whole page; `budget` stands in for the coordinator's figures when it has none."""
+         budget: DiskBudget | str | None = None,
+         extra: tuple[str, ...] = ()) -> list[str]:
+    """The whole page; `budget` stands in for the coordinator's figures when it has none;
+    `extra` lines (each pool's use, each GPU's live use) follow the header."""
     when = time.time() if now is None else now
     budget_line = disk_budget_line(budget, records) if budget is not None else None
-    lines = header(info, pauses, when, note=note, budget=budget_line)
+    lines = header(info, pauses, when, note=note, budget=budget_line, extra=extra)
     if width is not None:
         lines = [cut(line, width) for line in lines]
     return [*lines, "", *table(records, live, when, width=width, color=color)]

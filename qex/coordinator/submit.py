@@ -226,7 +226,8 @@ def _submit(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
         return _submit_to_engine(coord, spec, key)
     warnings, reason = _pause_notes(coord, spec)
     problem = check_claim(spec.pool_claims(), spec.locks, coord.config.pools,
-                          coord.config.defaults.vram)
+                          coord.config.defaults.vram,
+                          config_path=str(coord.paths.config_file))
     if problem is not None:
         raise Refusal(protocol.WRONG_STATE, problem)
     size_warning, size_reason = _size_policy(coord, spec)

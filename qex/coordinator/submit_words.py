@@ -99,13 +99,15 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
     job_id = new_id()
     try:
         spec, warnings = build_spec(opts, None, config=config, machine=here, environ=environ,
-                                    shell_cwd=cwd, learned=None, job_id=job_id, now=now)
+                                    shell_cwd=cwd, learned=None, job_id=job_id, now=now,
+                                    config_path=str(paths.config_file))
         if not spec.explicit_claim and config.learn.enabled:
             learned = _learned(paths, config, here, spec.cwd, spec.command)
             if learned is not None:
                 spec, warnings = build_spec(opts, None, config=config, machine=here,
                                             environ=environ, shell_cwd=cwd, learned=learned,
-                                            job_id=job_id, now=now)
+                                            job_id=job_id, now=now,
+                                            config_path=str(paths.config_file))
     except SpecError as exc:
         return _refused(str(exc))
     # The command printed the config's notes first, then the spec's warnings (in order).

@@ -112,6 +112,7 @@ def build_spec(
     now: float,
     learn_key: list[str] | None = None,
     resolve_dir: Callable[[str], str] = default_resolve_dir,
+    config_path: str | None = None,
 ) -> tuple[JobSpec, list[str]]:
     """The spec for one submission, and warnings for stderr (the spec is valid regardless).
 
@@ -140,6 +141,7 @@ def build_spec(
         claims, locks = pool_claims(
             jf, claim_options=opts.claims, gpu_option=opts.gpu, vram_option=opts.vram,
             lock_options=opts.locks, config=config, check=engine is None,
+            config_path=config_path,
         )
         check_pool_env(claims, own_env, config)
     except ClaimError as exc:

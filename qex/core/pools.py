@@ -102,13 +102,21 @@ def _size_word(pool: Pool) -> str:
     return pool.size or "capacity"
 
 
+#: How a message names the config file when the caller did not say where it is.
+CONFIG_WORDS = "the config file (`qex config path` prints where it is)"
+
+
 def check_claim(
     claims: Mapping[str, PoolClaim],
     locks: Iterable[str],
     pools: Sequence[Pool],
     defaults_vram: int | None = None,
+    *,
+    config_path: str = CONFIG_WORDS,
 ) -> str | None:
     """Why this job can never start under this pool configuration, or None when it can.
+
+    `config_path` is the config file that the message names (the caller knows where it is).
 
     These refusals happen whatever `[queue] oversized` says: an idle machine grows no fifth
     GPU, so waiting for one would wait for ever. `defaults_vram` stands in for a GPU claim
@@ -120,19 +128,20 @@ def check_claim(
         if gpu is not None and _normal_size(gpu.size) is None:
             adjusted[GPU_POOL] = PoolClaim(gpu.count, defaults_vram)
         claims = adjusted
-    return check_effective(effective_claims(locks, claims, pools))
+    return check_effective(effective_claims(locks, claims, pools), config_path=config_path)
 
 
-def check_effective(claims: Mapping[str, EffectiveClaim]) -> str | None:
+def check_effective(claims: Mapping[str, EffectiveClaim], *,
+                    config_path: str = CONFIG_WORDS) -> str | None:
     """`check_claim` for claims already merged by `effective_claims` (the scheduler's path)."""
     for claim in claims.values():
-        message = _check_one(claim)
+        message = _check_one(claim, config_path)
         if message is not None:
             return message
     return None
 
 
-def _check_one(claim: EffectiveClaim) -> str | None:
+def _check_one(claim: EffectiveClaim, config_path: str = CONFIG_WORDS) -> str | None:
     shown = lock_shown(claim.name)
     pool = claim.pool
     if claim.count < 0:
@@ -145,7 +154,7 @@ def _check_one(claim: EffectiveClaim) -> str | None:
             return (
                 f"the job claims {max(claim.count, 1)} GPU(s), but the config file declares no "
                 "`gpu` pool, so this job can never start. Declare the devices in "
-                "~/.config/qex.toml, for example:\n"
+                f"{config_path}, for example:\n"
                 "[[pool]]\nname = \"gpu\"\nsize = \"vram\"\n"
                 "devices = [\"24GB\", \"24GB\"]\nenv = \"CUDA_VISIBLE_DEVICES\""
             )

@@ -14,7 +14,7 @@ from qex.core.claims import ClaimError, parse_claim_option, parse_lock_option
 from qex.core.config import Config
 from qex.core.jobfile import UNSET, JobFile
 from qex.core.names import visible
-from qex.core.pools import GPU_POOL, check_claim
+from qex.core.pools import CONFIG_WORDS, GPU_POOL, check_claim
 from qex.core.records import PoolClaim
 from qex.core.units import UnitError, parse_size
 
@@ -28,6 +28,7 @@ def pool_claims(
     lock_options: Sequence[str],
     config: Config,
     check: bool = True,
+    config_path: str | None = None,
 ) -> tuple[dict[str, PoolClaim], list[str]]:
     """The pool claims and the plain locks of one job, checked against `[[pool]]` (not with
     `check=False`: a job for another engine, whose devices are that engine's to judge).
@@ -73,7 +74,8 @@ def pool_claims(
             claims[name] = PoolClaim(count=count)
     locks = sorted(set(locks))
 
-    problem = check_claim(claims, locks, config.pools, config.defaults.vram) if check else None
+    problem = check_claim(claims, locks, config.pools, config.defaults.vram,
+                          config_path=config_path or CONFIG_WORDS) if check else None
     if problem is not None:
         raise ClaimError(problem)
     return claims, locks

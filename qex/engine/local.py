@@ -25,7 +25,8 @@ class LocalEngine:
         from qex.core.pools import check_claim
 
         config = self.coord.config
-        return check_claim(spec.pool_claims(), spec.locks, config.pools, config.defaults.vram)
+        return check_claim(spec.pool_claims(), spec.locks, config.pools, config.defaults.vram,
+                           config_path=str(self.coord.paths.config_file))
 
     def accept(self, job: Job) -> None:
         self.coord.enqueue(job)

@@ -263,7 +263,8 @@ def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabiliti
     else:
         return fail("neither pystemd (with the user bus) nor systemd-run is available to "
                     "make a scope",
-                    "install systemd's systemd-run, or `pip install 'qex[systemd]'` for pystemd")
+                    "install systemd's systemd-run, or `pip install 'qex-queue[systemd]'` for "
+                    "pystemd")
     return Capabilities(**base, scope_backend=backend, enforcement_possible=True)
 
 

@@ -1,9 +1,11 @@
-"""The socket-activated user units of the coordinator, as templates, and their rendering.
+"""The socket-activated user units of the coordinator and the admin drop-in, and their
+rendering.
 
-The text here is the source of truth; `systemd/qex.socket` and `systemd/qex.service` in the
-source tree are the same templates for packagers (a unit test keeps them equal). A wheel
-cannot put files where systemd looks, so `qex systemd install` renders these with the real
-path of the installed `qex` and the real socket path and writes them for the user.
+The files in `qex/data/systemd/` are the one source: they ship in the wheel as package
+data, `qex systemd install` renders them for one user (the real path of this `qex`, the
+real socket path, the directories of the installing shell), and `qex systemd export`
+renders them as a distribution package ships them (`/usr/bin/qex`, the socket under each
+user's home). The Debian, RPM and Arch recipes call `export`; none keeps a copy.
 
 Placeholders: @SOCKET_PATH@, @EXEC_START@ (the qex program, quoted for systemd) and
 @ENVIRONMENT@ (Environment= lines that pin the directories the installing shell used).
@@ -12,49 +14,28 @@ Placeholders: @SOCKET_PATH@, @EXEC_START@ (the qex program, quoted for systemd) 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
-SOCKET_TEMPLATE = """\
-# qex coordinator socket (systemd user unit).
-# `qex systemd install` writes this file with the placeholders filled in; see docs/systemd.md.
-[Unit]
-Description=qex coordinator socket
+#: Where the unit files and the drop-in live inside the installed package.
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "systemd"
+SOCKET_UNIT = "qex.socket"
+SERVICE_UNIT = "qex.service"
+DROP_IN_FILE = "qex-delegate.conf"
+#: Where an administrator installs the drop-in.
+DROP_IN_TARGET = "/etc/systemd/system/user@.service.d/qex-delegate.conf"
+#: The socket of a packaged unit: the path the CLI computes with the default XDG variables,
+#: with %h (the user's home) in a form systemd expands.
+PACKAGED_SOCKET = "%h/.local/state/qex/run/qex.sock"
+PACKAGED_PROGRAM = "/usr/bin/qex"
 
-[Socket]
-# The same path the qex CLI connects to (Paths.socket_path), so the first command of a
-# session starts the coordinator through systemd instead of spawning one itself.
-ListenStream=@SOCKET_PATH@
-SocketMode=0600
-DirectoryMode=0700
-FileDescriptorName=qex
-Accept=no
-# Remove the socket file when the unit stops, so the CLI never finds a dead socket there.
-RemoveOnStop=yes
 
-[Install]
-WantedBy=sockets.target
-"""
+def template(name: str) -> str:
+    """The text of a shipped file (`qex.socket`, `qex.service` or the drop-in)."""
+    return (DATA_DIR / name).read_text(encoding="utf-8")
 
-SERVICE_TEMPLATE = """\
-# qex coordinator (systemd user unit), started by qex.socket on the first connection.
-# `qex systemd install` writes this file with the placeholders filled in; see docs/systemd.md.
-[Unit]
-Description=qex coordinator
-Requires=qex.socket
-After=qex.socket
 
-[Service]
-Type=notify
-NotifyAccess=main
-ExecStart=@EXEC_START@ daemon --supervised
-@ENVIRONMENT@
-# Stopping this service, and the coordinator's own exit when it is idle, must never stop a
-# job. With a working scope every supervisor lives in its own qex-*.scope, outside this
-# unit's cgroup. Without one (enforcement off, or no scope could be made) supervisors are
-# children in this cgroup, and the default KillMode=control-group would kill them and their
-# jobs. `process` signals the coordinator alone; its supervisors finish their jobs and write
-# their records, and the next coordinator adopts them.
-KillMode=process
-"""
+def drop_in_path() -> Path:
+    return DATA_DIR / DROP_IN_FILE
 
 
 def systemd_quote(word: str) -> str:
@@ -72,15 +53,34 @@ def environment_lines(env: Mapping[str, str]) -> str:
     )
 
 
-def render(template: str, *, socket_path: str, exec_start: list[str],
-           environment: Mapping[str, str]) -> str:
+def render(text: str, *, socket_path: str, exec_start: list[str],
+           environment: Mapping[str, str], socket_specifiers: bool = False) -> str:
+    """Fill the placeholders of a unit template. With `socket_specifiers`, `%` in the socket
+    path is left for systemd to expand (`%h`); otherwise it is taken literally."""
     env_text = environment_lines(environment)
-    text = (template
-            .replace("@SOCKET_PATH@", socket_path.replace("%", "%%"))
+    listen = socket_path if socket_specifiers else socket_path.replace("%", "%%")
+    text = (text
+            .replace("@SOCKET_PATH@", listen)
             .replace("@EXEC_START@", " ".join(systemd_quote(w) for w in exec_start)))
     if env_text:
         return text.replace("@ENVIRONMENT@", env_text)
     return text.replace("@ENVIRONMENT@\n", "")
 
 
-UNITS = {"qex.socket": SOCKET_TEMPLATE, "qex.service": SERVICE_TEMPLATE}
+def for_user(*, socket_path: str, exec_start: list[str],
+             environment: Mapping[str, str]) -> dict[str, str]:
+    """The two units as `qex systemd install` writes them for one user."""
+    return {
+        name: render(template(name), socket_path=socket_path, exec_start=exec_start,
+                     environment=environment)
+        for name in (SOCKET_UNIT, SERVICE_UNIT)
+    }
+
+
+def packaged(program: str = PACKAGED_PROGRAM) -> dict[str, str]:
+    """The two units as a distribution package installs them in /usr/lib/systemd/user."""
+    return {
+        name: render(template(name), socket_path=PACKAGED_SOCKET, exec_start=[program],
+                     environment={}, socket_specifiers=True)
+        for name in (SOCKET_UNIT, SERVICE_UNIT)
+    }

@@ -101,7 +101,7 @@ def test_bad_pool_name_is_a_usage_error(sysfs: Path) -> None:
 
 def test_udev_missing_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "pyudev", None)  # import fails as if not installed
-    with pytest.raises(DiscoveryError, match=r"qex\[udev\]"):
+    with pytest.raises(DiscoveryError, match=r"qex-queue\[udev\]"):
         from_udev()
     result = CliRunner().invoke(command, ["suggest", "--from", "udev"])
     assert result.exit_code == 1 and "pip install" in result.output

@@ -6,6 +6,7 @@ import glob
 import importlib
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,9 @@ from click.testing import CliRunner
 from qex.cli.commands.help import command as help_command
 from qex.cli.topics import ALIASES, TOPICS, resolve, text
 
-SEED_GLOB = "/work/shared/seeds/001_*.txt"
+# The shared seeds sit beside the checkout: ../shared/seeds from the repository root.
+SEEDS = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds"
+SEED_GLOB = str(SEEDS / "001_*.txt")
 EARLIER_URL = "github.com/stephenc"
 
 EXPECTED_TOPICS = {

@@ -15,7 +15,7 @@ from qex.supervisor.hook import OUTPUT_CAP, claim, hook_env, run_stop_hook
 JOB_ID = "0b5c9c2e-4f6e-4d55-9a53-51d7e1f0a001"
 
 
-def setup(tmp: Path, config: str, **status: object) -> tuple[Paths, Path]:
+def make_job(tmp: Path, config: str, **status: object) -> tuple[Paths, Path]:
     paths = Paths.from_env({"HOME": str(tmp), "XDG_STATE_HOME": str(tmp / "state"),
                             "XDG_CONFIG_HOME": str(tmp / "config")})
     (tmp / "config").mkdir()
@@ -41,7 +41,7 @@ def hook_config(script: str, *extra: str, timeout: str = "30s") -> str:
 
 
 def test_hook_env_names_the_job_safely(tmp_path: Path) -> None:
-    _, job_dir = setup(tmp_path, "")
+    _, job_dir = make_job(tmp_path, "")
     record = jobs.read_status(job_dir)
     assert record is not None
     env = hook_env(record, job_dir)
@@ -56,7 +56,7 @@ def test_hook_env_names_the_job_safely(tmp_path: Path) -> None:
 
 
 def test_claim_is_exclusive(tmp_path: Path) -> None:
-    _, job_dir = setup(tmp_path, "")
+    _, job_dir = make_job(tmp_path, "")
     record = jobs.read_status(job_dir)
     assert record is not None
     assert claim(job_dir, record, "supervisor")
@@ -68,7 +68,7 @@ def test_runs_once_with_the_environment_and_in_the_job_dir(tmp_path: Path) -> No
     script = ("import os, sys\n"
               "print(os.getcwd(), os.environ['QEX_STATE'], os.environ['QEX_JOB_ID'])\n"
               "print('to stderr', file=sys.stderr)\n")
-    paths, job_dir = setup(tmp_path, hook_config(script))
+    paths, job_dir = make_job(tmp_path, hook_config(script))
     verdict = run_stop_hook(paths, JOB_ID, origin="supervisor")
     assert verdict is not None and verdict.startswith("ran in")
     log = (job_dir / "hook.log").read_text()
@@ -78,7 +78,7 @@ def test_runs_once_with_the_environment_and_in_the_job_dir(tmp_path: Path) -> No
 
 
 def test_only_listed_states_and_only_final_jobs(tmp_path: Path) -> None:
-    paths, job_dir = setup(tmp_path, hook_config("pass") + 'on_stop_states = ["failed"]\n')
+    paths, job_dir = make_job(tmp_path, hook_config("pass") + 'on_stop_states = ["failed"]\n')
     assert run_stop_hook(paths, JOB_ID, origin="supervisor") is None
     assert not (job_dir / "hook.ran").exists()
     record = jobs.read_status(job_dir)
@@ -89,7 +89,7 @@ def test_only_listed_states_and_only_final_jobs(tmp_path: Path) -> None:
 
 
 def test_a_failing_hook_is_reported_and_changes_nothing(tmp_path: Path) -> None:
-    paths, job_dir = setup(tmp_path, hook_config("import sys; sys.exit(3)"))
+    paths, job_dir = make_job(tmp_path, hook_config("import sys; sys.exit(3)"))
     before = (job_dir / "status.json").read_text()
     verdict = run_stop_hook(paths, JOB_ID, origin="supervisor")
     assert verdict is not None and verdict.startswith("exited with the code 3")
@@ -97,7 +97,7 @@ def test_a_failing_hook_is_reported_and_changes_nothing(tmp_path: Path) -> None:
 
 
 def test_a_missing_program_did_not_start(tmp_path: Path) -> None:
-    paths, job_dir = setup(tmp_path, '[hooks]\non_stop = ["/no/such/notifier"]\n')
+    paths, job_dir = make_job(tmp_path, '[hooks]\non_stop = ["/no/such/notifier"]\n')
     verdict = run_stop_hook(paths, JOB_ID, origin="supervisor")
     assert verdict is not None and verdict.startswith("did not start")
     assert "[hooks] on_stop" in verdict
@@ -105,7 +105,7 @@ def test_a_missing_program_did_not_start(tmp_path: Path) -> None:
 
 
 def test_a_slow_hook_is_stopped(tmp_path: Path) -> None:
-    paths, _ = setup(tmp_path, hook_config("import time; time.sleep(60)", timeout="0.3s"))
+    paths, _ = make_job(tmp_path, hook_config("import time; time.sleep(60)", timeout="0.3s"))
     started = time.monotonic()
     verdict = run_stop_hook(paths, JOB_ID, origin="supervisor")
     assert verdict is not None and "time limit" not in verdict and "limit of" in verdict
@@ -116,7 +116,7 @@ def test_a_hook_that_traps_term_gets_kill(tmp_path: Path) -> None:
     script = ("import signal, time\n"
               "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
               "time.sleep(60)\n")
-    paths, _ = setup(tmp_path, hook_config(script, timeout="0.3s"))
+    paths, _ = make_job(tmp_path, hook_config(script, timeout="0.3s"))
     verdict = run_stop_hook(paths, JOB_ID, origin="supervisor")
     assert verdict is not None and "limit of" in verdict
 
@@ -126,7 +126,7 @@ def test_output_is_capped_at_one_mebibyte(tmp_path: Path) -> None:
               "sys.stdout.write('x' * (3 * 1024 * 1024))\n"
               "sys.stdout.flush()\n"
               "time.sleep(60)\n")
-    paths, job_dir = setup(tmp_path, hook_config(script))
+    paths, job_dir = make_job(tmp_path, hook_config(script))
     verdict = run_stop_hook(paths, JOB_ID, origin="supervisor")
     assert verdict is not None and "more than 1MB" in verdict
     size = (job_dir / "hook.log").stat().st_size
@@ -134,6 +134,6 @@ def test_output_is_capped_at_one_mebibyte(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_config_runs_no_hook(tmp_path: Path) -> None:
-    paths, job_dir = setup(tmp_path, "[hooks\n")
+    paths, job_dir = make_job(tmp_path, "[hooks\n")
     assert run_stop_hook(paths, JOB_ID, origin="supervisor") is None
     assert not (job_dir / "hook.ran").exists()

@@ -15,7 +15,18 @@ import pytest
 from click.testing import CliRunner
 
 from qex.cli.commands import systemd as cmd
-from qex.platform.user_units import SERVICE_TEMPLATE, SOCKET_TEMPLATE, render, systemd_quote
+from qex.platform.detect import Probe
+from qex.platform.user_units import (
+    DATA_DIR,
+    DROP_IN_TARGET,
+    packaged,
+    render,
+    systemd_quote,
+    template,
+)
+
+SOCKET_TEMPLATE = template("qex.socket")
+SERVICE_TEMPLATE = template("qex.service")
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -43,14 +54,63 @@ def systemctl(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     monkeypatch.setattr(cmd, "systemctl", fake)
     monkeypatch.setattr(cmd, "_manager_reachable", lambda: None)
     monkeypatch.setattr(cmd, "_linger_note", lambda: None)
+    monkeypatch.setattr(cmd, "packaged_units", lambda: [])
     return calls
 
 
-def test_shipped_files_are_the_templates() -> None:
-    assert (CHECKOUT / "systemd" / "qex.socket").read_text() == SOCKET_TEMPLATE
-    assert (CHECKOUT / "systemd" / "qex.service").read_text() == SERVICE_TEMPLATE
-    drop_in = (CHECKOUT / "systemd" / "user@.service.d" / "qex-delegate.conf").read_text()
-    assert "Delegate=pids memory cpu io" in drop_in
+def fake_machine(tmp_path: Path, *, linger: bool, controllers: str | None,
+                 unified: bool = True) -> Probe:
+    """A cgroup tree and a linger directory for the checklist."""
+    uid = os.getuid()
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    if unified:
+        (root / "cgroup.controllers").write_text("cpu io memory pids\n")
+    if controllers is not None:
+        user = root / "user.slice" / f"user-{uid}.slice" / f"user@{uid}.service"
+        user.mkdir(parents=True)
+        (user / "cgroup.controllers").write_text(controllers + "\n")
+    linger_dir = tmp_path / "linger"
+    linger_dir.mkdir()
+    if linger:
+        (linger_dir / cmd._user()).touch()
+    return Probe(cgroup_root=root, proc_root=tmp_path / "noproc", linger_dir=linger_dir)
+
+
+def test_the_units_and_the_drop_in_are_package_data_with_no_other_copy() -> None:
+    import qex
+
+    assert Path(qex.__file__).resolve().parent / "data" / "systemd" == DATA_DIR
+    assert "Delegate=pids memory cpu io" in template("qex-delegate.conf")
+    names = {"qex.socket", "qex.service", "qex-delegate.conf", "qex.user.socket",
+             "qex.user.service"}
+    skip = {".venv", ".git", ".pybuild", "debian", "build", "dist"}
+    copies = [p.relative_to(CHECKOUT) for p in CHECKOUT.rglob("*")
+              if p.name in names and p.is_file() and not skip & set(p.relative_to(CHECKOUT).parts)]
+    assert sorted(copies) == sorted(Path("qex/data/systemd") / n for n in
+                                    ("qex.socket", "qex.service", "qex-delegate.conf"))
+
+
+def test_packaged_units_expand_home_and_run_usr_bin_qex() -> None:
+    units = packaged()
+    assert "ListenStream=%h/.local/state/qex/run/qex.sock\n" in units["qex.socket"]
+    assert "ExecStart=/usr/bin/qex daemon --supervised\n" in units["qex.service"]
+    assert "@" not in units["qex.service"].replace("user@", "")
+    assert "Environment=" not in units["qex.service"]
+
+
+def test_export_writes_the_packaged_units(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cmd.command, ["export", str(tmp_path / "u"),
+                                              "--program", "/opt/q/bin/qex"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "u" / "qex.socket").read_text() == packaged("/opt/q/bin/qex")["qex.socket"]
+    assert "ExecStart=/opt/q/bin/qex daemon" in (tmp_path / "u" / "qex.service").read_text()
+
+
+def test_drop_in_prints_the_shipped_file() -> None:
+    result = CliRunner().invoke(cmd.command, ["drop-in"])
+    assert result.exit_code == 0
+    assert result.output == template("qex-delegate.conf")
 
 
 def test_templates_keep_the_promises() -> None:
@@ -112,10 +172,53 @@ def test_install_honours_xdg_config_home(home: Path, systemctl: list[tuple[str, 
 
 
 def test_dry_run_changes_nothing(home: Path, systemctl: list[tuple[str, ...]]) -> None:
-    result = CliRunner().invoke(cmd.command, ["install", "--dry-run"])
+    result = CliRunner().invoke(cmd.command, ["install", "--dry-run", "--units"])
     assert result.exit_code == 0
     assert "[Socket]" in result.output and "KillMode=process" in result.output
     assert systemctl == [] and not (home / ".config" / "systemd").exists()
+
+
+def test_dry_run_says_on_one_screen_what_an_admin_must_do(
+        home: Path, systemctl: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    where = fake_machine(home, linger=False, controllers="cpu memory pids")
+    monkeypatch.setattr(cmd, "probe_where", lambda: where)
+    result = CliRunner().invoke(cmd.command, ["install", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert len(out.splitlines()) <= 24, out
+    assert f"units go to  {home}/.config/systemd/user/" in out
+    assert "linger       OFF" in out
+    assert "delegated    memory yes, cpu yes, io NO" in out
+    assert f"  loginctl enable-linger {cmd._user()}\n" in out
+    assert "  qex systemd install\n" in out
+    assert (f"  sudo install -D -m 0644 {DATA_DIR / 'qex-delegate.conf'} {DROP_IN_TARGET} && "
+            "sudo systemctl daemon-reload\n") in out
+    assert "delegate io to user@.service" in out
+    assert systemctl == []
+
+
+def test_status_with_nothing_missing_says_so(
+        home: Path, systemctl: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    where = fake_machine(home, linger=True, controllers="cpu io memory pids")
+    monkeypatch.setattr(cmd, "probe_where", lambda: where)
+    runner = CliRunner()
+    assert runner.invoke(cmd.command, ["install"]).exit_code == 0
+    out = runner.invoke(cmd.command, ["status"]).output
+    assert "linger       on" in out and "memory yes, cpu yes, io yes" in out
+    assert "to do:       nothing" in out
+    data = json.loads(runner.invoke(cmd.command, ["status", "--json"]).output)
+    assert data["todo"] == [] and data["controllers"] == {"memory": True, "cpu": True, "io": True}
+
+
+def test_status_names_the_boot_fix_on_hybrid_cgroups_and_packaged_units(
+        home: Path, systemctl: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch) -> None:
+    where = fake_machine(home, linger=True, controllers=None, unified=False)
+    monkeypatch.setattr(cmd, "probe_where", lambda: where)
+    monkeypatch.setattr(cmd, "packaged_units", lambda: [Path("/usr/lib/systemd/user/qex.socket")])
+    out = CliRunner().invoke(cmd.command, ["status"]).output
+    assert "packaged     /usr/lib/systemd/user/qex.socket" in out
+    assert "systemd.unified_cgroup_hierarchy=1" in out
+    assert "qex systemd install" not in out.split("to do:")[1]  # the package did it
 
 
 def test_install_without_a_user_manager_fails_clearly(home: Path,

@@ -6,7 +6,8 @@
   The record's own `started_at` cannot serve: the supervisor rewrites it when the job runs;
 * the resident memory of one supervisor while its job runs (VmRSS, and Pss when readable).
 
-Prints `MEASURE key value` lines; it asserts nothing, and a failure to measure is printed.
+Prints `MEASURE key value` lines. It asserts no figure, but a measurement that could not be
+taken is printed and makes the exit status 1, so tests/vm/run.sh reports it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+# conftest is beside this file; it imports `support` from tests/ (pytest adds that through
+# pyproject; a plain script must do it itself).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conftest import Guest, config_text
@@ -96,11 +100,13 @@ def main() -> int:
     from qex.platform.detect import probe
 
     print(f"MEASURE backend {probe().scope_backend}")
+    failed = 0
     for mode in ("off", "hard"):
         try:
             delays = exec_delays(mode)
         except Exception as exc:
             print(f"MEASURE admission_to_exec_{mode} failed: {exc!r}")
+            failed = 1
             continue
         print(f"MEASURE admission_to_exec_{mode}_median_ms {statistics.median(delays) * 1000:.1f} "
               f"(runs: {', '.join(f'{d * 1000:.0f}' for d in delays)})")
@@ -109,7 +115,8 @@ def main() -> int:
             print(f"MEASURE supervisor_{key}_MiB {value / 1048576:.1f}")
     except Exception as exc:
         print(f"MEASURE supervisor_memory failed: {exc!r}")
-    return 0
+        failed = 1
+    return failed
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ export QEX_VM_GUEST=1 PYTHONPYCACHEPREFIX=/tmp/pycache
 status=0
 /tmp/v/bin/python -m pytest -p no:cacheprovider -q tests/vm "$@" || status=$?
 if [ "${QEX_VM_MEASURE:-1}" = 1 ] && [ $status = 0 ]; then
-    /tmp/v/bin/python tests/vm/measure.py || true
+    /tmp/v/bin/python tests/vm/measure.py || status=$?
 fi
 exit $status
 GUEST

@@ -12,7 +12,7 @@ import click
 from qex.cli.common import get_paths, print_json, warn
 
 
-def _pool_lines(pools: Any) -> list[str]:
+def pool_lines(pools: Any) -> list[str]:
     from qex.core.names import safe_name
     from qex.core.units import format_size
 
@@ -40,6 +40,20 @@ def _pool_lines(pools: Any) -> list[str]:
                 text += "; another user holds it"
             lines.append(text)
     return lines
+
+
+def local_gpus() -> list[Any]:
+    """This machine's NVIDIA GPUs through NVML, [] when NVML cannot answer (see devices)."""
+    from qex.platform.devices import nvml_gpus
+
+    return nvml_gpus() or []
+
+
+def local_gpu_lines() -> list[str]:
+    """The live VRAM of each GPU, read here (the coordinator knows claims, not use)."""
+    from qex.platform.devices import gpu_use_lines
+
+    return gpu_use_lines(local_gpus())
 
 
 def _enforcement_line(data: Any) -> str | None:
@@ -87,7 +101,7 @@ def text_lines(info: dict[str, Any], now: float) -> list[str]:
         lines.append("(the pause covers this user's queue only; other users are not paused)")
     state = pause_state_from_info(info)
     lines += [line for line in pause_lines({"queue": None, "locks": state["locks"]}, now)]
-    lines += _pool_lines(info.get("pools"))
+    lines += pool_lines(info.get("pools"))
     enforcement = _enforcement_line(info.get("enforcement"))
     if enforcement:
         lines.append(enforcement)
@@ -128,6 +142,13 @@ def command(*, as_json: bool, no_start: bool) -> None:
         document["running"] = True
         document["cli_version"] = __version__
         document["health_line"] = health_line(info, now)
+        document["gpus"] = _as_dicts(local_gpus())
         print_json(document)
         return
-    click.echo("\n".join(text_lines(info, now)))
+    click.echo("\n".join(text_lines(info, now) + local_gpu_lines()))
+
+
+def _as_dicts(gpus: list[Any]) -> list[dict[str, Any]]:
+    from qex.core.model import asdict
+
+    return [asdict(gpu) for gpu in gpus]

@@ -51,14 +51,15 @@ def render(devices: list[Any], source: str, base_name: str) -> str:
         for index, card in enumerate(cards):
             size = format_size(card.vram) if card.vram else "VRAM unknown"
             driver = card.driver or "no driver bound"
+            model = f" ({card.name})" if card.name else ""
             lines.append(f"# {name}[{index}] = {card.address} {title} "
-                         f"{card.vendor_id}:{card.device_id}, {driver}, {size}")
+                         f"{card.vendor_id}:{card.device_id}{model}, {driver}, {size}")
         if any(card.vram is None for card in cards):
             lines.append(f"# The kernel does not report the memory of every card: replace each "
                          f"\"{PLACEHOLDER}\" with it (such as \"24GB\").")
             if vendor == "nvidia":
                 lines.append("#   nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv "
-                             "lists it.")
+                             "lists it; with `pip install 'qex-queue[nvidia]'` NVML fills it in.")
         if vendor == "nvidia":
             lines.append("# Give jobs CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers the cards in "
                          "this order.")
@@ -108,7 +109,7 @@ def suggest(*, base_name: str, source: str, sys_root: Path, as_json: bool) -> No
         print_json({"source": used, "devices": [
             {"address": d.address, "vendor": d.vendor, "vendor_id": d.vendor_id,
              "device_id": d.device_id, "class": f"0x{d.pci_class:06x}", "driver": d.driver,
-             "vram": d.vram, "env": d.env} for d in devices]})
+             "vram": d.vram, "name": d.name, "env": d.env} for d in devices]})
         return
     groups, _ = group_by_vendor(devices)
     if not groups:

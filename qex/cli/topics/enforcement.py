@@ -103,7 +103,7 @@ What a machine needs
     /sys/fs/cgroup/user.slice/user-$UID.slice/user@$UID.service/
     cgroup.controllers (recent systemd delegates memory and pids by default;
     older ones need a drop-in with Delegate= for user@.service);
-  - pystemd (`pip install 'qex[systemd]'`, with the user D-Bus, e.g.
+  - pystemd (`pip install 'qex-queue[systemd]'`, with the user D-Bus, e.g.
     dbus-user-session on Debian) or the systemd-run program;
   - `loginctl enable-linger $USER` if jobs must outlive your last login
     session, because the user manager, and every scope under it, stops

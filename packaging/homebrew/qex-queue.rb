@@ -1,16 +1,16 @@
-# Homebrew formula for qex (macOS and Linuxbrew).
+# Homebrew formula for qex, published as qex-queue (macOS and Linuxbrew).
 #
 # qex and its four dependencies are installed into a private virtualenv. The resource
-# blocks pin the versions qex is tested with; `brew update-python-resources qex`
+# blocks pin the versions qex is tested with; `brew update-python-resources qex-queue`
 # regenerates them. The `sha256` of qex itself is set when a release is published (see
 # packaging/README.md); a formula with the placeholder below fails its checksum on purpose.
-class Qex < Formula
+class QexQueue < Formula
   include Language::Python::Virtualenv
 
   desc "Queued executor for one machine: claims, a queue, and jobs that outlive the shell"
-  homepage "https://pypi.org/project/qex/"
-  url "https://files.pythonhosted.org/packages/source/q/qex/qex-0.7.0.tar.gz"
-  sha256 "RELEASE_SHA256_OF_qex-0.7.0.tar.gz"
+  homepage "https://pypi.org/project/qex-queue/"
+  url "https://files.pythonhosted.org/packages/source/q/qex-queue/qex_queue-0.7.0.tar.gz"
+  sha256 "RELEASE_SHA256_OF_qex_queue-0.7.0.tar.gz"
   license "MIT"
 
   depends_on "libyaml"
@@ -36,10 +36,19 @@ class Qex < Formula
     sha256 "2dd14fac5a47c27be9cd4c976af5a12d87fb1f0b4512f81d69cce3b35ae25021"
   end
 
+  # Build-time only: renders the man pages from the click commands.
+  resource "click-man" do
+    url "https://files.pythonhosted.org/packages/py3/c/click-man/click_man-0.6.0-py3-none-any.whl"
+    sha256 "38bcaaada1090ca0729580123115f23f128aedbf50d774331d4673ab4bc7bbea"
+  end
+
   def install
     virtualenv_install_with_resources
     # Runs `qex completion bash|zsh|fish` with the qex just installed.
     generate_completions_from_executable(bin/"qex", "completion", shells: [:bash, :zsh, :fish])
+    # One man page per command, rendered from the click commands by click-man.
+    system libexec/"bin/python", "packaging/build-extras.py", buildpath/"extras"
+    man1.install Dir[buildpath/"extras/man/man1/*.1"]
     doc.install Dir["docs/*.md"]
   end
 
