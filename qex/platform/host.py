@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 #: The switch, read from the environment at each question (tests set and unset it).
 ENV_VAR = "QEX_PLATFORM"
@@ -101,3 +102,33 @@ def portable_summary(env: Mapping[str, str] | None = None) -> str | None:
     return (f"{describe(system_name(env))}, so enforcement is off and jobs run as plain process "
             f"groups. Still works: {'; '.join(STILL_WORKS)}. Does not work: "
             f"{'; '.join(DOES_NOT_WORK)}")
+
+
+def platform_info(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The `platform` object of `config show --json` and of the coordinator's `info`."""
+    portable = not linux(env)
+    return {
+        "name": system_name(env),
+        "implementation": kind(env),
+        "forced": forced(env),
+        "summary": portable_summary(env),
+        "still_works": list(STILL_WORKS) if portable else None,
+        "does_not_work": list(DOES_NOT_WORK) if portable else None,
+    }
+
+
+def platform_lines(info: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(label, text) rows for a portable system, from `platform_info()`; none on Linux."""
+    if info.get("implementation") != PORTABLE:
+        return []
+    name = str(info.get("name") or "?")
+    head = (f"{name} — {describe(name)}, so enforcement is off and jobs run as plain process "
+            "groups")
+    rows = [("platform", head)]
+    works = info.get("still_works")
+    if isinstance(works, list) and works:
+        rows.append(("still works", "; ".join(str(w) for w in works)))
+    missing = info.get("does_not_work")
+    if isinstance(missing, list) and missing:
+        rows.append(("unavailable", "; ".join(str(m) for m in missing)))
+    return rows
