@@ -12,7 +12,14 @@ fi
 echo "== ruff"; .venv/bin/ruff check qex tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest (unit and end-to-end)"
-.venv/bin/pytest -q -p no:cacheprovider
+env -u QEX_PLATFORM .venv/bin/pytest -q -p no:cacheprovider
+# The portable paths, run against the real program: the end-to-end suite a second time with
+# QEX_PLATFORM=portable, so qex takes the code paths of macOS and of Linux without systemd
+# (`ps` instead of /proc, psutil for memory, no pidfd, no fork server, a polling config
+# watch; see qex/platform/host.py and docs/portable.md). A test aid, not a user setting.
+# It adds about as long as the first end-to-end pass: 7-9 minutes on 2 busy cores.
+echo "== pytest (end-to-end again, QEX_PLATFORM=portable)"
+QEX_PLATFORM=portable .venv/bin/pytest -q -p no:cacheprovider tests/e2e
 vm=${QEX_VM:-../shared/vm/qex-vm}
 if [ "${QEX_SKIP_VM:-0}" != 1 ] && [ -x "$vm" ] && [ -f tests/vm/run.sh ]; then
   echo "== Linux integration tests in a systemd guest"
