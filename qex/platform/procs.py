@@ -50,27 +50,44 @@ def forget_boot_id() -> None:
     _boot_id = None
 
 
-def parse_ps_state(output: str) -> tuple[str, str] | None:
-    """(state letters, start time) from the output of `ps -o stat= -o lstart= -p PID`."""
-    parts = output.split(None, 1)
-    if len(parts) != 2 or not parts[1].strip():
-        return None
-    return parts[0], " ".join(parts[1].split())
+def parse_ps_states(output: str) -> dict[int, tuple[str, str]]:
+    """{pid: (state letters, start time)} from `ps -o pid= -o stat= -o lstart= -p ...`."""
+    found: dict[int, tuple[str, str]] = {}
+    for line in output.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) == 3 and parts[0].isdigit() and parts[2].strip():
+            found[int(parts[0])] = (parts[1], " ".join(parts[2].split()))
+    return found
 
 
-def ps_state(pid: int) -> tuple[str, str] | None:
-    """The portable view of one process: its `ps` state and start time, None if none."""
-    if pid <= 0:
-        return None
+def ps_states(pids: list[int]) -> dict[int, tuple[str, str]]:
+    """The portable view of a few processes (one `ps` for all): state and start time."""
+    wanted = [pid for pid in pids if pid > 0]
+    if not wanted:
+        return {}
     try:
         done = subprocess.run(
-            ["ps", "-o", "stat=", "-o", "lstart=", "-p", str(pid)],
+            ["ps", "-o", "pid=", "-o", "stat=", "-o", "lstart=",
+             "-p", ",".join(str(pid) for pid in wanted)],
             capture_output=True, text=True, check=False, timeout=10,
             env={**os.environ, "LC_ALL": "C"},
         )
     except (OSError, subprocess.SubprocessError):
-        return None
-    return parse_ps_state(done.stdout) if done.returncode == 0 else None
+        return {}
+    return parse_ps_states(done.stdout)
+
+
+def ps_state(pid: int) -> tuple[str, str] | None:
+    """One process's `ps` state and start time, None when there is no such process. The
+    first question about this process itself also learns the boot id (pid 1) in the same
+    `ps`: a supervisor asks both at its start, and each `ps` costs milliseconds."""
+    global _boot_id
+    if pid == os.getpid() and _boot_id is None:
+        found = ps_states([1, pid])
+        if 1 in found:
+            _boot_id = f"boot-{found[1][1]}"
+        return found.get(pid)
+    return ps_states([pid]).get(pid)
 
 
 def _linux_stat(pid: int) -> list[str] | None:

@@ -101,11 +101,28 @@ def test_children_usage_is_in_bytes_under_portable(portable: None) -> None:
 # -- process identity ---------------------------------------------------------------------
 
 
-def test_parse_ps_state() -> None:
-    assert procs.parse_ps_state("Ss   Tue Dec  1 15:20:35 2026\n") == (
-        "Ss", "Tue Dec 1 15:20:35 2026")
-    assert procs.parse_ps_state("") is None
-    assert procs.parse_ps_state("Z\n") is None
+def test_parse_ps_states() -> None:
+    output = "    1 Ss   Tue Dec  1 15:20:35 2026\n  812 Z    Tue Dec  1 15:21:00 2026\n"
+    assert procs.parse_ps_states(output) == {
+        1: ("Ss", "Tue Dec 1 15:20:35 2026"), 812: ("Z", "Tue Dec 1 15:21:00 2026")}
+    assert procs.parse_ps_states("") == {}
+    assert procs.parse_ps_states("  77 Z\n") == {}
+
+
+def test_one_ps_gives_the_own_token_and_the_boot_id(
+        portable: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[int]] = []
+    real = procs.ps_states
+
+    def counted(pids: list[int]) -> dict[int, tuple[str, str]]:
+        calls.append(list(pids))
+        return real(pids)
+
+    monkeypatch.setattr(procs, "ps_states", counted)
+    token = procs.start_token(os.getpid())
+    boot = procs.boot_id()
+    assert token is not None and token.startswith(procs.PS_TOKEN)
+    assert boot.startswith("boot-") and calls == [[1, os.getpid()]]
 
 
 def test_identity_asks_ps_not_proc(portable: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -344,3 +361,22 @@ def test_an_inherited_supervisor_is_polled(portable: None,
             child.kill()
             child.wait()
     assert gone == [job]
+
+
+def test_the_supervisor_reaps_the_job_without_waitid(
+        portable: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.supervisor.children import Reaper
+
+    def no_waitid(*_: Any) -> Any:
+        raise AssertionError("waitid under portable")
+
+    monkeypatch.setattr(os, "waitid", no_waitid, raising=False)
+    child = subprocess.Popen(["sh", "-c", "exit 3"], start_new_session=True)
+    reaper = Reaper()
+    deadline = time.monotonic() + 20
+    status = None
+    while status is None and time.monotonic() < deadline:
+        status = reaper.reap(child.pid)
+        time.sleep(0.02)
+    assert status is not None and os.WEXITSTATUS(status) == 3
+    child.returncode = 3  # reaped here, not by Popen
