@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -64,6 +65,43 @@ def median_ms(n: int, fn: Callable[[], object]) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def median_cpu_ms(n: int, fn: Callable[[], object]) -> float:
+    """CPU time (user + system) of the commands `fn` runs: unlike wall time, it hardly
+    depends on what else the machine does."""
+    times = []
+    for _ in range(n):
+        before = children_cpu()
+        fn()
+        times.append(children_cpu() - before)
+    return statistics.median(times) * 1000
+
+
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU of a process and of the children it reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / (os.sysconf("SC_CLK_TCK") or 100)
+
+
+def serving_cpu(coordinator: int) -> float:
+    """The coordinator's CPU and its children's, the fork server's included when it runs."""
+    total = process_cpu(coordinator)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat[1]) == coordinator and b"--forkserver" in (entry / "cmdline").read_bytes():
+                total += process_cpu(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def in_process_ms(switch: str, n: int, code: str) -> float:
@@ -122,8 +160,14 @@ def measure(switch_name: str, quick: bool) -> dict[str, float]:
         job_id = json.loads(qex(env, "submit", "--wait", "--json", "--", "true").stdout)["id"]
         pid = int(json.loads(qex(env, "info", "--json").stdout)["pid"])
         out["status"] = median_ms(reps, lambda: qex(env, "status", job_id, "--json"))
+        out["status_cpu"] = median_cpu_ms(reps, lambda: qex(env, "status", job_id, "--json"))
         out["list"] = median_ms(reps, lambda: qex(env, "list", "--json"))
+        out["list_cpu"] = median_cpu_ms(reps, lambda: qex(env, "list", "--json"))
         out["submit_wait"] = median_ms(reps, lambda: qex(env, "submit", "--wait", "--", "true"))
+        before = serving_cpu(pid)
+        for _ in range(reps):
+            qex(env, "submit", "--wait", "--", "true")
+        out["serving_cpu"] = (serving_cpu(pid) - before) * 1000 / reps
         out["admit_to_running"] = statistics.median(
             start_latency_ms(env) for _ in range(reps))
         out["same_process"] = in_process_ms(MODES[switch_name], 200 if quick else 1000,
@@ -149,8 +193,11 @@ def measure(switch_name: str, quick: bool) -> dict[str, float]:
 
 ROWS = [
     ("status", "`qex status <id> --json`", "ms"),
+    ("status_cpu", "`qex status <id> --json`, CPU", "ms"),
     ("list", "`qex list --json`", "ms"),
+    ("list_cpu", "`qex list --json`, CPU", "ms"),
     ("submit_wait", "`qex submit --wait -- true` (warm)", "ms"),
+    ("serving_cpu", "CPU per job: coordinator + supervisor", "ms"),
     ("admit_to_running", "submitted -> started (record)", "ms"),
     ("same_process", "one identity check", "ms"),
     ("list_processes", "list every process", "ms"),
