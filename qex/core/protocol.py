@@ -35,7 +35,7 @@ from qex import __version__
 CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
-    "job-changed", "oom-retry", "enforce",
+    "job-changed", "oom-retry", "enforce", "engine-slurm",
 )
 
 #: A coordinator below this version cannot say what it can do, so the CLI refuses it.
