@@ -15,12 +15,19 @@ fi
 echo "== ruff"; .venv/bin/ruff check qex tests bench
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest (unit and end-to-end)"
-.venv/bin/pytest -q -p no:cacheprovider
+env -u QEX_PLATFORM .venv/bin/pytest -q -p no:cacheprovider
 # The fault suite (issue 6): a full disk on a small tmpfs, descriptor exhaustion, a second
 # local user attacking the peers dir, kill -9 at each step, bounded fuzzing. Most cases need
 # root and skip with the reason otherwise; CI runs as root. About 4 minutes on 2 cores.
 echo "== fault suite (tests/faults)"
 .venv/bin/pytest -q -p no:cacheprovider tests/faults
+# The portable paths, run against the real program: the end-to-end suite a second time with
+# QEX_PLATFORM=portable, so qex takes the code paths of macOS and of Linux without systemd
+# (`ps` instead of /proc, psutil for memory, no pidfd, no fork server, a polling config
+# watch; see qex/platform/host.py and docs/portable.md). A test aid, not a user setting.
+# It adds about as long as the first end-to-end pass: 7-9 minutes on 2 busy cores.
+echo "== pytest (end-to-end again, QEX_PLATFORM=portable)"
+QEX_PLATFORM=portable .venv/bin/pytest -q -p no:cacheprovider tests/e2e
 slurm_installed() { command -v slurmctld >/dev/null 2>&1 || [ -x /usr/sbin/slurmctld ]; }
 if [ "${QEX_SKIP_SLURM:-0}" != 1 ] && [ "$(id -u)" = 0 ] && slurm_installed; then
   echo "== Slurm engine against a one-node Slurm (tests/slurm)"

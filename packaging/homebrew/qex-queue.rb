@@ -66,8 +66,25 @@ class QexQueue < Formula
     assert_match "qex for agents", shell_output("#{bin}/qex help agents")
     assert_match "\"$schema\"", shell_output("#{bin}/qex schema status")
     shell_output("#{bin}/qex help no-such-topic 2>&1", 2)
+    # A real job against a private state: every path qex writes lies under testpath, so the
+    # test never touches the user's queue (~/.local/state/qex) or a shared peers directory.
+    ENV["HOME"] = testpath
     ENV["XDG_STATE_HOME"] = testpath/"state"
     ENV["XDG_CONFIG_HOME"] = testpath/"config"
+    ENV["XDG_RUNTIME_DIR"] = testpath/"run"
+    ENV["TMPDIR"] = testpath/"tmp"
+    ENV["QEX_PEERS_DIR"] = testpath/"peers"
+    ENV["QEX_IDLE_EXIT_SECS"] = "30"
+    (testpath/"run").mkpath
+    (testpath/"tmp").mkpath
+    chmod 0700, testpath/"run"
     assert_match "qex", shell_output("#{bin}/qex --version")
+    # The coordinator starts, queues the job, a supervisor runs it, the record says so.
+    assert_match "completed", shell_output("#{bin}/qex submit --wait -- true 2>&1")
+    assert_match "no limit", shell_output("#{bin}/qex config show")
+    require "json"
+    info = JSON.parse(shell_output("#{bin}/qex info --json --no-start"))
+    assert_equal "portable", info["platform"]["implementation"] if OS.mac?
+    Process.kill("TERM", info["pid"])
   end
 end

@@ -11,9 +11,10 @@ from __future__ import annotations
 import ctypes
 import os
 import select
-import sys
 import time
 from pathlib import Path
+
+from qex.platform import host
 
 IN_CLOSE_WRITE = 0x00000008
 IN_MOVED_TO = 0x00000080
@@ -32,7 +33,7 @@ class DirWatch:
 
     def __init__(self, directories: list[Path]) -> None:
         self._fd: int | None = None
-        if sys.platform.startswith("linux"):
+        if host.linux():
             self._fd = self._open(directories)
 
     @staticmethod

@@ -15,9 +15,10 @@ import ctypes
 import ctypes.util
 import os
 import struct
-import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from qex.platform import host
 
 _IN_MODIFY = 0x00000002
 _IN_ATTRIB = 0x00000004
@@ -45,7 +46,7 @@ class FileWatch:
 
     @classmethod
     def start(cls, path: Path, on_change: Callable[[], None]) -> FileWatch | None:
-        if not sys.platform.startswith("linux"):
+        if not host.linux():
             return None
         directory = path.parent
         if not directory.is_dir():

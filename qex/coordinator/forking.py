@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from qex.coordinator.log import log
+from qex.platform import host
 from qex.platform.launch import Launched
 
 #: How long one answer may take before the server is declared broken.
@@ -31,7 +32,9 @@ class ForkServer:
     def __init__(self, log_path: Path) -> None:
         self._log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
-        self._broken = not (sys.platform.startswith("linux") and hasattr(os, "pidfd_open"))
+        # The coordinator watches forked supervisors with a pidfd, so the portable
+        # implementation (no pidfd) starts every supervisor fresh instead.
+        self._broken = not (host.linux() and hasattr(os, "pidfd_open"))
         self._buffer = b""
 
     @property

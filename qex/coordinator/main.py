@@ -176,6 +176,7 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     from qex.platform import machine as machine_info
     from qex.platform import procs
     from qex.platform.activation import notify
+    from qex.platform.pollwatch import start_config_watch
     from qex.store.config_file import ConfigWatcher
 
     loop = asyncio.get_running_loop()
@@ -203,7 +204,8 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     except Exception as exc:
         log(f"the configuration file will not be read again while this coordinator runs: {exc}")
         watcher = None
-    file_watch = FileWatch.start(paths.config_file, coord.kick) if watcher is not None else None
+    file_watch = (start_config_watch(paths.config_file, coord.kick, FileWatch.start)
+                  if watcher is not None else None)
     runner = Runner(coord, watcher, server.active_count, file_watch)
     runner.prune_history(coord.now())
 

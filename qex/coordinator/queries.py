@@ -18,6 +18,7 @@ from qex.core import protocol
 from qex.core.names import short_id
 from qex.core.pools import pool_usage
 from qex.core.records import Assignment
+from qex.platform.host import platform_info
 
 
 def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
@@ -130,6 +131,7 @@ def handle_info(coord: Coordinator) -> dict[str, Any]:
         "cpu_claimed": cpu_claimed,
         "mem_claimed": mem_claimed,
         "config_error": coord.config_error,
+        "platform": platform_info(),
         "queue_state": coord.queue_state,
         "queue_line": queue_line(coord),
         "paused": record.to_dict() if record else None,

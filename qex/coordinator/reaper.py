@@ -21,18 +21,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
 from qex.core.records import JobStatus
 from qex.core.states import State
-from qex.platform import procs
+from qex.platform import host, procs
 from qex.store.jobs import supervisor_log_tail
 
 #: How long a job's group gets after TERM before KILL, when qex stops an orphaned job.
 GROUP_STOP_GRACE = 2.0
-#: Identity poll for an inherited supervisor where no pidfd exists (not Linux).
+#: Identity poll for an inherited supervisor where no pidfd exists (the portable
+#: implementation: macOS, or QEX_PLATFORM=portable).
 FOREIGN_POLL_SECS = 2.0
 #: Background tasks are kept referenced until they end (asyncio holds weak references only).
 _TASKS: set[asyncio.Task[None]] = set()
@@ -56,7 +56,7 @@ def watch_foreign(coord: Coordinator, job: Job) -> None:
         return
     loop = asyncio.get_running_loop()
     pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is not None and sys.platform.startswith("linux"):
+    if pidfd_open is not None and host.linux():
         try:
             fd = pidfd_open(pid)
         except ProcessLookupError:

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qex.coordinator import pausing
-from qex.coordinator.filewatch import FileWatch
 from qex.coordinator.log import log
 from qex.coordinator.reaper import reap_children
 from qex.coordinator.scheduling import peer_claims, run_pass
 from qex.coordinator.state import Coordinator
 from qex.core.scheduler_types import PeerLoad
 from qex.platform import procs
+from qex.platform.pollwatch import ConfigWatch
 from qex.store import history
 from qex.store import peers as peer_files
 from qex.store.config_file import ConfigWatcher
@@ -84,7 +84,7 @@ def pid_alive(pid: int) -> bool:
 
 class Runner:
     def __init__(self, coord: Coordinator, watcher: ConfigWatcher | None,
-                 client_count: Callable[[], int], file_watch: FileWatch | None = None) -> None:
+                 client_count: Callable[[], int], file_watch: ConfigWatch | None = None) -> None:
         self.coord = coord
         self.watcher = watcher
         self.file_watch = file_watch
@@ -185,7 +185,7 @@ class Runner:
                    for job in self.coord.queued_jobs())
 
     def config_watched(self) -> bool:
-        """True while inotify tells us about config edits (no need to look on a timer)."""
+        """True while a watch (inotify, or the portable poll) tells us of config edits."""
         return self.file_watch is not None and not self.file_watch.closed
 
     # -- the parts of a tick ---------------------------------------------------------------------

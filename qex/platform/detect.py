@@ -18,12 +18,12 @@ import os
 import shutil
 import socket
 import stat
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from qex.core.model import asdict, dataclass, field
+from qex.platform import host
 
 BACKENDS = ("pystemd", "systemd-run")
 DROP_IN = "/etc/systemd/system/user@.service.d/qex-delegate.conf"
@@ -54,9 +54,13 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class Probe:
-    """Where `probe()` looks; tests point every field at a fake tree."""
+    """Where `probe()` looks; tests point every field at a fake tree.
 
-    platform: str = sys.platform
+    `platform` is `qex.platform.host.system_name()`: `portable` under the switch, so the
+    probe answers as it would on a system without Linux.
+    """
+
+    platform: str = field(default_factory=host.system_name)
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     cgroup_root: Path = Path("/sys/fs/cgroup")
     proc_root: Path = Path("/proc")
@@ -169,12 +173,17 @@ def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabiliti
     details: dict[str, Any] = {}
 
     if not p.platform.startswith("linux"):
+        if p.platform == host.PORTABLE:
+            fix = (f"unset {host.ENV_VAR}; it is a test aid that selects the code paths of "
+                   "macOS and other systems without systemd")
+        else:
+            fix = ("none on this system: the soft and hard modes need Linux with cgroup v2 "
+                   "and systemd")
         return Capabilities(
             os=p.platform,
-            reason=f"this system is {p.platform}, not Linux, so jobs run as plain process "
-                   "groups and qex can set no memory limit",
-            fix="none on this system: the soft and hard modes need Linux with cgroup v2 "
-                "and systemd",
+            reason=(f"{host.describe(p.platform)}, so jobs run as plain process groups and "
+                    "qex can set no memory limit"),
+            fix=fix,
         )
 
     uid = os.getuid() if p.uid is None else p.uid

@@ -223,6 +223,15 @@ def discover(source: str = "auto", sys_root: Path = Path("/sys")) -> tuple[list[
 
 
 def _discover(source: str, sys_root: Path) -> tuple[list[PciDisplay], str]:
+    """Discovery without NVML. The portable implementation (macOS, `QEX_PLATFORM=portable`)
+    has no PCI view to read; a copy of a sysfs tree named with `--sysfs` is still read."""
+    from qex.platform import host
+
+    if not host.linux() and sys_root == Path("/sys"):
+        raise DiscoveryError(
+            f"{host.describe(host.system_name())}, so qex cannot find GPUs itself (that "
+            "reads Linux sysfs or udev); write the [[pool]] by hand: `count` GPUs are "
+            "handed out by number as on Linux")
     if source == "udev":
         return from_udev(), "udev"
     if source == "auto":

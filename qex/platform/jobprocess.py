@@ -9,6 +9,9 @@
 - `children_usage`: getrusage(RUSAGE_CHILDREN), normalised to bytes and seconds.
 - `pidfd_open`: a descriptor that becomes readable when the job exits (Linux 5.3+).
 
+The portable implementation (`qex.platform.host`) does none of the Linux calls: no
+subreaper, no I/O class, no oom_score_adj, no pidfd (the SIGCHLD path watches the job).
+
 Every call here is best effort: a politeness value that cannot be applied must not stop a job.
 """
 
@@ -16,11 +19,11 @@ from __future__ import annotations
 
 import os
 import resource
-import sys
 from collections.abc import Callable
 from typing import Any
 
-_LINUX = sys.platform.startswith("linux")
+from qex.platform import host
+
 _PR_SET_CHILD_SUBREAPER = 36
 _IOPRIO_WHO_PROCESS = 1
 _IOPRIO_CLASS_SHIFT = 13
@@ -46,7 +49,7 @@ def _libc() -> Any:
 
 def become_subreaper() -> bool:
     """Make this process the reaper of its descendants' orphans (Linux only)."""
-    if not _LINUX:
+    if not host.linux():
         return False
     try:
         return int(_libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
@@ -56,7 +59,7 @@ def become_subreaper() -> bool:
 
 def ioprio_setter(io: str) -> Callable[[], None] | None:
     """A function for the child that applies the I/O class, or None when there is nothing to do."""
-    if not _LINUX or io not in _IO_CLASSES:
+    if not host.linux() or io not in _IO_CLASSES:
         return None
     number = _IOPRIO_SET_NR.get(os.uname().machine)
     if number is None:
@@ -76,7 +79,7 @@ def ioprio_setter(io: str) -> Callable[[], None] | None:
 
 def set_oom_score_adj(value: int) -> None:
     """Offer this process to the OOM killer first (positive) or last (negative); Linux only."""
-    if not _LINUX or value == 0:
+    if not host.linux() or value == 0:
         return
     try:
         with open("/proc/self/oom_score_adj", "w") as handle:
@@ -92,14 +95,13 @@ def children_usage() -> tuple[int, float]:
     sum, so callers subtract a snapshot to get one attempt's share.
     """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    scale = 1 if sys.platform == "darwin" else 1024
-    return int(usage.ru_maxrss) * scale, float(usage.ru_utime + usage.ru_stime)
+    return host.maxrss_bytes(usage.ru_maxrss), float(usage.ru_utime + usage.ru_stime)
 
 
 def pidfd_open(pid: int) -> int | None:
-    """A pidfd for `pid`, or None where the kernel or Python has none."""
+    """A pidfd for `pid`, or None where the kernel or Python has none, or under portable."""
     opener = getattr(os, "pidfd_open", None)
-    if opener is None:
+    if opener is None or not host.linux():
         return None
     try:
         fd = opener(pid)

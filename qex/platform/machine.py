@@ -1,16 +1,15 @@
 """What the machine has: cores, memory, the memory a new program can use, and pressure.
 
-Linux reads /proc (cheap, no imports); macOS asks psutil, imported only there.
+Linux reads /proc (cheap, no imports); the portable implementation (macOS,
+`QEX_PLATFORM=portable`) asks psutil, imported only there, and has no pressure figure.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 from qex.core.config import Machine
-
-_LINUX = sys.platform.startswith("linux")
+from qex.platform import host
 
 
 def cores() -> int:
@@ -35,7 +34,7 @@ def _meminfo() -> dict[str, int]:
 
 
 def mem_total() -> int:
-    if _LINUX:
+    if host.linux():
         total = _meminfo().get("MemTotal")
         if total:
             return total
@@ -47,7 +46,7 @@ def mem_total() -> int:
 def mem_available() -> int | None:
     """Linux MemAvailable (counts reclaimable cache, not swap); on macOS the free, inactive,
     purgeable and speculative pages."""
-    if _LINUX:
+    if host.linux():
         return _meminfo().get("MemAvailable")
     try:
         import psutil
@@ -58,7 +57,9 @@ def mem_available() -> int | None:
 
 
 def memory_pressure(path: str = "/proc/pressure/memory") -> float | None:
-    """PSI `some avg10` in percent, or None where the kernel gives none."""
+    """PSI `some avg10` in percent, or None where the kernel gives none (macOS, portable)."""
+    if not host.linux():
+        return None
     try:
         with open(path) as handle:
             for line in handle:

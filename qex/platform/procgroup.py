@@ -14,10 +14,10 @@ no such file and the evidence is empty.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
+from qex.platform import host
 from qex.platform.sandbox import Evidence, Limits
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -26,7 +26,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 def own_memory_events(proc_cgroup: Path = Path("/proc/self/cgroup"),
                       root: Path = CGROUP_ROOT) -> Path | None:
     """The `memory.events` file of this process's cgroup v2, when there is one."""
-    if not sys.platform.startswith("linux"):
+    if not host.linux():
         return None
     try:
         text = proc_cgroup.read_text()

@@ -1,7 +1,8 @@
 """List the processes of this machine: pid, parent, group, start time and command line.
 
 Used by `qex watchers`. Linux reads /proc directly (no psutil, so the command stays fast);
-macOS asks `ps`, which is the only portable view there. A process that ends while we read
+the portable implementation (macOS, `QEX_PLATFORM=portable`) asks `ps`, the only view
+there; its start times are to the second. A process that ends while we read
 it is skipped: the listing is a snapshot, and a vanished process is not a monitor.
 """
 
@@ -9,13 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from qex.core.watchers import ProcessRow
-
-_LINUX = sys.platform.startswith("linux")
+from qex.platform import host
 
 
 def _boot_time(proc: Path) -> float | None:
@@ -107,6 +106,7 @@ def _ps() -> list[ProcessRow]:
         done = subprocess.run(
             ["ps", "-axo", "pid=,ppid=,pgid=,etime=,command="],
             capture_output=True, text=True, check=False, timeout=30,
+            env={**os.environ, "LC_ALL": "C"},
         )
     except (OSError, subprocess.SubprocessError):
         return []
@@ -116,6 +116,6 @@ def _ps() -> list[ProcessRow]:
 def list_processes(proc_root: str = "/proc") -> list[ProcessRow]:
     """Every process this user can see, in no particular order."""
     proc = Path(proc_root)
-    if _LINUX and proc.is_dir():
+    if host.linux() and proc.is_dir():
         return _linux(proc)
     return _ps()

@@ -53,6 +53,11 @@ def open_sandbox(job_id: str, mode: str, *, use_systemd: bool = True,
 
     if mode not in ENFORCING_MODES:
         return ProcessGroupSandbox(reason=f"[enforce] mode is \"{mode}\", so qex sets no limit")
+    from qex.platform import host
+
+    if not host.linux():
+        # No cgroup to look for (macOS, or the portable switch): say why, read no /proc.
+        return ProcessGroupSandbox(reason=_why_no_scope(use_systemd))
     from qex.platform.cgroup import CgroupError, CgroupFS, cgroup_of
     from qex.platform.scope import scope_in_path
 

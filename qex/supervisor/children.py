@@ -19,7 +19,7 @@ import os
 import signal
 from types import FrameType
 
-from qex.platform import procs
+from qex.platform import host, procs
 
 
 def _ignore(signum: int, frame: FrameType | None) -> None:
@@ -84,8 +84,9 @@ class Reaper:
 
     @staticmethod
     def _reap_job(pid: int, kill_leftovers: bool) -> int | None:
-        waitid = getattr(os, "waitid", None)
-        if waitid is None:  # macOS
+        # The portable implementation takes the macOS path even where waitid exists.
+        waitid = getattr(os, "waitid", None) if host.linux() else None
+        if waitid is None:  # macOS, or QEX_PLATFORM=portable
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:

@@ -126,6 +126,10 @@ def _stop_coordinator(env: Env) -> None:
 def qex_env() -> Iterator[Env]:
     root = Path(tempfile.mkdtemp(prefix="qx", dir="/tmp"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
+    if os.environ.get("QEX_PLATFORM"):
+        # tests/run.sh runs this suite a second time with QEX_PLATFORM=portable: the qex
+        # under test (and the coordinator and supervisors it starts) take the portable paths.
+        env["QEX_PLATFORM"] = os.environ["QEX_PLATFORM"]
     env.update({
         "HOME": str(root / "home"),
         "XDG_CONFIG_HOME": str(root / "config"),

@@ -216,6 +216,9 @@ def summary_lines(
     ))
     rows.append(("pools", _pools_text(config)))
     rows.append(("enforcement", enforcement_line(config, caps)))
+    from qex.platform.host import platform_info, platform_lines
+
+    rows += platform_lines(platform_info())
     return rows
 
 
@@ -264,6 +267,7 @@ def show(as_json: bool) -> None:
     """
     from qex.core.config_parse import config_to_dict
     from qex.platform.detect import detect
+    from qex.platform.host import platform_info
     from qex.platform.machine import machine as measure
 
     paths, config = _load()
@@ -286,6 +290,7 @@ def show(as_json: bool) -> None:
             },
             "config": config_to_dict(config),
             "enforcement": enforcement_info(config, caps),
+            "platform": platform_info(),
         })
         return
     rows = summary_lines(config, machine, paths, exists, caps)

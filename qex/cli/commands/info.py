@@ -105,6 +105,11 @@ def text_lines(info: dict[str, Any], now: float) -> list[str]:
     enforcement = _enforcement_line(info.get("enforcement"))
     if enforcement:
         lines.append(enforcement)
+    platform = info.get("platform")
+    if isinstance(platform, dict):
+        from qex.platform.host import platform_lines
+
+        lines += [printable_line(f"{label}: {text}") for label, text in platform_lines(platform)]
     return lines
 
 
