@@ -119,11 +119,13 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
     settings = WaitSettings(timeout=timeout, narrate=True, may_start=True, tick=follower.pump)
     stopped: str | None = None
     try:
+        # The waiter exists before the signals are released: a Ctrl-C held since the submit
+        # is delivered as `stop_signals` starts, and the handler below needs the waiter.
+        waiter = Waiter(paths, conn, [record], settings)
+        if owned:
+            waiter.on_reconnect = lambda new: _own(new, job_id)
         try:
             with stop_signals():
-                waiter = Waiter(paths, conn, [record], settings)
-                if owned:
-                    waiter.on_reconnect = lambda new: _own(new, job_id)
                 final = waiter.wait_all()[0]
         except WaitInterrupted:
             if not stop_job:
