@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from qex.core import model as dataclasses
+from qex.core import model
 from qex.core.model import dataclass, field
 from qex.core.states import FINAL, State
 
@@ -40,7 +40,7 @@ def _to_dict(record: Any) -> dict[str, Any]:
 
 def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
     """Build a dataclass from a dict, keeping only the fields it knows."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = {f.name for f in model.fields(cls)}
     return cls(**{k: v for k, v in data.items() if k in names})
 
 

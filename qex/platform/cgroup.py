@@ -1,7 +1,7 @@
 """cgroup v2 interface files, reached through one object rooted at the cgroup mount.
 
 Every read and write that qex makes in cgroupfs goes through `CgroupFS`, so the enforcement
-logic can run in unit tests against a temp directory (`qex.platform.fakes.FakeCgroupFS`)
+logic can run in unit tests against a temp directory (`qex.testing.fakes.FakeCgroupFS`)
 instead of a kernel. A cgroup is named by its cgroup path, the form that `/proc/<pid>/cgroup`
 prints (`/user.slice/.../qex-1a2b3c4d-1.scope`), never by a host path; the object maps it.
 

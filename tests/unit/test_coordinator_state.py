@@ -282,7 +282,7 @@ def test_a_full_disk_queues_nothing_and_leaves_nothing(tmp_path: Path,
 
 def test_oversized_policies_at_submission(tmp_path: Path) -> None:
     from qex.coordinator.submit import handle_submit
-    from qex.core import model as dataclasses
+    from qex.core import model
     from qex.core.config import QueueSection
 
     coord = make_coord(tmp_path)
@@ -291,10 +291,10 @@ def test_oversized_policies_at_submission(tmp_path: Path) -> None:
     assert answer["result"] == "submitted" and answer["warning"]
     record = coord.jobs[answer["id"]].record
     assert record.blocked_reason and str(huge) in record.blocked_reason
-    coord.config = dataclasses.replace(coord.config, queue=QueueSection(oversized="queue"))
+    coord.config = model.replace(coord.config, queue=QueueSection(oversized="queue"))
     queued = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
     assert queued["result"] == "submitted" and queued["warning"]
-    coord.config = dataclasses.replace(coord.config, queue=QueueSection(oversized="reject"))
+    coord.config = model.replace(coord.config, queue=QueueSection(oversized="reject"))
     refused = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
     assert refused["result"] == "error" and refused["kind"] == "wrong_state"
     assert len(coord.jobs) == 2

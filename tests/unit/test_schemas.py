@@ -18,8 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.cli.commands.schema import command as schema_command
-from qex.core import jobfile
-from qex.core import model as dataclasses
+from qex.core import jobfile, model
 from qex.core.records import JobSpec, JobStatus
 from qex.core.schemas import DIALECT, SCHEMAS, STATUS_PROPERTIES, render
 from qex.core.states import State
@@ -120,7 +119,7 @@ def test_the_schema_names_are_the_documented_ones() -> None:
 
 
 def test_the_status_schema_lists_exactly_the_fields_of_jobstatus() -> None:
-    fields = [f.name for f in dataclasses.fields(JobStatus)]
+    fields = [f.name for f in model.fields(JobStatus)]
     assert list(STATUS_PROPERTIES) == fields
     assert SCHEMAS["status"]()["required"] == fields
 

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from qex.core import model as dataclasses
+from qex.core import model
 from qex.platform.sandbox import Evidence, Limits
 
 ENV_VAR = "QEX_TEST_SANDBOX"
@@ -43,7 +43,7 @@ class ScriptedSandbox:
         log = self._data.get("limits_log")
         if log:
             with open(log, "a") as handle:
-                handle.write(json.dumps(dataclasses.asdict(limits)) + "\n")
+                handle.write(json.dumps(model.asdict(limits)) + "\n")
 
     def preexec(self) -> None:
         """Nothing to join."""
