@@ -100,7 +100,6 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
     if sup_alive:
         job.supervisor_pid = sup_pid
         job.supervisor_token = sup_token or procs.start_token(int(sup_pid or 0))
-        job.supervisor_is_child = False
         log(f"the supervisor (pid {sup_pid}) of the job {label(record)} still operates; "
             "qex watches it")
         watch_foreign(coord, job)

@@ -199,7 +199,6 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     if forked is not None:
         job.supervisor_pid = forked.pid
         job.supervisor_token = forked.start_token
-        job.supervisor_is_child = False
         _write_supervisor_pid(job, forked.pid, forked.start_token)
         from qex.coordinator.reaper import watch_foreign
 
@@ -215,7 +214,6 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
         return
     job.supervisor_pid = launched.pid
     job.supervisor_token = launched.start_token
-    job.supervisor_is_child = True
     coord.children[launched.pid] = job.id
     if launched.note:
         log(f"the job {label(record)} runs without a scope: {launched.note}")

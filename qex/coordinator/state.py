@@ -51,11 +51,10 @@ class Job:
     dedupe_window: float = 0.0
     #: The dedupe key from spec.json (the record holds a reader's copy).
     dedupe_key: str | None = None
-    #: The supervisor, when this coordinator knows it: pid, start token, and whether it is
-    #: our child (reaped on SIGCHLD) or inherited from an earlier coordinator (watched).
+    #: The supervisor, when this coordinator knows it: its pid and start token (a child is
+    #: reaped on SIGCHLD, one inherited from an earlier coordinator is watched).
     supervisor_pid: int | None = None
     supervisor_token: str | None = None
-    supervisor_is_child: bool = False
     #: The scheduler's last view of this job, and the record fields it was built from:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
@@ -384,7 +383,3 @@ def supervisor_log_tail(job_dir: Path, lines: int = 3, limit: int = 400) -> str 
         return None
     joined = " / ".join(kept)
     return joined if len(joined) <= limit else "..." + joined[-limit:]
-
-
-def record_dict(job: Job) -> dict[str, Any]:
-    return job.record.to_dict()

@@ -45,7 +45,6 @@ CAPABILITY_FLOOR = "0.6.0"
 NO_SUCH_JOB = "no_such_job"
 WRONG_STATE = "wrong_state"
 INTERNAL = "internal"
-REFUSED = "refused"
 
 MAX_LINE = 64 * 1024 * 1024
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from qex.core.states import FINAL, State
+from qex.core.states import State
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _BASE_ID = "urn:qex:schema:"
@@ -46,7 +46,6 @@ def _described(schema: Schema, text: str) -> Schema:
 
 
 STATE_NAMES: tuple[str, ...] = tuple(s.value for s in State)
-FINAL_NAMES: tuple[str, ...] = tuple(s.value for s in State if s in FINAL)
 CLAIM_SOURCES = ("explicit", "learned", "default", "fan-out")
 ENV_CAPTURE = ("all", "minimal", "none")
 #: Words that a job file may give for `cpu` or `mem` in place of a number.

@@ -98,15 +98,6 @@ def join(parent: str, child: str) -> str:
     return parent.rstrip("/") + "/" + child
 
 
-def parent_of(path: str) -> str:
-    head = path.rstrip("/").rsplit("/", 1)[0]
-    return head or "/"
-
-
-def leaf_name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
-
-
 @dataclass
 class CgroupFS:
     """cgroupfs at `root` (the real one at /sys/fs/cgroup, a temp tree in tests)."""
