@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from qex.cli.record_view import note_text, time_text
 from qex.core.names import safe_name, short_id
 from qex.core.units import format_size
+
+if TYPE_CHECKING:
+    from qex.core.records import JobStatus
 
 NAME_WIDTH = 16
 HEADERS = ("ID", "STATE", "NAME", "CPU", "MEM", "TIME", "NOTE")
@@ -77,22 +80,20 @@ def cut(text: str, width: int) -> str:
     return text[: width - 1] + "~" if width > 1 else text[:width]
 
 
-def job_row(record: dict[str, Any], now: float) -> tuple[str, str, str, str, str, str, str]:
+def job_row(record: JobStatus, now: float) -> tuple[str, str, str, str, str, str, str]:
     """The seven cells of one job, as plain text."""
-    mem = record.get("mem")
-    cpu = record.get("cpu")
     return (
-        short_id(str(record.get("id", ""))),
-        str(record.get("state", "?")),
-        safe_name(str(record.get("name") or "job")),
-        str(cpu) if isinstance(cpu, int) else "-",
-        format_size(mem) if isinstance(mem, int) and mem > 0 else "-",
+        short_id(record.id),
+        record.state.value,
+        safe_name(record.name or "job"),
+        str(record.cpu),
+        format_size(record.mem) if record.mem > 0 else "-",
         time_text(record, now),
         note_text(record),
     )
 
 
-def render_jobs(records: list[dict[str, Any]], *, now: float, width: int | None = None,
+def render_jobs(records: list[JobStatus], *, now: float, width: int | None = None,
                 color: bool = False) -> list[str]:
     """The header and one line per record, in the order given.
 

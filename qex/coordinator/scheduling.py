@@ -20,7 +20,7 @@ from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, describe_os_error, label
 from qex.core.config import Pool
 from qex.core.model import dataclass
-from qex.core.records import Assignment, PoolClaim
+from qex.core.records import Assignment, AssignmentPart, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State
 from qex.platform import machine as machine_info
@@ -165,13 +165,13 @@ def apply(coord: Coordinator, decision: Decision) -> None:
         coord.kick()
 
 
-def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object]],
+def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
     from qex.platform.launch import launch_supervisor
 
     now = coord.now()
     record = job.record
-    record.state = State.STARTING.value
+    record.state = State.STARTING
     record.assigned = assigned
     record.forced = forced
     record.forced_reason = forced_reason if forced else None

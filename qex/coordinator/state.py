@@ -259,7 +259,7 @@ class Coordinator:
         """Make a final state that the coordinator decides (cancel, skip, expiry, failure)."""
         now = self.now()
         record = job.record
-        record.state = state.value
+        record.state = state
         record.finished_at = now
         record.blocked_reason = None
         record.blocked_since = None

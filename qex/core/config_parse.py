@@ -42,6 +42,7 @@ from qex.core.config_dict import config_to_dict
 from qex.core.config_pools import POOL_KEYS, parse_pools
 from qex.core.config_reader import SECTIONS, SectionReader, check_sections, no_limit
 from qex.core.hints import ALSO_CHOICES
+from qex.core.kinds import ENFORCE_MODES, ENV_CAPTURES
 from qex.core.names import visible
 from qex.core.states import FINAL, parse_state
 from qex.core.units import (
@@ -63,10 +64,8 @@ MIN_LOG_BYTES = 16 * KIB
 #: The smallest memory budget that can run a job at all.
 MIN_MEM_BUDGET = 64 * MIB
 
-ENFORCE_MODES = ("off", "soft", "hard")
 OVERSIZED_POLICIES = ("run-when-idle", "reject", "queue")
 IO_CLASSES = ("none", "best-effort", "idle")
-CAPTURE_MODES = ("all", "minimal", "none")
 
 
 def _budget(reader: SectionReader, key: str, default: BudgetValue, *, cores: bool) -> BudgetValue:
@@ -203,7 +202,7 @@ def _parse_submit(r: SectionReader) -> SubmitSection:
                 "names such as \"PATH\""
             ))
     return SubmitSection(
-        env_capture=r.choice("env_capture", base.env_capture, CAPTURE_MODES),
+        env_capture=r.choice("env_capture", base.env_capture, ENV_CAPTURES),
         minimal_env=tuple(dict.fromkeys(names)),
     )
 

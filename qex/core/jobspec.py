@@ -35,13 +35,12 @@ from qex.core.claims import (
 from qex.core.config import Config, Machine
 from qex.core.hints import apply_hints
 from qex.core.jobfile import JobFile, Unset
+from qex.core.kinds import ENV_CAPTURES, ClaimSource, EnvCapture, pick
 from qex.core.model import dataclass, field, replace
 from qex.core.names import derive_name, is_safe_name, visible
 from qex.core.records import JobSpec
 from qex.core.spec_pools import check_pool_env, pool_claims
 from qex.core.units import UnitError, format_size, parse_duration
-
-CAPTURE_MODES = ("all", "minimal", "none")
 
 
 class SpecError(ValueError):
@@ -205,7 +204,7 @@ def _command(opts: SubmitOptions, job_file: JobFile | None) -> list[str]:
     return command
 
 
-def _capture_mode(opts: SubmitOptions, jf: JobFile, config: Config) -> str:
+def _capture_mode(opts: SubmitOptions, jf: JobFile, config: Config) -> EnvCapture:
     if opts.no_env_capture:
         if opts.env_capture is not None and opts.env_capture.strip().lower() != "none":
             raise SpecError(
@@ -214,8 +213,8 @@ def _capture_mode(opts: SubmitOptions, jf: JobFile, config: Config) -> str:
             )
         return "none"
     if opts.env_capture is not None:
-        mode = opts.env_capture.strip().lower()
-        if mode not in CAPTURE_MODES:
+        mode = pick(opts.env_capture.strip().lower(), ENV_CAPTURES)
+        if mode is None:
             raise SpecError(
                 f"--env-capture takes all, minimal or none, and `{visible(opts.env_capture)}` "
                 "is none of them"
@@ -278,7 +277,7 @@ def _claim(
     opts: SubmitOptions, jf: JobFile, *, config: Config, machine: Machine,
     learned: tuple[int | None, int | None] | None, learn_key: list[str] | None,
     warnings: list[str],
-) -> tuple[int, int, str, bool]:
+) -> tuple[int, int, ClaimSource, bool]:
     """(cpu, mem, claim_source, explicit): explicit when the person gave BOTH halves."""
     cpu_budget = config.cpu_budget(machine)
     mem_budget = config.mem_budget(machine)
@@ -311,7 +310,7 @@ def _claim(
     else:
         mem = config.defaults.default_mem(machine)
     if used_learned:
-        source = "fan-out" if learn_key is not None else "learned"
+        source: ClaimSource = "fan-out" if learn_key is not None else "learned"
     elif cpu_req is not None or mem_req is not None:
         source = "explicit"
     else:

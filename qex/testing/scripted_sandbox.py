@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from qex.core import model
+from qex.core.records import Enforcement
 from qex.platform.sandbox import Evidence, Limits
 
 ENV_VAR = "QEX_TEST_SANDBOX"
@@ -60,7 +61,7 @@ class ScriptedSandbox:
             peak=entry.get("peak"),
         )
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Enforcement:
         return {
             "mode": self._limits.mode,
             "active": self.active,
