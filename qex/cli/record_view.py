@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import signal as _signal
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qex.core import model
 from qex.core.names import printable_line, safe_name, short_id, visible
-from qex.core.records import JobStatus
 from qex.core.states import ACTIVE, State
 from qex.core.units import format_duration
+
+if TYPE_CHECKING:
+    from qex.core.records import JobStatus
+
+# `qex.core.records` is imported by `typed()` only: `list --json` prints the dicts as they came
+# and never needs it.
 
 _SAFE_FIELDS = ("name", "group_name", "dedupe_key")
 _SAFE_LISTS = ("locks", "tags")
@@ -34,6 +39,8 @@ _BLANK: dict[str, Any] = {"id": "", "name": "", "command": [], "cwd": ""}
 
 def typed(record: JobStatus | Mapping[str, Any]) -> JobStatus:
     """The typed record of a dict from the coordinator or a file (ValueError: unknown state)."""
+    from qex.core.records import JobStatus
+
     if isinstance(record, JobStatus):
         return record
     return JobStatus.from_dict({**_BLANK, **record})
