@@ -11,8 +11,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "== ruff"; .venv/bin/ruff check qex tests bench
 echo "== mypy"; .venv/bin/mypy
-echo "== pytest (unit and end-to-end)"
-.venv/bin/pytest -q -p no:cacheprovider
+echo "== pytest (unit and end-to-end), with the coverage floor of pyproject.toml"
+.venv/bin/pytest -q -p no:cacheprovider --cov --cov-report=term
 vm=${QEX_VM:-../shared/vm/qex-vm}
 if [ "${QEX_SKIP_VM:-0}" != 1 ] && [ -x "$vm" ] && [ -f tests/vm/run.sh ]; then
   echo "== Linux integration tests in a systemd guest"

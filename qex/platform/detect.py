@@ -161,7 +161,7 @@ def _user_name(uid: int) -> str | None:
         return None
 
 
-def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabilities:
+def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabilities:  # noqa: C901 (one probe after another)
     """Run every check once and say the first that fails (uncached; see `detect`)."""
     p = where or Probe()
     connect = p.connect or _socket_answers

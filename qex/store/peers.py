@@ -162,7 +162,7 @@ def _read_capped(path: Path, owner: int) -> bytes | None:
         os.close(fd)
 
 
-def read_peers(
+def read_peers(  # noqa: C901 (one check per field of a peer file)
     root: Path, *, my_uid: int, my_pid: int, boot_id: str, now: float, stale_after: float,
     alive: Callable[[int], bool],
 ) -> PeerSummary:

@@ -227,7 +227,7 @@ class Runner:
             logs.append(log)
         return logs[0], logs[1]
 
-    def _attempt(self) -> Outcome:
+    def _attempt(self) -> Outcome:  # noqa: PLR0915 (the steps of one attempt, in order)
         status, spec = self.status, self.spec
         assert self.children is not None
         number = status.attempts + 1

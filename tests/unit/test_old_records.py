@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from qex.cli.record_view import display_record, sort_key, typed
 from qex.cli.render_status import status_json, status_text
 from qex.cli.render_table import render_jobs
 from qex.core import kinds
 from qex.core.records import JobSpec, JobStatus
-from qex.core.schemas import CLAIM_SOURCES, ENV_CAPTURE
+from qex.core.schemas import CLAIM_SOURCES, ENV_CAPTURE, SCHEMAS
 from qex.core.states import State
 from qex.store import jobs
 
@@ -112,3 +113,9 @@ def test_the_word_sets_agree_with_their_literals_and_the_schema() -> None:
     assert get_args(kinds.OomEvidence) == kinds.OOM_EVIDENCE
     assert kinds.pick("soft", kinds.ENFORCE_MODES) == "soft"
     assert kinds.pick("medium", kinds.ENFORCE_MODES) is None
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "older"])
+def test_a_record_of_today_matches_the_published_schema(case: str) -> None:
+    validator = Draft202012Validator(SCHEMAS["status"]())
+    assert [e.message for e in validator.iter_errors(_data(case))] == []

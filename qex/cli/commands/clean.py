@@ -33,7 +33,7 @@ def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> li
 @directory_options
 @click.option("--auto", is_flag=True,
               help="Short for: jobs here and below that stopped more than 1h ago.")
-def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...],
+def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...],  # noqa: C901, PLR0912 (the options of `qex clean` in turn)
             older_than: str | None, cwd_dir: str | None, under_dir: str | None,
             auto: bool) -> None:
     """Delete job records (the job directory with its logs). A word is a job id, a name or

@@ -93,7 +93,7 @@ def _text_line(event: dict[str, Any]) -> str | None:
               help="Stop after N job and gap events.")
 @click.option("--timeout", "timeout_text", metavar="TIME",
               help="Stop after this time, with the exit code 124.")
-def command(*, as_json: bool, since_text: str, count: int | None,
+def command(*, as_json: bool, since_text: str, count: int | None,  # noqa: C901, PLR0912 (the options of `qex events` in turn)
             timeout_text: str | None) -> None:
     """Stream the changes of every job: a `stream` line first, then `job` lines (and `gap`
     lines that count lost events), and `bye` when the coordinator stops. Keep the stream_id
