@@ -1,4 +1,4 @@
-"""Test doubles shipped with qex: nothing in the normal run path imports this package.
+"""Test doubles shipped with qex; nothing imports them unless a test asks for them.
 
 * `fakes`: cgroupfs and systemd user-manager fakes for the enforcement unit tests.
 * `scripted_sandbox`: a sandbox whose evidence comes from a JSON file named by the
