@@ -14,11 +14,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qex.core.logsel import DEFAULT_TAIL, Selected, Selection, select_lines, split_lines
-from qex.core.records import LogsDropped, dropped_counts
+from qex.core.records import dropped_counts
 from qex.core.units import format_size
+
+if TYPE_CHECKING:
+    from qex.core.records import LogsDropped
 
 STREAMS = ("stdout", "stderr")
 #: Above this size, a tail view reads only the end of the file.

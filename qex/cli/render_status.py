@@ -19,11 +19,12 @@ from qex.cli.record_view import display, display_record, signal_text, typed
 from qex.core import logsel
 from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id, visible
-from qex.core.records import JobStatus, LogsDropped, dropped_counts
+from qex.core.records import JobStatus, dropped_counts
 from qex.core.states import ACTIVE, State
 from qex.core.units import format_duration, format_size
 
 if TYPE_CHECKING:
+    from qex.core.records import LogsDropped
     from qex.store.paths import Paths
 
 # `qex.cli.log_files` is imported inside the functions that read logs: the JSON record of a

@@ -14,18 +14,22 @@ record's writer, and the coordinator keeps its pid in `supervisor.pid`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from qex.coordinator import pausing
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, describe_os_error, label
 from qex.core.config import Pool
 from qex.core.model import dataclass
-from qex.core.records import Assignment, AssignmentPart, PoolClaim
+from qex.core.records import Assignment, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State
 from qex.platform import machine as machine_info
 from qex.store import atomic
 from qex.store import jobs as job_files
+
+if TYPE_CHECKING:
+    from qex.core.records import AssignmentPart
 
 
 @dataclass

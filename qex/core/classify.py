@@ -25,9 +25,8 @@ children: with the job's own counter the cause is certain, and raising the claim
 
 from __future__ import annotations
 
-from qex.core.kinds import OomEvidence
 from qex.core.model import dataclass
-from qex.core.states import State
+from qex.core.states import OomEvidence, State
 from qex.core.units import format_duration, format_size
 
 SIGKILL = 9

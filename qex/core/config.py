@@ -8,8 +8,8 @@ gave (`BudgetValue`) because they resolve against the machine at use time.
 
 from __future__ import annotations
 
-from qex.core.kinds import EnforceMode, EnvCapture
 from qex.core.model import dataclass, field
+from qex.core.states import EnforceMode, EnvCapture
 
 
 class ConfigError(ValueError):

@@ -42,9 +42,8 @@ from qex.core.config_dict import config_to_dict
 from qex.core.config_pools import POOL_KEYS, parse_pools
 from qex.core.config_reader import SECTIONS, SectionReader, check_sections, no_limit
 from qex.core.hints import ALSO_CHOICES
-from qex.core.kinds import ENFORCE_MODES, ENV_CAPTURES
 from qex.core.names import visible
-from qex.core.states import FINAL, parse_state
+from qex.core.states import ENFORCE_MODES, ENV_CAPTURES, FINAL, parse_state
 from qex.core.units import (
     KIB,
     MIB,

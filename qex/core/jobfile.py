@@ -32,9 +32,9 @@ from qex.core.jobfile_fields import (
     parse_env,
     parse_resources,
 )
-from qex.core.kinds import ENV_CAPTURES, EnvCapture, pick
 from qex.core.model import dataclass, field
 from qex.core.names import is_safe_name, visible
+from qex.core.states import ENV_CAPTURES, EnvCapture, pick
 
 __all__ = [
     "RESOURCE_FIELDS",

@@ -35,11 +35,11 @@ from qex.core.claims import (
 from qex.core.config import Config, Machine
 from qex.core.hints import apply_hints
 from qex.core.jobfile import JobFile, Unset
-from qex.core.kinds import ENV_CAPTURES, ClaimSource, EnvCapture, pick
 from qex.core.model import dataclass, field, replace
 from qex.core.names import derive_name, is_safe_name, visible
 from qex.core.records import JobSpec
 from qex.core.spec_pools import check_pool_env, pool_claims
+from qex.core.states import ENV_CAPTURES, ClaimSource, EnvCapture, pick
 from qex.core.units import UnitError, format_size, parse_duration
 
 

@@ -12,69 +12,71 @@ skip, expiry) and for recovery of records whose supervisor is gone.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from qex.core import model
-from qex.core.kinds import ClaimSource, EnforceMode, EnvCapture, OomEvidence
 from qex.core.model import dataclass, field
-from qex.core.states import FINAL, State
+from qex.core.states import FINAL, ClaimSource, EnforceMode, EnvCapture, OomEvidence, State
 
 T = TypeVar("T")
 
 # The parts of a record below are JSON objects on disk and on the wire, so they are typed as
 # TypedDicts: the same dicts as ever (nothing to convert, old records load as they are), with
 # names and types that mypy checks. Every key may be missing in a record from an older qex.
+# They exist for the type checker only: building five TypedDict classes would cost every
+# `qex status` a measurable part of a millisecond, and no code needs them at run time.
+
+if TYPE_CHECKING:
+
+    class PoolClaimPart(TypedDict, total=False):
+        """A claim on one pool, as `claims` holds it (see `PoolClaim`)."""
+
+        count: int
+        size: int | None
 
 
-class PoolClaimPart(TypedDict, total=False):
-    """A claim on one pool, as `claims` holds it (see `PoolClaim`)."""
+    class AssignmentPart(TypedDict, total=False):
+        """What one pool gave a job, as `assigned` holds it (see `Assignment`)."""
 
-    count: int
-    size: int | None
-
-
-class AssignmentPart(TypedDict, total=False):
-    """What one pool gave a job, as `assigned` holds it (see `Assignment`)."""
-
-    units: int
-    devices: list[int]
-    size: int | None
+        units: int
+        devices: list[int]
+        size: int | None
 
 
-class Usage(TypedDict, total=False):
-    """What the job really used: peak memory (bytes), CPU seconds, and where the peak came from."""
+    class Usage(TypedDict, total=False):
+        """What the job really used: peak memory in bytes, CPU seconds, where the peak came from."""
 
-    max_rss: int
-    source: str                  # memory.peak | rusage
-    cpu_secs: float
-    orphans_reaped: int
-    pressure: dict[str, Any] | None
-
-
-class Enforcement(TypedDict, total=False):
-    """How memory was enforced for the last attempt (`qex help enforcement`)."""
-
-    mode: EnforceMode
-    active: bool
-    reason: str | None
-    backend: str | None
-    unit: str | None
-    cgroup: str | None
-    memory_max: int | None
-    memory_high: int | None
-    swap_max: int | None
-    notes: list[str]
+        max_rss: int
+        source: str                  # memory.peak | rusage
+        cpu_secs: float
+        orphans_reaped: int
+        pressure: dict[str, Any] | None
 
 
-class LogsDropped(TypedDict, total=False):
-    """Output that `[logs] max_bytes` kept out of the log files."""
+    class Enforcement(TypedDict, total=False):
+        """How memory was enforced for the last attempt (`qex help enforcement`)."""
 
-    stdout_bytes: int
-    stdout_lines: int
-    stderr_bytes: int
-    stderr_lines: int
-    limit: int
-    incomplete: bool
+        mode: EnforceMode
+        active: bool
+        reason: str | None
+        backend: str | None
+        unit: str | None
+        cgroup: str | None
+        memory_max: int | None
+        memory_high: int | None
+        swap_max: int | None
+        notes: list[str]
+
+
+    class LogsDropped(TypedDict, total=False):
+        """Output that `[logs] max_bytes` kept out of the log files."""
+
+        stdout_bytes: int
+        stdout_lines: int
+        stderr_bytes: int
+        stderr_lines: int
+        limit: int
+        incomplete: bool
 
 
 def dropped_counts(part: LogsDropped | None, stream: str) -> tuple[int, int]:

@@ -35,8 +35,8 @@ from qex.platform.cgroup import CgroupError, CgroupFS, join
 from qex.platform.sandbox import Evidence, Limits
 
 if TYPE_CHECKING:
-    from qex.core.kinds import EnforceMode
     from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode
 
 SUPERVISOR_LEAF = "supervisor"
 

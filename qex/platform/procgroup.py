@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from qex.platform.sandbox import Evidence, Limits
 
 if TYPE_CHECKING:
-    from qex.core.kinds import EnforceMode
     from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from qex.core.model import dataclass, field
 
 if TYPE_CHECKING:
-    from qex.core.kinds import EnforceMode, OomEvidence
     from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode, OomEvidence
 
 
 @dataclass

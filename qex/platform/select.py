@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from qex.platform.sandbox import Limits, Sandbox
 
 if TYPE_CHECKING:
-    from qex.core.kinds import EnforceMode
+    from qex.core.states import EnforceMode
     from qex.platform.cgroup import CgroupFS
 
 ENFORCING_MODES = ("soft", "hard")

@@ -10,10 +10,14 @@ nothing; neither does a kill that only the session's counter saw. Nothing is rec
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from qex.core import learner
-from qex.core.records import JobSpec, JobStatus, Usage
+from qex.core.records import JobSpec, JobStatus
 from qex.store.paths import Paths
+
+if TYPE_CHECKING:
+    from qex.core.records import Usage
 
 
 def _key(spec: JobSpec) -> str:

@@ -23,17 +23,11 @@ import time
 from collections.abc import Callable
 from enum import Enum
 from signal import SIGKILL
+from typing import TYPE_CHECKING
 
 from qex.core import classify as verdicts
 from qex.core.config import Config, Pool
-from qex.core.records import (
-    Assignment,
-    JobSpec,
-    JobStatus,
-    LogsDropped,
-    Usage,
-    dropped_counts,
-)
+from qex.core.records import Assignment, JobSpec, JobStatus, dropped_counts
 from qex.core.states import State
 from qex.core.units import format_duration
 from qex.platform import jobprocess, procs
@@ -45,6 +39,9 @@ from qex.supervisor.children import ChildWatch, Reaper
 from qex.supervisor.logcap import CappedLog
 from qex.supervisor.spawn import Child, SpawnError, spawn
 from qex.supervisor.watch import watch_job
+
+if TYPE_CHECKING:
+    from qex.core.records import LogsDropped, Usage
 
 #: Between TERM and KILL when the `--timeout` timer fires.
 TERM_GRACE_SECS = 10.0

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qex.core import model
-from qex.core.records import Enforcement
 from qex.platform.sandbox import Evidence, Limits
+
+if TYPE_CHECKING:
+    from qex.core.records import Enforcement
 
 ENV_VAR = "QEX_TEST_SANDBOX"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from qex.cli import log_files
 from qex.cli.commands.events import parse_since
 from qex.core.logsel import Selection
-from qex.core.records import LogsDropped
+
+if TYPE_CHECKING:
+    from qex.core.records import LogsDropped
 
 
 def _write(path: Path, count: int, *, final_newline: bool = True) -> list[str]:

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from qex.cli.record_view import display_record, sort_key, typed
 from qex.cli.render_status import status_json, status_text
 from qex.cli.render_table import render_jobs
-from qex.core import kinds
+from qex.core import states
 from qex.core.records import JobSpec, JobStatus
 from qex.core.schemas import CLAIM_SOURCES, ENV_CAPTURE, SCHEMAS
 from qex.core.states import State
@@ -38,8 +38,8 @@ def _data(case: str, kind: str = "status") -> dict[str, Any]:
 
 
 def test_the_fixtures_cover_every_final_state_but_one_and_both_waiting_ones() -> None:
-    states = {_data(case)["state"] for case in CASES}
-    assert states >= {s.value for s in State} - {"starting"}
+    seen = {_data(case)["state"] for case in CASES}
+    assert seen >= {s.value for s in State} - {"starting"}
     assert len(CASES) >= 13 and "older" in SPECS
 
 
@@ -47,10 +47,10 @@ def test_the_fixtures_cover_every_final_state_but_one_and_both_waiting_ones() ->
 def test_a_status_record_loads_with_typed_parts(case: str) -> None:
     record = JobStatus.from_dict(_data(case))
     assert isinstance(record.state, State)
-    assert record.claim_source in get_args(kinds.ClaimSource)
-    assert record.oom_evidence is None or record.oom_evidence in kinds.OOM_EVIDENCE
+    assert record.claim_source in get_args(states.ClaimSource)
+    assert record.oom_evidence is None or record.oom_evidence in states.OOM_EVIDENCE
     if record.enforcement is not None:
-        assert record.enforcement.get("mode") in kinds.ENFORCE_MODES
+        assert record.enforcement.get("mode") in states.ENFORCE_MODES
     assert record.final is (record.state not in (State.QUEUED, State.STARTING, State.RUNNING))
 
 
@@ -107,12 +107,12 @@ def test_list_json_and_table_are_unchanged() -> None:
 
 
 def test_the_word_sets_agree_with_their_literals_and_the_schema() -> None:
-    assert kinds.CLAIM_SOURCES == get_args(kinds.ClaimSource) == tuple(CLAIM_SOURCES)
-    assert kinds.ENV_CAPTURES == get_args(kinds.EnvCapture) == tuple(ENV_CAPTURE)
-    assert get_args(kinds.EnforceMode) == kinds.ENFORCE_MODES
-    assert get_args(kinds.OomEvidence) == kinds.OOM_EVIDENCE
-    assert kinds.pick("soft", kinds.ENFORCE_MODES) == "soft"
-    assert kinds.pick("medium", kinds.ENFORCE_MODES) is None
+    assert states.CLAIM_SOURCES == get_args(states.ClaimSource) == tuple(CLAIM_SOURCES)
+    assert states.ENV_CAPTURES == get_args(states.EnvCapture) == tuple(ENV_CAPTURE)
+    assert get_args(states.EnforceMode) == states.ENFORCE_MODES
+    assert get_args(states.OomEvidence) == states.OOM_EVIDENCE
+    assert states.pick("soft", states.ENFORCE_MODES) == "soft"
+    assert states.pick("medium", states.ENFORCE_MODES) is None
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c != "older"])
