@@ -4,6 +4,7 @@ dedupe holders, the clean hold rule, and the recovery verdicts for active record
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -199,6 +200,19 @@ def test_recovery_requeues_a_job_that_never_got_a_supervisor(tmp_path: Path) -> 
     again = coord.jobs[job.id]
     assert again.record.state == "queued" and coord.queue == [job.id]
     assert job_files.read_status(job.dir).state == "queued"  # type: ignore[union-attr]
+
+
+def test_recovery_leaves_a_record_with_an_unknown_state_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord)
+    data = json.loads((job.dir / job_files.STATUS).read_text())
+    (job.dir / job_files.STATUS).write_text(json.dumps({**data, "state": "hibernating"}))
+    coord.jobs.clear()
+    coord.queue.clear()
+    _recover(coord)
+    assert job.id not in coord.jobs
+    assert "unknown state `hibernating`; qex leaves it alone" in capsys.readouterr().out
 
 
 def test_recovery_fails_a_job_whose_processes_are_gone(tmp_path: Path) -> None:
