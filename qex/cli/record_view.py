@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from qex.core import model
-from qex.core.names import printable_line, safe_name, short_id, visible
+from qex.core.names import lock_shown, printable_line, safe_name, short_id, visible
 from qex.core.states import ACTIVE, State
 from qex.core.units import format_duration
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # and never needs it.
 
 _SAFE_FIELDS = ("name", "group_name", "dedupe_key")
-_SAFE_LISTS = ("locks", "tags")
+_SAFE_LISTS = ("tags",)
 _PRINTABLE_FIELDS = ("blocked_reason", "error", "forced_reason", "note")
 
 #: The fields a record always has; a partial record (an event's, a test's) gets these.
@@ -57,6 +57,9 @@ def display_record(record: dict[str, Any]) -> dict[str, Any]:
         value = out.get(key)
         if isinstance(value, list):
             out[key] = [safe_name(str(v)) for v in value]
+    locks = out.get("locks")
+    if isinstance(locks, list):
+        out["locks"] = [lock_shown(str(v)) for v in locks]
     for key in _PRINTABLE_FIELDS:
         value = out.get(key)
         if isinstance(value, str):
@@ -81,7 +84,7 @@ def display(record: JobStatus) -> JobStatus:
         name=safe_name(record.name),
         group_name=None if record.group_name is None else safe_name(record.group_name),
         dedupe_key=None if record.dedupe_key is None else safe_name(record.dedupe_key),
-        locks=[safe_name(v) for v in record.locks],
+        locks=[lock_shown(v) for v in record.locks],
         tags=[safe_name(v) for v in record.tags],
         blocked_reason=_printable(record.blocked_reason),
         error=_printable(record.error),

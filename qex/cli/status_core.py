@@ -15,7 +15,7 @@ def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs
     from qex.cli.resolve import resolve
 
     conn = jobcmd.open_connection(paths, start=False)
-    found = resolve(conn, paths, word)
+    found = resolve(conn, paths, word, recover=wait or follow)
     records = found.jobs
     if follow:
         if len(records) != 1:

@@ -45,7 +45,8 @@ def spec_options(func: F) -> F:
         click.option("--claim", multiple=True, metavar="NAME=N[:SIZE]",
                      help="Units of a declared pool (repeatable)."),
         click.option("--lock", multiple=True, metavar="NAME",
-                     help="A lock that no two jobs hold at once (repeatable)."),
+                     help="A lock that no two jobs hold at once, any text such as "
+                          "target/debug; NAME:N takes N units (repeatable)."),
         click.option("--name", metavar="NAME",
                      help="A name for `qex list`, usable in place of the id."),
         click.option("--cwd", metavar="DIR", help="The directory the job runs in."),
