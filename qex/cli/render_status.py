@@ -266,6 +266,8 @@ def _links(raw: JobStatus, view: JobStatus) -> list[str]:
         out.append(_line("locks", ", ".join(view.locks)))
     if view.dedupe_key:
         out.append(_line("dedupe", view.dedupe_key))
+    if raw.engine_id:
+        out.append(_line(safe_name(raw.engine or "engine"), f"job {safe_name(raw.engine_id)}"))
     claims = _claims(raw)
     if claims:
         out.append(_line("claims", claims))

@@ -82,8 +82,12 @@ def cut(text: str, width: int) -> str:
 
 def job_row(record: JobStatus, now: float) -> tuple[str, str, str, str, str, str, str]:
     """The seven cells of one job, as plain text."""
+    ident = short_id(record.id)
+    if record.engine_id:
+        # A job of another engine shows that engine's id beside qex's (`a1b2c3d4 slurm:123`).
+        ident = f"{ident} {safe_name(record.engine or 'engine')}:{safe_name(record.engine_id)}"
     return (
-        short_id(record.id),
+        ident,
         record.state.value,
         safe_name(record.name or "job"),
         str(record.cpu),

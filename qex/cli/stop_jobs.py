@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from qex.cli.common import warn
 from qex.cli.reach import ask, code_for, error_of
 
@@ -53,7 +51,7 @@ def send(conn: Connection, outcome: Outcome, message: dict[str, Any], success: s
         warn(failed[1])
         outcome.fail(code_for(failed[0]))
         return False
-    click.echo(success)
+    print(success, flush=True)
     return True
 
 

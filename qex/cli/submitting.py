@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
-
 from qex.cli.common import warn
 from qex.cli.jobcmd import fail
 from qex.core.model import dataclass, field
@@ -35,6 +33,8 @@ COMMAND_SETTINGS = {"allow_interspersed_args": False}
 
 def spec_options(func: F) -> F:
     """Add the options of `qex submit` and `qex run` that describe the job."""
+    import click  # here, so that the fast path can use this module without click
+
     decorators = [
         click.option("--cpu", metavar="N|WORD",
                      help="Cores this job claims: a number, or half/guess or full/max."),
@@ -78,6 +78,8 @@ def spec_options(func: F) -> F:
                      help="Start nothing while a job with this key waits or runs; give its id."),
         click.option("--dedupe-window", metavar="TIME",
                      help="Keep the key of a job that succeeded for this long."),
+        click.option("--engine", metavar="local|slurm",
+                     help="Where the job runs: this machine, or Slurm ([engine] kind)."),
         click.option("--id-file", metavar="FILE",
                      help="Write the id here (atomically) before anything else happens."),
         click.argument("command_args", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND..."),
@@ -103,6 +105,7 @@ def submit_options_from(values: dict[str, Any]) -> SubmitOptions:
         retries=values.get("retries"), locks=list(values.get("lock") or ()),
         nice=values.get("nice"), no_limit_env_hints=bool(values.get("no_limit_env_hints")),
         dedupe_key=values.get("dedupe_key"), dedupe_window=values.get("dedupe_window"),
+        engine=values.get("engine"),
     )
 
 

@@ -31,6 +31,7 @@ OPTION_TEXT: dict[str, str] = {
     "groups": "a group (qex pipeline or --each-line)",
     "politeness": "--nice",
     "dedupe": "--dedupe-key",
+    "engine-slurm": "--engine slurm ([engine] kind = \"slurm\")",
 }
 
 
@@ -61,6 +62,8 @@ def required(spec: Mapping[str, Any]) -> list[str]:
         needs.append("politeness")
     if spec.get("dedupe_key"):
         needs.append("dedupe")
+    if spec.get("engine") == "slurm":
+        needs.append("engine-slurm")
     return needs
 
 

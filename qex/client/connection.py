@@ -16,9 +16,9 @@ library and `qex.core.protocol`, so `qex status <id> --json` stays fast.
 
 from __future__ import annotations
 
+import _socket as socket  # the C module: `socket` adds enums and selectors, unused here
 import errno
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -258,6 +258,11 @@ class Connection:
         self._send(message, deadline if deadline != NO_LIMIT else time.monotonic() + self.ceiling)
         return self._read_line(deadline, what, say_waiting=timeout is None)
 
+    def answer(self, op: str) -> dict[str, Any]:
+        """The answer to a request of `op` sent on this socket before it became a Connection."""
+        deadline = time.monotonic() + self.ceiling
+        return self._read_line(deadline, f"the request `{op}`", say_waiting=True)
+
     def send(self, message: dict[str, Any]) -> None:
         """Send a request without reading its answer (pair with `receive`, for select loops)."""
         self._send(message, time.monotonic() + self.ceiling)
@@ -320,6 +325,18 @@ class Connection:
             names = answer.get("names") if answer.get("result") == "capabilities" else None
             self._capabilities = {str(n) for n in names} if isinstance(names, list) else set()
         return self._capabilities
+
+
+def adopt(fd: int, buffered: bytes, paths: Paths | None = None) -> Connection:
+    """A Connection over a socket that `qex.cli.wire` opened and sent one request on.
+
+    `buffered` is what was read of the answer so far; `Connection.answer` reads the rest
+    under the ceiling, as `request` would have.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    conn = Connection(sock, paths or Paths.from_env(), ceiling_from_env())
+    conn._buffer += buffered
+    return conn
 
 
 class RequestError(Exception):

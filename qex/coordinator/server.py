@@ -123,6 +123,7 @@ class Server:
             "info": self._info,
             "capabilities": self._capabilities,
             "submit": self._submit,
+            "submit_words": self._submit_words,
             "own_job": self._own_job,
             "list": self._list,
             "status": self._status,
@@ -230,6 +231,11 @@ class Server:
 
     async def _submit(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return handle_submit(self.coord, message)
+
+    async def _submit_words(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        from qex.coordinator.submit_words import handle_submit_words
+
+        return handle_submit_words(self.coord, message)
 
     async def _own_job(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         job_id = message.get("id")

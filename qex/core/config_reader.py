@@ -43,6 +43,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "gc": ("keep",),
     "defaults": ("cpu", "mem", "timeout", "max_queue_time", "vram"),
     "hooks": ("on_stop", "on_stop_states", "timeout"),
+    "engine": ("kind", "partition", "account", "qos", "sbatch_options", "shared_dir", "poll",
+               "python"),
 }
 
 

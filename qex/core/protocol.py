@@ -35,7 +35,7 @@ from qex import __version__
 CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
-    "job-changed", "oom-retry", "enforce",
+    "job-changed", "oom-retry", "enforce", "engine-slurm",
 )
 
 #: A coordinator below this version cannot say what it can do, so the CLI refuses it.
@@ -45,6 +45,7 @@ CAPABILITY_FLOOR = "0.6.0"
 NO_SUCH_JOB = "no_such_job"
 WRONG_STATE = "wrong_state"
 INTERNAL = "internal"
+REFUSED = "refused"
 
 MAX_LINE = 64 * 1024 * 1024
 

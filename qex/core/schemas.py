@@ -172,9 +172,12 @@ STATUS_PROPERTIES: dict[str, Schema] = {
     "tags": _STRINGS,
     "enforcement": _nullable(_ENFORCEMENT),
     "oom_evidence": _described(_nullable({"enum": list(OOM_EVIDENCE)}),
-                               "cgroup = proven by the job's own cgroup"),
+                               "cgroup = proven by the job's own cgroup; slurm = Slurm's "
+                               "OUT_OF_MEMORY"),
     "queue_time_applies": {"type": "boolean"},
     "note": _nullable(_STRING),
+    "engine": _described(_nullable({"enum": ["slurm"]}), "where the job runs; null = this machine"),
+    "engine_id": _described(_nullable(_STRING), "the engine's own id of the job (Slurm's job id)"),
 }
 
 

@@ -42,9 +42,10 @@ ENV_CAPTURES: tuple[EnvCapture, ...] = ("all", "minimal", "none")
 EnforceMode = Literal["off", "soft", "hard"]
 ENFORCE_MODES: tuple[EnforceMode, ...] = ("off", "soft", "hard")
 
-#: Where an `oom` verdict came from: the job's own cgroup (proven) or the login session.
-OomEvidence = Literal["cgroup", "session"]
-OOM_EVIDENCE: tuple[OomEvidence, ...] = ("cgroup", "session")
+#: Where an `oom` verdict came from: the job's own cgroup (proven), the login session, or
+#: Slurm's OUT_OF_MEMORY state.
+OomEvidence = Literal["cgroup", "session", "slurm"]
+OOM_EVIDENCE: tuple[OomEvidence, ...] = ("cgroup", "session", "slurm")
 
 W = TypeVar("W", bound=str)
 
