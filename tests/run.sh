@@ -14,8 +14,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "== ruff"; .venv/bin/ruff check qex tests bench
 echo "== mypy"; .venv/bin/mypy
-echo "== pytest (unit and end-to-end)"
-env -u QEX_PLATFORM .venv/bin/pytest -q -p no:cacheprovider
+echo "== pytest (unit and end-to-end), with the coverage floor of pyproject.toml"
+env -u QEX_PLATFORM .venv/bin/pytest -q -p no:cacheprovider --cov --cov-report=term
 # The fault suite (issue 6): a full disk on a small tmpfs, descriptor exhaustion, a second
 # local user attacking the peers dir, kill -9 at each step, bounded fuzzing. Most cases need
 # root and skip with the reason otherwise; CI runs as root. About 4 minutes on 2 cores.

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from qex.cli import jobcmd
 from qex.cli.common import warn
 from qex.cli.submitting import Submitter, submit_options_from, write_id_file
-from qex.core import fanout
-from qex.core import model as dataclasses
+from qex.core import fanout, model
 from qex.core.names import new_id, printable_line, safe_name
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
         warn(note)
     names = fanout.job_names(values.get("name") or first.name, parsed.lines)
     specs = [
-        dataclasses.replace(first, id=first.id if index == 0 else new_id(), name=name,
+        model.replace(first, id=first.id if index == 0 else new_id(), name=name,
                             command=fanout.substitute(template, line))
         for index, (name, line) in enumerate(zip(names, parsed.lines, strict=True))
     ]

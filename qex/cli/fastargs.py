@@ -31,7 +31,7 @@ def _convert(kind: str, text: str) -> tuple[bool, Any]:
     return False, None
 
 
-def parse(command: str, args: list[str]) -> dict[str, Any] | None:
+def parse(command: str, args: list[str]) -> dict[str, Any] | None:  # noqa: C901, PLR0912 (one pass over the words, option by option)
     """The parameters of `command` for `args` (as click's `ctx.params`), or None for click."""
     info = TABLE.get(command)
     if info is None:

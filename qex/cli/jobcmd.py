@@ -52,10 +52,10 @@ def label(record: dict[str, Any]) -> str:
 
 def result_line(record: dict[str, Any]) -> str:
     """One line per job for `qex wait`: who, the state, and how it ended."""
-    from qex.cli.record_view import result_text
+    from qex.cli.record_view import result_text, typed
 
     state = str(record.get("state"))
-    text = result_text(record)
+    text = result_text(typed(record))
     if not text:
         return f"{label(record)} {state}"
     if text.startswith(state):

@@ -19,7 +19,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     from qex.cli import job_filters as jf
     from qex.cli.queue_lines import pause_lines
     from qex.cli.reach import list_jobs, open_connection, pause_state
-    from qex.cli.record_view import display_record, sort_key
+    from qex.cli.record_view import display_record, sort_key, typed
     from qex.cli.render_table import render_jobs, terminal_width, use_color
 
     paths = get_paths()
@@ -67,7 +67,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
         return
     from qex.cli.record_view import pool_use_lines
 
-    lines = render_jobs(chosen, now=now, width=terminal_width(sys.stdout),
+    lines = render_jobs([typed(r) for r in chosen], now=now, width=terminal_width(sys.stdout),
                         color=use_color(sys.stdout))
     lines += pool_use_lines(records)  # each pool's use, over every job and not the chosen
     sys.stdout.write("\n".join(lines) + "\n")

@@ -14,10 +14,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qex.core.logsel import DEFAULT_TAIL, Selected, Selection, select_lines, split_lines
+from qex.core.records import dropped_counts
 from qex.core.units import format_size
+
+if TYPE_CHECKING:
+    from qex.core.records import LogsDropped
 
 STREAMS = ("stdout", "stderr")
 #: Above this size, a tail view reads only the end of the file.
@@ -113,23 +117,13 @@ def select_file(path: Path, sel: Selection, *, default_tail: int = DEFAULT_TAIL)
     return select_lines(split_lines(text), sel, default_tail=default_tail)
 
 
-def dropped_counts(record: dict[str, Any], stream: str) -> tuple[int, int]:
-    """(bytes, lines) that the output limit removed from this stream."""
-    info = record.get("logs_dropped")
-    if not isinstance(info, dict):
-        return 0, 0
-    size = info.get(f"{stream}_bytes")
-    lines = info.get(f"{stream}_lines")
-    return (size if isinstance(size, int) else 0), (lines if isinstance(lines, int) else 0)
-
-
-def dropped_note(record: dict[str, Any], stream: str) -> str | None:
-    """The sentence about output that the limit removed from the middle of this stream."""
-    size, lines = dropped_counts(record, stream)
+def dropped_note(dropped: LogsDropped | None, stream: str) -> str | None:
+    """The sentence about output that the limit (the record's `logs_dropped`) removed from
+    the middle of this stream."""
+    size, lines = dropped_counts(dropped, stream)
     if size <= 0 and lines <= 0:
         return None
-    info = record.get("logs_dropped")
-    limit = info.get("limit") if isinstance(info, dict) else None
+    limit = dropped.get("limit") if dropped else None
     limit_text = f" = {format_size(limit)}" if isinstance(limit, int) and limit > 0 else ""
     plural = "line" if lines == 1 else "lines"
     return (f"the job wrote more than `[logs] max_bytes`{limit_text}, so qex removed "
@@ -137,9 +131,9 @@ def dropped_note(record: dict[str, Any], stream: str) -> str | None:
             "file keeps the first part and the last part, and nothing holds the rest")
 
 
-def incomplete_note(record: dict[str, Any]) -> str | None:
-    info = record.get("logs_dropped")
-    if isinstance(info, dict) and info.get("incomplete"):
+def incomplete_note(dropped: LogsDropped | None) -> str | None:
+    """The sentence for a log that may lack its end (the record's `logs_dropped`)."""
+    if dropped and dropped.get("incomplete"):
         return ("a process of the job kept its output open after the job ended, so qex stopped "
                 "reading; the end of a log file can be missing")
     return None
@@ -153,10 +147,10 @@ def pending_tail_note(job_dir: Path, stream: str) -> str | None:
     return None
 
 
-def stream_json(path: Path, selected: Selected, record: dict[str, Any],
+def stream_json(path: Path, selected: Selected, dropped: LogsDropped | None,
                 stream: str) -> dict[str, Any]:
     """The JSON object of one stream, with the same fields as `qex status --json` logs."""
-    size, lines = dropped_counts(record, stream)
+    size, lines = dropped_counts(dropped, stream)
     return {
         "path": str(path),
         "text": for_json(selected.text),

@@ -54,7 +54,7 @@ def _notes(job_dir: Any, stream: str, record: dict[str, Any], tagged: bool) -> l
     from qex.cli.log_files import dropped_note, pending_tail_note
 
     tag = f"[{stream}] " if tagged else ""
-    notes = [dropped_note(record, stream), pending_tail_note(job_dir, stream)]
+    notes = [dropped_note(record.get("logs_dropped"), stream), pending_tail_note(job_dir, stream)]
     return [f"{tag}{n}" for n in notes if n]
 
 
@@ -75,8 +75,9 @@ def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
         document: dict[str, Any] = {"id": shown.get("id"), "name": shown.get("name"),
                                     "state": shown.get("state")}
         for stream, selected in results.items():
-            document[stream] = stream_json(log_path(job_dir, stream), selected, record, stream)
-        document["incomplete"] = incomplete_note(record) is not None
+            document[stream] = stream_json(log_path(job_dir, stream), selected,
+                                           record.get("logs_dropped"), stream)
+        document["incomplete"] = incomplete_note(record.get("logs_dropped")) is not None
         print_json(document)
         return
     tagged = len(streams) > 1
@@ -89,7 +90,7 @@ def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
         notice = selected.notice()
         if notice:
             warn(("[" + stream + "] " if tagged else "") + notice.removeprefix("... "))
-    extra = incomplete_note(record)
+    extra = incomplete_note(record.get("logs_dropped"))
     if extra:
         warn(extra)
     if record.get("state") == "queued" and not record.get("started_at"):
@@ -109,7 +110,7 @@ def _show_hook(path: Any, record: dict[str, Any], sel: Any, as_json: bool) -> No
         return
     selected = select_file(path, sel)
     if as_json:
-        print_json({"id": record.get("id"), "hook": stream_json(path, selected, {}, "hook")})
+        print_json({"id": record.get("id"), "hook": stream_json(path, selected, None, "hook")})
         return
     write_out(selected.text)
     notice = selected.notice()
@@ -151,6 +152,7 @@ def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) 
         raise SystemExit(0) from None
     if not job_dir.exists():
         raise SystemExit(1)  # follow() said that the record went away
-    extra = incomplete_note(atomic.read_json(job_dir / STATUS) or {})
+    saved = atomic.read_json(job_dir / STATUS)
+    extra = incomplete_note(saved.get("logs_dropped") if isinstance(saved, dict) else None)
     if extra:
         warn(extra)

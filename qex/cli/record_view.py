@@ -4,19 +4,46 @@ Pure (no I/O; `now` is passed in). A record holds text that other agents typed, 
 field that reaches a terminal goes through `qex.core.names` first: names, tags, locks and
 keys in safe form, arguments and paths in visible form, sentences in printable form. The
 stored record keeps its raw values; only the view changes.
+
+Two forms of a record meet here. The JSON that `status --json`, `list --json` and events
+print is the dict the coordinator sent, made display-safe by `display_record` and otherwise
+passed on as it came (unknown fields from a newer qex included), so that output never
+changes shape. Everything a person reads is rendered from a typed `JobStatus` (`typed()`
+builds one from such a dict).
 """
 
 from __future__ import annotations
 
 import signal as _signal
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from qex.core import model
 from qex.core.names import lock_shown, printable_line, safe_name, short_id, visible
+from qex.core.states import ACTIVE, State
 from qex.core.units import format_duration
+
+if TYPE_CHECKING:
+    from qex.core.records import JobStatus
+
+# `qex.core.records` is imported by `typed()` only: `list --json` prints the dicts as they came
+# and never needs it.
 
 _SAFE_FIELDS = ("name", "group_name", "dedupe_key")
 _SAFE_LISTS = ("tags",)
 _PRINTABLE_FIELDS = ("blocked_reason", "error", "forced_reason", "note")
+
+#: The fields a record always has; a partial record (an event's, a test's) gets these.
+_BLANK: dict[str, Any] = {"id": "", "name": "", "command": [], "cwd": ""}
+
+
+def typed(record: JobStatus | Mapping[str, Any]) -> JobStatus:
+    """The typed record of a dict from the coordinator or a file (ValueError: unknown state)."""
+    from qex.core.records import JobStatus
+
+    if isinstance(record, JobStatus):
+        return record
+    return JobStatus.from_dict({**_BLANK, **record})
 
 
 def display_record(record: dict[str, Any]) -> dict[str, Any]:
@@ -46,9 +73,31 @@ def display_record(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def job_label(record: dict[str, Any]) -> str:
+def _printable(text: str | None) -> str | None:
+    return None if text is None else printable_line(text)
+
+
+def display(record: JobStatus) -> JobStatus:
+    """A copy of `record` whose text fields are safe to print (see `display_record`)."""
+    return model.replace(
+        record,
+        name=safe_name(record.name),
+        group_name=None if record.group_name is None else safe_name(record.group_name),
+        dedupe_key=None if record.dedupe_key is None else safe_name(record.dedupe_key),
+        locks=[lock_shown(v) for v in record.locks],
+        tags=[safe_name(v) for v in record.tags],
+        blocked_reason=_printable(record.blocked_reason),
+        error=_printable(record.error),
+        forced_reason=_printable(record.forced_reason),
+        note=_printable(record.note),
+        command=[visible(arg) for arg in record.command],
+        cwd=visible(record.cwd),
+    )
+
+
+def job_label(record: JobStatus) -> str:
     """`1a2b3c4d (build)`: the short id and the safe name, for sentences."""
-    return f"{short_id(str(record.get('id', '')))} ({safe_name(str(record.get('name') or 'job'))})"
+    return f"{short_id(record.id)} ({safe_name(record.name or 'job')})"
 
 
 def signal_text(number: int) -> str:
@@ -58,48 +107,46 @@ def signal_text(number: int) -> str:
         return f"signal {number}"
 
 
-def result_text(record: dict[str, Any]) -> str:
+#: How each final state that needs no number reads in a result.
+_ENDED = {
+    State.COMPLETED: "exit 0",
+    State.TIMEOUT: "passed its --timeout",
+    State.OOM: "stopped for memory",
+    State.EXPIRED: "never started: --max-queue-time",
+    State.CANCELLED: "left the queue",
+    State.SKIPPED: "did not run",
+}
+
+
+def result_text(record: JobStatus) -> str:
     """One short phrase for how a job ended (or why it waits); empty for a running job."""
-    state = str(record.get("state", ""))
-    code = record.get("exit_code")
-    sig = record.get("signal")
-    error = record.get("error")
-    detail = printable_line(error) if isinstance(error, str) and error.strip() else ""
-    if state == "queued":
-        reason = record.get("blocked_reason")
-        return printable_line(reason) if isinstance(reason, str) else ""
-    if state in ("starting", "running"):
+    state = record.state
+    error = record.error
+    detail = printable_line(error) if error is not None and error.strip() else ""
+    if state is State.QUEUED:
+        reason = record.blocked_reason
+        return printable_line(reason) if reason is not None else ""
+    if state in ACTIVE:
         return detail
-    if state == "completed":
-        base = "exit 0"
-    elif state == "failed":
-        if isinstance(code, int):
-            base = f"exit {code}"
-        elif isinstance(sig, int):
+    sig = record.signal
+    if state is State.FAILED:
+        if record.exit_code is not None:
+            base = f"exit {record.exit_code}"
+        elif sig is not None:
             base = f"stopped by {signal_text(sig)}"
         else:
             base = "failed"
-    elif state == "killed":
-        base = f"killed by {signal_text(sig)}" if isinstance(sig, int) else "killed"
-    elif state == "timeout":
-        base = "passed its --timeout"
-    elif state == "oom":
-        base = "stopped for memory"
-    elif state == "expired":
-        base = "never started: --max-queue-time"
-    elif state == "cancelled":
-        base = "left the queue"
-    elif state == "skipped":
-        base = "did not run"
+    elif state is State.KILLED:
+        base = f"killed by {signal_text(sig)}" if sig is not None else "killed"
     else:
-        base = state
+        base = _ENDED[state]
     return f"{base}: {detail}" if detail else base
 
 
-def held_text(record: dict[str, Any]) -> str:
+def held_text(record: JobStatus) -> str:
     """`gpu 0,1` for the devices that a starting or running job holds, '' for none."""
-    assigned = record.get("assigned")
-    if record.get("state") not in ("starting", "running") or not isinstance(assigned, dict):
+    assigned = record.assigned
+    if record.state not in ACTIVE or not isinstance(assigned, dict):
         return ""
     parts = []
     for pool, given in sorted(assigned.items()):
@@ -110,7 +157,10 @@ def held_text(record: dict[str, Any]) -> str:
 
 
 def pool_use_lines(records: list[dict[str, Any]]) -> list[str]:
-    """One line per pool that starting or running jobs hold units of, for `qex list`."""
+    """One line per pool that starting or running jobs hold units of, for `qex list`.
+
+    It reads the dicts as they came (every record, not only the listed ones), so it needs no
+    typed records."""
     units: dict[str, int] = {}
     jobs: dict[str, int] = {}
     devices: dict[str, set[int]] = {}
@@ -137,7 +187,7 @@ def pool_use_lines(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def note_text(record: dict[str, Any]) -> str:
+def note_text(record: JobStatus) -> str:
     """The NOTE column: the devices a running job holds, FORCED and its reason, the queue
     reason, or the result."""
     held = held_text(record)
@@ -147,44 +197,42 @@ def note_text(record: dict[str, Any]) -> str:
     return note
 
 
-def _note_text(record: dict[str, Any]) -> str:
-    if record.get("forced"):
-        reason = record.get("forced_reason")
-        forced = "FORCED " + (printable_line(reason) if isinstance(reason, str) else "")
-        state = str(record.get("state", ""))
-        if state in ("starting", "running"):
+def _note_text(record: JobStatus) -> str:
+    if record.forced:
+        reason = record.forced_reason
+        forced = "FORCED " + (printable_line(reason) if reason is not None else "")
+        if record.state in ACTIVE:
             return forced.rstrip()
         return f"{result_text(record)}; {forced}".rstrip()
     return result_text(record)
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def elapsed_secs(record: dict[str, Any], now: float) -> float | None:
+def elapsed_secs(record: JobStatus, now: float) -> float | None:
     """Waiting time for a queued job, running time for an active one, run time for a final one."""
-    state = str(record.get("state", ""))
-    submitted = _number(record.get("submitted_at"))
-    started = _number(record.get("started_at"))
-    finished = _number(record.get("finished_at"))
-    if state == "queued":
-        return None if submitted is None else max(0.0, now - submitted)
-    if state in ("starting", "running"):
+    state = record.state
+    started = record.started_at
+    if state is State.QUEUED:
+        return max(0.0, now - record.submitted_at)
+    if state in ACTIVE:
         return None if started is None else max(0.0, now - started)
+    finished = record.finished_at
     if finished is None:
         return None
-    begin = started if started is not None else submitted
-    return None if begin is None else max(0.0, finished - begin)
+    begin = started if started is not None else record.submitted_at
+    return max(0.0, finished - begin)
 
 
-def time_text(record: dict[str, Any], now: float) -> str:
+def time_text(record: JobStatus, now: float) -> str:
     secs = elapsed_secs(record, now)
     return "-" if secs is None else format_duration(secs)
 
 
-def sort_key(record: dict[str, Any]) -> tuple[float, int]:
-    """Submission order: the time, then the coordinator's sequence for a tie."""
-    submitted = _number(record.get("submitted_at")) or 0.0
+def sort_key(record: Mapping[str, Any]) -> tuple[float, int]:
+    """Submission order: the time, then the coordinator's sequence for a tie.
+
+    It orders the dicts as they came, so `list --json` sorts without building typed records.
+    """
+    submitted = record.get("submitted_at")
     sequence = record.get("sequence")
-    return submitted, sequence if isinstance(sequence, int) else 0
+    return (float(submitted) if isinstance(submitted, (int, float)) else 0.0,
+            sequence if isinstance(sequence, int) else 0)

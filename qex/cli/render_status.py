@@ -15,13 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qex.cli.record_view import display_record, signal_text
+from qex.cli.record_view import display, display_record, signal_text, typed
 from qex.core import logsel
 from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id, visible
+from qex.core.records import JobStatus, dropped_counts
+from qex.core.states import ACTIVE, State
 from qex.core.units import format_duration, format_size
 
 if TYPE_CHECKING:
+    from qex.core.records import LogsDropped
     from qex.store.paths import Paths
 
 # `qex.cli.log_files` is imported inside the functions that read logs: the JSON record of a
@@ -44,24 +47,18 @@ class Excerpt:
     stream: str
     path: Path
     selected: logsel.Selected
-    record: dict[str, Any]
+    dropped: LogsDropped | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from qex.cli import log_files
 
-        return log_files.stream_json(self.path, self.selected, self.record, self.stream)
+        return log_files.stream_json(self.path, self.selected, self.dropped, self.stream)
 
     def notes(self) -> list[str]:
         from qex.cli import log_files
 
-        found = [self.selected.notice(), log_files.dropped_note(self.record, self.stream)]
+        found = [self.selected.notice(), log_files.dropped_note(self.dropped, self.stream)]
         return [n for n in found if n]
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
 
 
 def _size(path: Path) -> int:
@@ -71,7 +68,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def load_excerpts(job_dir: Path, record: dict[str, Any], *, sel: logsel.Selection | None,
+def load_excerpts(job_dir: Path, record: JobStatus, *, sel: logsel.Selection | None,
                   streams: tuple[str, ...] = STREAMS, always: bool = False) -> list[Excerpt]:
     """The log excerpts `qex status` shows for `record`.
 
@@ -79,8 +76,7 @@ def load_excerpts(job_dir: Path, record: dict[str, Any], *, sel: logsel.Selectio
     last lines of stderr then stdout, 20 lines in all (10 each when both have text).
     """
     explicit = sel is not None and sel.explicit
-    state = str(record.get("state", ""))
-    final_bad = state not in ("queued", "starting", "running", "completed")
+    final_bad = record.final and record.state is not State.COMPLETED
     if not (explicit or always or final_bad):
         return []
     from qex.cli import log_files
@@ -94,7 +90,7 @@ def load_excerpts(job_dir: Path, record: dict[str, Any], *, sel: logsel.Selectio
         if stream not in non_empty and not explicit:
             continue
         selected = log_files.select_file(paths[stream], chosen, default_tail=tail)
-        excerpts.append(Excerpt(stream, paths[stream], selected, record))
+        excerpts.append(Excerpt(stream, paths[stream], selected, record.logs_dropped))
     return excerpts
 
 
@@ -102,40 +98,37 @@ def _line(label: str, value: str) -> str:
     return f"{label + ':':<{LABEL_WIDTH}}{value}"
 
 
-def _claim(record: dict[str, Any]) -> str:
-    cpu = record.get("cpu")
-    mem = _num(record.get("mem"))
-    text = f"{cpu} core(s), {format_size(mem) if mem is not None else '?'}"
-    return text + _CLAIM_SOURCE.get(str(record.get("claim_source")), "")
+def _claim(record: JobStatus) -> str:
+    text = f"{record.cpu} core(s), {format_size(record.mem)}"
+    return text + _CLAIM_SOURCE.get(record.claim_source, "")
 
 
-def _used(record: dict[str, Any]) -> str | None:
-    usage = record.get("usage")
-    if not isinstance(usage, dict):
+def _used(record: JobStatus) -> str | None:
+    usage = record.usage
+    if usage is None:
         return None
-    rss = _num(usage.get("max_rss"))
-    cpu_secs = _num(usage.get("cpu_secs"))
+    rss = usage.get("max_rss")
+    cpu_secs = usage.get("cpu_secs")
     parts: list[str] = []
     if rss is not None:
         parts.append(f"{format_size(rss)} of memory at the peak")
     if cpu_secs is not None:
         parts.append(f"{cpu_secs:.1f}s of CPU time")
     text = ", ".join(parts)
-    mem = _num(record.get("mem"))
-    if rss is not None and mem:
-        text += f"; the job used {round(100 * rss / mem)}% of its memory claim"
+    if rss is not None and record.mem:
+        text += f"; the job used {round(100 * rss / record.mem)}% of its memory claim"
     return text or None
 
 
-def _memory(record: dict[str, Any]) -> str | None:
+def _memory(record: JobStatus) -> str | None:
     """The limit the kernel applied; a mode that could not be applied says so, never "limited"."""
-    enforcement = record.get("enforcement")
-    if not isinstance(enforcement, dict):
+    enforcement = record.enforcement
+    if enforcement is None:
         return None
-    mode = str(enforcement.get("mode") or "off")
+    mode = enforcement.get("mode") or "off"
     if enforcement.get("active") is True:
-        high = _num(enforcement.get("memory_high"))
-        limit = _num(enforcement.get("memory_max"))
+        high = enforcement.get("memory_high")
+        limit = enforcement.get("memory_max")
         if limit is None and high is None:
             return None
         if mode == "soft" and high is not None:
@@ -144,39 +137,39 @@ def _memory(record: dict[str, Any]) -> str | None:
         return f"limited to {format_size(limit or high or 0)} ({mode})"
     if mode in ("soft", "hard"):
         reason = enforcement.get("reason")
-        why = f": {printable_line(reason)}" if isinstance(reason, str) and reason else ""
+        why = f": {printable_line(reason)}" if reason else ""
         return f"NOT limited; [enforce] mode = {mode} is NOT ACTIVE{why}"
     return None
 
 
-def _time(record: dict[str, Any], now: float) -> str | None:
-    state = str(record.get("state"))
-    submitted = _num(record.get("submitted_at"))
-    started = _num(record.get("started_at"))
-    finished = _num(record.get("finished_at"))
-    if state == "queued" and submitted is not None:
+def _time(record: JobStatus, now: float) -> str | None:
+    state = record.state
+    submitted = record.submitted_at
+    started = record.started_at
+    finished = record.finished_at
+    if state is State.QUEUED:
         return f"queued for {format_duration(max(0.0, now - submitted))}"
-    if state in ("starting", "running") and started is not None:
+    if state in ACTIVE:
+        if started is None:
+            return None
         return f"running for {format_duration(max(0.0, now - started))}"
     if finished is not None and started is not None:
         return f"ran for {format_duration(max(0.0, finished - started))}"
-    if finished is not None and submitted is not None:
+    if finished is not None:
         return f"waited {format_duration(max(0.0, finished - submitted))}, and never ran"
     return None
 
 
-def _output_notes(record: dict[str, Any]) -> list[str]:
-    dropped = record.get("logs_dropped")
-    if not isinstance(dropped, dict):
+def _output_notes(record: JobStatus) -> list[str]:
+    dropped = record.logs_dropped
+    if dropped is None:
         return []
-    from qex.cli import log_files
-
     notes: list[str] = []
-    limit = _num(dropped.get("limit"))
+    limit = dropped.get("limit")
     limit_text = f"[logs] max_bytes = {format_size(limit)}" if limit else "[logs] max_bytes"
     write_error = dropped.get("write_error")
     for stream in ("stdout", "stderr"):
-        size, lines = log_files.dropped_counts(record, stream)
+        size, lines = dropped_counts(dropped, stream)
         if (size or lines) and write_error:
             notes.append(
                 f"{format_size(size)} and {lines} line(s) of {stream} are not in {stream}.log: "
@@ -193,18 +186,13 @@ def _output_notes(record: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _devices(record: dict[str, Any]) -> list[str]:
-    assigned = record.get("assigned")
-    if not isinstance(assigned, dict):
-        return []
+def _devices(record: JobStatus) -> list[str]:
     out: list[str] = []
-    for pool, entry in sorted(assigned.items()):
-        if not isinstance(entry, dict):
-            continue
+    for pool, entry in sorted(record.assigned.items()):
         devices = entry.get("devices")
-        name = safe_name(str(pool))
-        if isinstance(devices, list) and devices:
-            size = _num(entry.get("size"))
+        name = safe_name(pool)
+        if devices:
+            size = entry.get("size")
             each = f"{format_size(size)} each" if size else "the whole of each device"
             out.append(f"{name} {','.join(str(d) for d in devices)} ({each})")
         else:
@@ -212,105 +200,101 @@ def _devices(record: dict[str, Any]) -> list[str]:
     return out
 
 
-def _claims(record: dict[str, Any]) -> str | None:
-    claims = record.get("claims")
-    if not isinstance(claims, dict) or not claims:
-        return None
+def _claims(record: JobStatus) -> str | None:
     parts: list[str] = []
-    for pool, claim in sorted(claims.items()):
-        if not isinstance(claim, dict):
-            continue
-        size = _num(claim.get("size"))
+    for pool, claim in sorted(record.claims.items()):
+        size = claim.get("size")
         extra = f" x {format_size(size)}" if size else ""
-        parts.append(f"{safe_name(str(pool))}={claim.get('count', '?')}{extra}")
+        parts.append(f"{safe_name(pool)}={claim.get('count', '?')}{extra}")
     return ", ".join(parts) or None
 
 
-def _exit_line(record: dict[str, Any]) -> list[str]:
+def _exit_line(record: JobStatus) -> list[str]:
     out: list[str] = []
-    code = record.get("exit_code")
-    if isinstance(code, int):
-        out.append(_line("exit code", str(code)))
-    sig = record.get("signal")
-    if isinstance(sig, int):
+    if record.exit_code is not None:
+        out.append(_line("exit code", str(record.exit_code)))
+    sig = record.signal
+    if sig is not None:
         out.append(_line("signal", f"{sig} ({signal_text(sig)})"))
     return out
 
 
-def status_text(record: dict[str, Any], *, now: float, env: dict[str, str] | None = None,
-                excerpts: list[Excerpt] | None = None) -> str:
-    """The labelled text block for one job (without a trailing newline)."""
-    raw = record
-    view = display_record(record)
-    out = [_line("id", str(view.get("id")))]
-    out.append(_line("name", str(view.get("name") or "job")))
-    out.append(_line("state", str(view.get("state"))))
-    if view.get("group"):
-        group_name = view.get("group_name")
-        suffix = f" ({group_name})" if group_name else ""
-        out.append(_line("group", f"{view['group']}{suffix}"))
-    command = view.get("command")
-    if isinstance(command, list):
-        out.append(_line("command", " ".join(str(a) for a in command)))
-    if view.get("cwd"):
-        out.append(_line("cwd", str(view["cwd"])))
-    pid = raw.get("pid")
-    last_pid = raw.get("last_pid")
-    if isinstance(pid, int):
-        out.append(_line("pid", str(pid)))
-    elif isinstance(last_pid, int):
-        out.append(_line("pid", f"{last_pid} (was; the job stopped, and this pid is history)"))
+def _head(raw: JobStatus, view: JobStatus) -> list[str]:
+    """What ran, where, and how it ended."""
+    out = [_line("id", view.id), _line("name", view.name or "job"),
+           _line("state", view.state.value)]
+    if view.group:
+        suffix = f" ({view.group_name})" if view.group_name else ""
+        out.append(_line("group", f"{view.group}{suffix}"))
+    out.append(_line("command", " ".join(view.command)))
+    if view.cwd:
+        out.append(_line("cwd", view.cwd))
+    if raw.pid is not None:
+        out.append(_line("pid", str(raw.pid)))
+    elif raw.last_pid is not None:
+        out.append(_line("pid", f"{raw.last_pid} (was; the job stopped, and this pid is history)"))
     out.extend(_exit_line(raw))
-    out.append(_line("claim", _claim(raw)))
-    used = _used(raw)
-    if used:
-        out.append(_line("used", used))
-    memory = _memory(raw)
-    if memory:
-        out.append(_line("memory", memory))
-    when = _time(raw, now)
-    if when:
-        out.append(_line("time", when))
-    if raw.get("forced"):
-        reason = view.get("forced_reason") or "qex started this job alone"
-        out.append(_line("forced", str(reason)))
-    if raw.get("state") == "queued" and view.get("blocked_reason"):
-        out.append(_line("waits for", str(view["blocked_reason"])))
-    error = view.get("error")
-    if isinstance(error, str) and error.strip():
-        out.append(_line("note" if raw.get("state") == "completed" else "error", error))
-    note = view.get("note")
-    if isinstance(note, str) and note.strip():
-        out.append(_line("note", note))
-    if raw.get("oom_evidence") == "session":
+    return out
+
+
+def _resources(raw: JobStatus, now: float) -> list[str]:
+    """What the job claimed and used, the limit it had, and its time."""
+    out = [_line("claim", _claim(raw))]
+    found = (("used", _used(raw)), ("memory", _memory(raw)), ("time", _time(raw, now)))
+    out.extend(_line(label, text) for label, text in found if text)
+    return out
+
+
+def _remarks(raw: JobStatus, view: JobStatus) -> list[str]:
+    """Why it started alone, why it waits, what went wrong, and what qex noted."""
+    out: list[str] = []
+    if raw.forced:
+        out.append(_line("forced", view.forced_reason or "qex started this job alone"))
+    if raw.state is State.QUEUED and view.blocked_reason:
+        out.append(_line("waits for", view.blocked_reason))
+    error = view.error
+    if error is not None and error.strip():
+        out.append(_line("note" if raw.state is State.COMPLETED else "error", error))
+    if view.note is not None and view.note.strip():
+        out.append(_line("note", view.note))
+    if raw.oom_evidence == "session":
         out.append(_line("note", "the memory kill was counted for the whole login session, "
                                  "so it is not proven to be this job's"))
-    for text in _output_notes(raw):
-        out.append(_line("output", text))
-    attempts = raw.get("attempts")
-    if isinstance(attempts, int) and (attempts > 1 or raw.get("retries_left")):
-        left = raw.get("retries_left") or 0
-        out.append(_line("attempts", f"{attempts} ({left} retry left)"))
-    if view.get("locks"):
-        out.append(_line("locks", ", ".join(view["locks"])))
-    if view.get("dedupe_key"):
-        out.append(_line("dedupe", str(view["dedupe_key"])))
-    if raw.get("engine_id"):
-        engine = safe_name(str(raw.get("engine") or "engine"))
-        out.append(_line(engine, f"job {safe_name(str(raw['engine_id']))}"))
+    out.extend(_line("output", text) for text in _output_notes(raw))
+    if raw.attempts > 1 or raw.retries_left:
+        out.append(_line("attempts", f"{raw.attempts} ({raw.retries_left} retry left)"))
+    return out
+
+
+def _links(raw: JobStatus, view: JobStatus) -> list[str]:
+    """Locks, keys, pools and devices, and the jobs it waits for."""
+    out: list[str] = []
+    if view.locks:
+        out.append(_line("locks", ", ".join(view.locks)))
+    if view.dedupe_key:
+        out.append(_line("dedupe", view.dedupe_key))
+    if raw.engine_id:
+        out.append(_line(safe_name(raw.engine or "engine"), f"job {safe_name(raw.engine_id)}"))
     claims = _claims(raw)
     if claims:
         out.append(_line("claims", claims))
-    for text in _devices(raw):
-        out.append(_line("devices", text))
-    for label, key in (("needs", "needs"), ("after", "after")):
-        ids = raw.get(key)
-        if isinstance(ids, list) and ids:
-            out.append(_line(label, ", ".join(short_id(str(i)) for i in ids)))
-    if raw.get("caused_by"):
-        out.append(_line("caused by", short_id(str(raw["caused_by"]))))
-    if view.get("tags"):
-        out.append(_line("tags", ", ".join(view["tags"])))
+    out.extend(_line("devices", text) for text in _devices(raw))
+    for label, ids in (("needs", raw.needs), ("after", raw.after)):
+        if ids:
+            out.append(_line(label, ", ".join(short_id(i) for i in ids)))
+    if raw.caused_by:
+        out.append(_line("caused by", short_id(raw.caused_by)))
+    if view.tags:
+        out.append(_line("tags", ", ".join(view.tags)))
+    return out
+
+
+def status_text(record: JobStatus, *, now: float, env: dict[str, str] | None = None,
+                excerpts: list[Excerpt] | None = None) -> str:
+    """The labelled text block for one job (without a trailing newline)."""
+    view = display(record)
+    out = [*_head(record, view), *_resources(record, now), *_remarks(record, view),
+           *_links(record, view)]
     if env is not None:
         out.append(_line("environment", f"{len(env)} variable(s)"))
         out.extend(f"  {visible(k)}={visible(v)}" for k, v in sorted(env.items()))
@@ -361,13 +345,14 @@ def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
     blocks: list[str] = []
     documents: list[dict[str, Any]] = []
     for record in records:
-        job_dir = paths.job_dir(str(record["id"]))
+        job = typed(record)
+        job_dir = paths.job_dir(job.id)
         env = read_env(job_dir) if show_env else None
-        excerpts = [] if no_logs else load_excerpts(job_dir, record, sel=sel, streams=streams)
+        excerpts = [] if no_logs else load_excerpts(job_dir, job, sel=sel, streams=streams)
         if as_json:
             documents.append(status_json(record, env=env, excerpts=excerpts))
         else:
-            blocks.append(status_text(record, now=now, env=env, excerpts=excerpts))
+            blocks.append(status_text(job, now=now, env=env, excerpts=excerpts))
     if as_json:
         text = json.dumps(documents if group else documents[0], indent=2)
     else:

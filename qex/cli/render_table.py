@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from qex.cli.record_view import note_text, time_text
 from qex.core.names import safe_name, short_id
 from qex.core.units import format_size
+
+if TYPE_CHECKING:
+    from qex.core.records import JobStatus
 
 NAME_WIDTH = 16
 HEADERS = ("ID", "STATE", "NAME", "CPU", "MEM", "TIME", "NOTE")
@@ -77,27 +80,24 @@ def cut(text: str, width: int) -> str:
     return text[: width - 1] + "~" if width > 1 else text[:width]
 
 
-def job_row(record: dict[str, Any], now: float) -> tuple[str, str, str, str, str, str, str]:
+def job_row(record: JobStatus, now: float) -> tuple[str, str, str, str, str, str, str]:
     """The seven cells of one job, as plain text."""
-    mem = record.get("mem")
-    cpu = record.get("cpu")
-    ident = short_id(str(record.get("id", "")))
-    if record.get("engine_id"):
+    ident = short_id(record.id)
+    if record.engine_id:
         # A job of another engine shows that engine's id beside qex's (`a1b2c3d4 slurm:123`).
-        ident = f"{ident} {safe_name(str(record.get('engine') or 'engine'))}:" \
-                f"{safe_name(str(record['engine_id']))}"
+        ident = f"{ident} {safe_name(record.engine or 'engine')}:{safe_name(record.engine_id)}"
     return (
         ident,
-        str(record.get("state", "?")),
-        safe_name(str(record.get("name") or "job")),
-        str(cpu) if isinstance(cpu, int) else "-",
-        format_size(mem) if isinstance(mem, int) and mem > 0 else "-",
+        record.state.value,
+        safe_name(record.name or "job"),
+        str(record.cpu),
+        format_size(record.mem) if record.mem > 0 else "-",
         time_text(record, now),
         note_text(record),
     )
 
 
-def render_jobs(records: list[dict[str, Any]], *, now: float, width: int | None = None,
+def render_jobs(records: list[JobStatus], *, now: float, width: int | None = None,
                 color: bool = False) -> list[str]:
     """The header and one line per record, in the order given.
 

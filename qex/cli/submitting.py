@@ -28,14 +28,6 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The keyword names that `spec_options` adds (everything that shapes the job itself).
-SPEC_OPTION_NAMES = (
-    "cpu", "mem", "gpu", "vram", "claim", "lock", "name", "cwd", "env", "env_capture",
-    "no_env_capture", "tag", "priority", "timeout", "max_queue_time", "needs", "after", "job",
-    "retries", "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window", "id_file",
-    "engine",
-)
-
 COMMAND_SETTINGS = {"allow_interspersed_args": False}
 
 

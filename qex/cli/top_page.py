@@ -11,10 +11,11 @@ import time
 from typing import Any
 
 from qex.cli.queue_lines import clock, health_line, others_line, pause_lines
-from qex.cli.record_view import note_text, sort_key, time_text
+from qex.cli.record_view import note_text, sort_key, time_text, typed
 from qex.cli.render_table import cut, paint, state_colour
 from qex.core.model import dataclass
 from qex.core.names import safe_name, short_id
+from qex.core.states import ACTIVE
 from qex.core.units import format_size
 
 #: Finished jobs shown below the running and queued ones.
@@ -85,19 +86,19 @@ def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: floa
     return lines
 
 
-def _row(record: dict[str, Any], live: Live | None, now: float) -> tuple[str, ...]:
-    mem = record.get("mem")
-    claim = format_size(mem) if isinstance(mem, int) and mem > 0 else "-"
+def _row(raw: dict[str, Any], live: Live | None, now: float) -> tuple[str, ...]:
+    record = typed(raw)
+    claim = format_size(record.mem) if record.mem > 0 else "-"
     rss = format_size(live.rss) if live is not None and live.rss is not None else "-"
     cores = f"{live.cores:.2f}" if live is not None and live.cores is not None else "-"
-    cpu = record.get("cpu")
+    active = record.state in ACTIVE
     return (
-        short_id(str(record.get("id", ""))),
-        str(record.get("state", "?")),
-        safe_name(str(record.get("name") or "job")),
-        str(cpu) if isinstance(cpu, int) else "-",
-        cores if record.get("state") in ("starting", "running") else "",
-        f"{claim} / {rss}" if record.get("state") in ("starting", "running") else claim,
+        short_id(record.id),
+        record.state.value,
+        safe_name(record.name or "job"),
+        str(record.cpu),
+        cores if active else "",
+        f"{claim} / {rss}" if active else claim,
         time_text(record, now),
         note_text(record),
     )

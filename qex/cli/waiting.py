@@ -273,7 +273,7 @@ class Waiter:
         except CoordinatorError:
             return None
 
-    def _recover(self, done: Callable[[], bool]) -> None:
+    def _recover(self, done: Callable[[], bool]) -> None:  # noqa: C901, PLR0912 (one recovery, step by step)
         """The coordinator went away: use the records on disk until one answers again."""
         from qex.cli.filewatch import DirWatch
 

@@ -150,7 +150,7 @@ def _cancel_unwritable(job: Job) -> str | None:
     from qex.store import jobs as job_files
 
     trial = JobStatus.from_dict(job.record.to_dict())
-    trial.state = State.CANCELLED.value
+    trial.state = State.CANCELLED
     try:
         job_files.write_status(job.dir, trial)
     except OSError as exc:

@@ -164,7 +164,7 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
         listener.sock.close()
 
 
-async def _main(paths: Paths, config: Config, listener: Listener) -> int:
+async def _main(paths: Paths, config: Config, listener: Listener) -> int:  # noqa: PLR0915 (the start-up steps, in order)
     from qex.coordinator.events import EventHub, retained_from_env
     from qex.coordinator.filewatch import FileWatch
     from qex.coordinator.hooks import make_hook_runner

@@ -97,7 +97,6 @@ def supervisor_gone(coord: Coordinator, job: Job) -> None:
     """The supervisor of `job` exited. Take its result, requeue it, or fail it."""
     job.supervisor_pid = None
     job.supervisor_token = None
-    job.supervisor_is_child = False
     if job.final:
         return
     disk = coord.read_disk(job)

@@ -10,6 +10,8 @@ that still answers `kill(pid, 0)`. Processes are never signalled when the boot d
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from qex.coordinator import pausing
 from qex.coordinator.log import log
 from qex.coordinator.reaper import stop_job_group, watch_foreign
@@ -17,6 +19,7 @@ from qex.coordinator.state import Coordinator, Job, label
 from qex.core import recovery_rule
 from qex.core.states import ACTIVE, FINAL, State
 from qex.platform import liveness, procs
+from qex.store import atomic
 from qex.store import jobs as job_files
 from qex.store.pause import read_pause
 
@@ -28,6 +31,8 @@ def load_jobs(coord: Coordinator) -> list[Job]:
     for job_dir in job_files.iter_job_dirs(coord.paths):
         spec = job_files.read_spec(job_dir)
         record = job_files.read_status(job_dir)
+        if record is None:
+            _say_why_unread(job_dir)
         if spec is None or record is None or record.id != job_dir.name:
             # Not silently dropped: `qex list` names it, and `qex gc` removes it in time.
             broken = job_files.STATUS if record is None or record.id != job_dir.name else \
@@ -35,14 +40,16 @@ def load_jobs(coord: Coordinator) -> list[Job]:
             coord.damaged[job_dir.name] = str(job_dir / broken)
             log(f"the record {job_dir / broken} cannot be read; qex lists it as damaged")
             continue
-        try:
-            State(record.state)
-        except ValueError:
-            log(f"the record in {job_dir} has the unknown state `{record.state}`; "
-                "qex leaves it alone")
-            continue
         loaded.append(Job.from_records(spec, record, job_dir))
     return loaded
+
+
+def _say_why_unread(job_dir: Path) -> None:
+    """Log a record that a newer qex wrote with a state this one does not know."""
+    raw = atomic.read_json(job_dir / job_files.STATUS)
+    state = raw.get("state") if isinstance(raw, dict) else None
+    if isinstance(state, str) and state not in {s.value for s in State}:
+        log(f"the record in {job_dir} has the unknown state `{state}`; qex leaves it alone")
 
 
 def recover(coord: Coordinator) -> None:
@@ -117,7 +124,6 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
         sup_pid, sup_token = liveness.supervisor_of(record.to_dict(), pid_file)
         job.supervisor_pid = sup_pid
         job.supervisor_token = sup_token or procs.start_token(int(sup_pid or 0))
-        job.supervisor_is_child = False
         log(f"the supervisor (pid {sup_pid}) of the job {label(record)} still operates; "
             "qex watches it")
         watch_foreign(coord, job)

@@ -136,7 +136,7 @@ class Runner:
             self.prune_history(now)
         self.check_idle(coord.now())
 
-    def next_delay(self, now: float) -> float | None:
+    def next_delay(self, now: float) -> float | None:  # noqa: C901, PLR0912 (one timer a branch)
         coord = self.coord
         deadlines: list[float] = []
         if self.watcher is not None:

@@ -14,6 +14,7 @@ record's writer, and the coordinator keeps its pid in `supervisor.pid`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from qex.coordinator import pausing
 from qex.coordinator.log import log
@@ -31,6 +32,9 @@ from qex.store import jobs as job_files
 #: while the fault lasts.
 DISK_WAIT_FIRST_SECS = 0.5
 DISK_WAIT_MAX_SECS = 10.0
+
+if TYPE_CHECKING:
+    from qex.core.records import AssignmentPart
 
 
 @dataclass
@@ -171,14 +175,14 @@ def apply(coord: Coordinator, decision: Decision) -> None:
         coord.kick()
 
 
-def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object]],
+def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
     from qex.platform.launch import launch_supervisor
 
     now = coord.now()
     record = job.record
     before = record.to_dict()
-    record.state = State.STARTING.value
+    record.state = State.STARTING
     record.assigned = assigned
     record.forced = forced
     record.forced_reason = forced_reason if forced else None
@@ -210,7 +214,6 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
     if forked is not None:
         job.supervisor_pid = forked.pid
         job.supervisor_token = forked.start_token
-        job.supervisor_is_child = False
         _write_supervisor_pid(job, forked.pid, forked.start_token)
         from qex.coordinator.reaper import watch_foreign
 
@@ -226,7 +229,6 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, dict[str, object
         return
     job.supervisor_pid = launched.pid
     job.supervisor_token = launched.start_token
-    job.supervisor_is_child = True
     coord.children[launched.pid] = job.id
     if launched.note:
         log(f"the job {label(record)} runs without a scope: {launched.note}")

@@ -53,11 +53,10 @@ class Job:
     dedupe_window: float = 0.0
     #: The dedupe key from spec.json (the record holds a reader's copy).
     dedupe_key: str | None = None
-    #: The supervisor, when this coordinator knows it: pid, start token, and whether it is
-    #: our child (reaped on SIGCHLD) or inherited from an earlier coordinator (watched).
+    #: The supervisor, when this coordinator knows it: its pid and start token (a child is
+    #: reaped on SIGCHLD, one inherited from an earlier coordinator is watched).
     supervisor_pid: int | None = None
     supervisor_token: str | None = None
-    supervisor_is_child: bool = False
     #: The scheduler's last view of this job, and the record fields it was built from:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
@@ -317,7 +316,7 @@ class Coordinator:
         """Make a final state that the coordinator decides (cancel, skip, expiry, failure)."""
         now = self.now()
         record = job.record
-        record.state = state.value
+        record.state = state
         record.finished_at = now
         record.blocked_reason = None
         record.blocked_since = None
@@ -406,7 +405,3 @@ def _why(exc: OSError) -> str:
 
 def describe_os_error(exc: OSError) -> str:
     return _why(exc)
-
-
-def record_dict(job: Job) -> dict[str, Any]:
-    return job.record.to_dict()

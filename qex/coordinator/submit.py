@@ -61,7 +61,7 @@ def _is_count(value: object, minimum: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
 
-def spec_problems(raw: dict[str, Any]) -> list[str]:
+def spec_problems(raw: dict[str, Any]) -> list[str]:  # noqa: C901, PLR0912 (a check a field)
     """What makes a wire spec unusable (the values are checked as JSON gives them)."""
     problems: list[str] = []
     job_id = raw.get("id")

@@ -103,11 +103,6 @@ def resolve_mem(request: ClaimRequest, budget: int) -> int:
     return int(request)
 
 
-def is_resource_name(name: str) -> bool:
-    """A name that a pool, a lock or a claim may have."""
-    return bool(_RESOURCE_NAME.match(name)) and name.lower() not in RESERVED_NAMES
-
-
 def resource_name_problem(name: str, *, what: str) -> str | None:
     """Why `name` cannot name a pool or a lock, or None when it can."""
     if name.lower() in RESERVED_NAMES:

@@ -26,7 +26,7 @@ children: with the job's own counter the cause is certain, and raising the claim
 from __future__ import annotations
 
 from qex.core.model import dataclass
-from qex.core.states import State
+from qex.core.states import OomEvidence, State
 from qex.core.units import format_duration, format_size
 
 SIGKILL = 9
@@ -44,14 +44,14 @@ class AttemptEnd:
     oom_kills: int = 0
     oom_proven: bool = False
     #: "cgroup" (the job's own leaf), "session" (the login session), or None (no counter).
-    oom_source: str | None = None
+    oom_source: OomEvidence | None = None
 
 
 @dataclass(frozen=True)
 class Verdict:
     state: State
     #: "cgroup" or "session" for an `oom` state, else None.
-    oom_evidence: str | None = None
+    oom_evidence: OomEvidence | None = None
     #: A sentence for the record's `error` field, when the state alone does not explain it.
     error: str | None = None
 

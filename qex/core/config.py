@@ -9,6 +9,7 @@ gave (`BudgetValue`) because they resolve against the machine at use time.
 from __future__ import annotations
 
 from qex.core.model import dataclass, field
+from qex.core.states import EnforceMode, EnvCapture
 
 
 class ConfigError(ValueError):
@@ -56,7 +57,7 @@ class SystemSection:
 
 @dataclass(frozen=True)
 class EnforceSection:
-    mode: str = "off"                # off | soft | hard
+    mode: EnforceMode = "off"
     mem_overcommit: float = 1.5      # soft: memory.max = claim * this
     use_systemd: bool = True         # permit a transient systemd scope for the cgroup
 
@@ -87,7 +88,7 @@ DEFAULT_MINIMAL_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ")
 
 @dataclass(frozen=True)
 class SubmitSection:
-    env_capture: str = "all"         # all | minimal | none
+    env_capture: EnvCapture = "all"
     minimal_env: tuple[str, ...] = DEFAULT_MINIMAL_ENV
 
 

@@ -51,7 +51,7 @@ from qex.core.config_reader import (
 from qex.core.engine_config import parse_engine
 from qex.core.hints import ALSO_CHOICES
 from qex.core.names import visible
-from qex.core.states import FINAL, parse_state
+from qex.core.states import ENFORCE_MODES, ENV_CAPTURES, FINAL, parse_state
 from qex.core.units import (
     KIB,
     MIB,
@@ -71,10 +71,8 @@ MIN_LOG_BYTES = 16 * KIB
 #: The smallest memory budget that can run a job at all.
 MIN_MEM_BUDGET = 64 * MIB
 
-ENFORCE_MODES = ("off", "soft", "hard")
 OVERSIZED_POLICIES = ("run-when-idle", "reject", "queue")
 IO_CLASSES = ("none", "best-effort", "idle")
-CAPTURE_MODES = ("all", "minimal", "none")
 
 
 def _budget(reader: SectionReader, key: str, default: BudgetValue, *, cores: bool) -> BudgetValue:
@@ -230,7 +228,7 @@ def _parse_submit(r: SectionReader) -> SubmitSection:
                 "names such as \"PATH\""
             ))
     return SubmitSection(
-        env_capture=r.choice("env_capture", base.env_capture, CAPTURE_MODES),
+        env_capture=r.choice("env_capture", base.env_capture, ENV_CAPTURES),
         minimal_env=tuple(dict.fromkeys(names)),
     )
 

@@ -58,7 +58,7 @@ def parse_pools(data: Mapping[str, Any], source: str) -> tuple[Pool, ...]:
     return tuple(pools)
 
 
-def _pool(table: Mapping[str, Any], source: str, position: int) -> Pool:
+def _pool(table: Mapping[str, Any], source: str, position: int) -> Pool:  # noqa: C901 (one check per key of a [[pool]])
     for key in table:
         if key not in POOL_KEYS:
             close = difflib.get_close_matches(str(key), POOL_KEYS, n=1, cutoff=0.6)

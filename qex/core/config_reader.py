@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from qex.core.config import ConfigError
 from qex.core.names import visible
@@ -23,6 +23,8 @@ from qex.core.units import (
     parse_number,
     parse_size,
 )
+
+W = TypeVar("W", bound=str)
 
 #: Every key of every section, in the order of the config page.
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -112,7 +114,7 @@ class SectionReader:
             ))
         return value
 
-    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+    def choice(self, key: str, default: W, choices: tuple[W, ...]) -> W:
         if key not in self.table:
             return default
         value = self.table[key]
@@ -120,14 +122,14 @@ class SectionReader:
         ours = LEGACY_VALUES.get((self.section, key), {}).get(word)
         if ours is not None and not self.pool:
             self.legacy.append(f"[{self.section}] {key} = \"{word}\"")
-            return ours
-        if word not in choices:
-            listed = ", ".join(f'"{c}"' for c in choices)
-            self.fail(key, (
-                f"must be one of {listed}, and `{self.shown(key)}` is not; use one of "
-                "those words"
-            ))
-        return word
+            word = ours
+        for choice in choices:
+            if choice == word:
+                return choice
+        listed = ", ".join(f'"{c}"' for c in choices)
+        self.fail(key, (
+            f"must be one of {listed}, and `{self.shown(key)}` is not; use one of those words"
+        ))
 
     def count(self, key: str, default: int, low: int | None = None, high: int | None = None) -> int:
         if key not in self.table:

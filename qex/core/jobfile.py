@@ -34,6 +34,7 @@ from qex.core.jobfile_fields import (
 )
 from qex.core.model import dataclass, field
 from qex.core.names import is_safe_name, visible
+from qex.core.states import ENV_CAPTURES, EnvCapture, pick
 
 __all__ = [
     "RESOURCE_FIELDS",
@@ -54,7 +55,6 @@ JOB_FIELDS: tuple[str, ...] = (
 )
 STAGE_FIELDS: tuple[str, ...] = tuple(f for f in JOB_FIELDS if not f.startswith("dedupe_"))
 PIPELINE_FIELDS: tuple[str, ...] = ("name", "jobs")
-CAPTURE_MODES = ("all", "minimal", "none")
 
 JOB_EXAMPLE = (
     'command = ["make", "test"], name = "tests", and under [resources]: cpu = 2, mem = "4GB"'
@@ -79,7 +79,7 @@ class JobFile:
     priority: int | None = None
     needs: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
-    env_capture: str | None = None
+    env_capture: EnvCapture | None = None
     nice: int | None = None
     no_limit_env_hints: bool = False
     dedupe_key: str | None = None
@@ -132,10 +132,11 @@ class PipelineFile:
 
 def _job(table: Mapping[str, Any], source: str, where: str, *, stage: bool) -> JobFile:
     fields = Fields(source, where, table)
-    env_capture = fields.text("env_capture")
-    if env_capture is not None:
-        env_capture = env_capture.strip().lower()
-        if env_capture not in CAPTURE_MODES:
+    capture_word = fields.text("env_capture")
+    env_capture: EnvCapture | None = None
+    if capture_word is not None:
+        env_capture = pick(capture_word.strip().lower(), ENV_CAPTURES)
+        if env_capture is None:
             fields.fail("env_capture", (
                 f"is `{fields.shown('env_capture')}`; give all, minimal or "
                 "none"

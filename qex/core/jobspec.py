@@ -39,9 +39,8 @@ from qex.core.model import dataclass, field, replace
 from qex.core.names import derive_name, is_safe_name, visible
 from qex.core.records import JobSpec
 from qex.core.spec_pools import check_pool_env, pool_claims
+from qex.core.states import ENV_CAPTURES, ClaimSource, EnvCapture, pick
 from qex.core.units import UnitError, format_size, parse_duration
-
-CAPTURE_MODES = ("all", "minimal", "none")
 
 
 class SpecError(ValueError):
@@ -219,7 +218,7 @@ def _command(opts: SubmitOptions, job_file: JobFile | None) -> list[str]:
     return command
 
 
-def _capture_mode(opts: SubmitOptions, jf: JobFile, config: Config) -> str:
+def _capture_mode(opts: SubmitOptions, jf: JobFile, config: Config) -> EnvCapture:
     if opts.no_env_capture:
         if opts.env_capture is not None and opts.env_capture.strip().lower() != "none":
             raise SpecError(
@@ -228,8 +227,8 @@ def _capture_mode(opts: SubmitOptions, jf: JobFile, config: Config) -> str:
             )
         return "none"
     if opts.env_capture is not None:
-        mode = opts.env_capture.strip().lower()
-        if mode not in CAPTURE_MODES:
+        mode = pick(opts.env_capture.strip().lower(), ENV_CAPTURES)
+        if mode is None:
             raise SpecError(
                 f"--env-capture takes all, minimal or none, and `{visible(opts.env_capture)}` "
                 "is none of them"
@@ -292,7 +291,7 @@ def _claim(
     opts: SubmitOptions, jf: JobFile, *, config: Config, machine: Machine,
     learned: tuple[int | None, int | None] | None, learn_key: list[str] | None,
     warnings: list[str],
-) -> tuple[int, int, str, bool]:
+) -> tuple[int, int, ClaimSource, bool]:
     """(cpu, mem, claim_source, explicit): explicit when the person gave BOTH halves."""
     cpu_budget = config.cpu_budget(machine)
     mem_budget = config.mem_budget(machine)
@@ -325,7 +324,7 @@ def _claim(
     else:
         mem = config.defaults.default_mem(machine)
     if used_learned:
-        source = "fan-out" if learn_key is not None else "learned"
+        source: ClaimSource = "fan-out" if learn_key is not None else "learned"
     elif cpu_req is not None or mem_req is not None:
         source = "explicit"
     else:

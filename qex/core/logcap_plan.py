@@ -92,11 +92,6 @@ def tail_trim(tail: bytes, starts_mid_line: bool, ring: int) -> tuple[int, bool]
     return 0, True
 
 
-def is_qex_line(line: bytes) -> bool:
-    """True for a whole line (without its newline) that qex wrote, not the job."""
-    return line.startswith(NOTE_PREFIX) or ATTEMPT_MARK.fullmatch(line) is not None
-
-
 class JobTextTally:
     """Counts the job's bytes and newlines in a stretch of a log file, fed in chunks.
 

@@ -12,13 +12,86 @@ skip, expiry) and for recovery of records whose supervisor is gone.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from qex.core import model as dataclasses
+from qex.core import model
 from qex.core.model import dataclass, field
-from qex.core.states import FINAL, State
+from qex.core.states import FINAL, ClaimSource, EnforceMode, EnvCapture, OomEvidence, State
 
 T = TypeVar("T")
+
+# The parts of a record below are JSON objects on disk and on the wire, so they are typed as
+# TypedDicts: the same dicts as ever (nothing to convert, old records load as they are), with
+# names and types that mypy checks. Every key may be missing in a record from an older qex.
+# They exist for the type checker only: building five TypedDict classes would cost every
+# `qex status` a measurable part of a millisecond, and no code needs them at run time.
+
+if TYPE_CHECKING:
+
+    class PoolClaimPart(TypedDict, total=False):
+        """A claim on one pool, as `claims` holds it (see `PoolClaim`)."""
+
+        count: int
+        size: int | None
+
+
+    class AssignmentPart(TypedDict, total=False):
+        """What one pool gave a job, as `assigned` holds it (see `Assignment`)."""
+
+        units: int
+        devices: list[int]
+        size: int | None
+
+
+    class Usage(TypedDict, total=False):
+        """What the job really used: peak memory in bytes, CPU seconds, where the peak came from."""
+
+        max_rss: int
+        source: str                  # memory.peak | rusage
+        cpu_secs: float
+        orphans_reaped: int
+        pressure: dict[str, Any] | None
+
+
+    class Enforcement(TypedDict, total=False):
+        """How memory was enforced for the last attempt (`qex help enforcement`)."""
+
+        mode: EnforceMode
+        active: bool
+        reason: str | None
+        backend: str | None
+        unit: str | None
+        cgroup: str | None
+        memory_max: int | None
+        memory_high: int | None
+        swap_max: int | None
+        notes: list[str]
+
+
+    class LogsDropped(TypedDict, total=False):
+        """Output that `[logs] max_bytes`, or a log write that failed, kept out of the log
+        files."""
+
+        write_error: str | None
+        stdout_bytes: int
+        stdout_lines: int
+        stderr_bytes: int
+        stderr_lines: int
+        limit: int
+        incomplete: bool
+
+
+def dropped_counts(part: LogsDropped | None, stream: str) -> tuple[int, int]:
+    """(bytes, lines) that the output limit removed from `stream` (stdout or stderr)."""
+    if not part:
+        return 0, 0
+    if stream == "stdout":
+        size, lines = part.get("stdout_bytes"), part.get("stdout_lines")
+    elif stream == "stderr":
+        size, lines = part.get("stderr_bytes"), part.get("stderr_lines")
+    else:
+        return 0, 0
+    return (size if isinstance(size, int) else 0), (lines if isinstance(lines, int) else 0)
 
 
 def _plain(value: Any) -> Any:
@@ -38,9 +111,14 @@ def _to_dict(record: Any) -> dict[str, Any]:
     return {key: _plain(value) for key, value in vars(record).items()}
 
 
+_NAMES: dict[type, frozenset[str]] = {}
+
+
 def _from_dict(cls: type[T], data: dict[str, Any]) -> T:
     """Build a dataclass from a dict, keeping only the fields it knows."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = frozenset(f.name for f in model.fields(cls))
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
@@ -51,7 +129,7 @@ class PoolClaim:
     count: int
     size: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PoolClaimPart:
         return {"count": self.count, "size": self.size}
 
 
@@ -63,7 +141,7 @@ class Assignment:
     devices: list[int] = field(default_factory=list)
     size: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AssignmentPart:
         return {"units": self.units, "devices": list(self.devices), "size": self.size}
 
 
@@ -83,14 +161,14 @@ class JobSpec:
     max_queue_time: float | None = None
     tags: list[str] = field(default_factory=list)
     priority: int = 0
-    env_capture: str = "all"
-    claim_source: str = "default"          # explicit | learned | default | fan-out
+    env_capture: EnvCapture = "all"
+    claim_source: ClaimSource = "default"
     group: str | None = None
     group_name: str | None = None
     needs: list[str] = field(default_factory=list)
     after: list[str] = field(default_factory=list)
     locks: list[str] = field(default_factory=list)
-    claims: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> PoolClaim dict
+    claims: dict[str, PoolClaimPart] = field(default_factory=dict)
     retries: int = 0
     nice: int | None = None
     dedupe_key: str | None = None
@@ -126,12 +204,12 @@ class JobStatus:
     name: str
     command: list[str]
     cwd: str
-    state: str = State.QUEUED.value
+    state: State = State.QUEUED
     submitted_at: float = 0.0
     sequence: int = 0
     cpu: int = 1
     mem: int = 0
-    claim_source: str = "default"
+    claim_source: ClaimSource = "default"
     pid: int | None = None
     pid_start_token: str | None = None
     last_pid: int | None = None
@@ -144,7 +222,7 @@ class JobStatus:
     finished_at: float | None = None
     group: str | None = None
     group_name: str | None = None
-    usage: dict[str, Any] | None = None            # {max_rss: bytes, cpu_secs: float, source: str}
+    usage: Usage | None = None
     forced: bool = False
     forced_reason: str | None = None
     queue_pause_secs: float = 0.0
@@ -156,21 +234,20 @@ class JobStatus:
     after: list[str] = field(default_factory=list)
     locks: list[str] = field(default_factory=list)
     dedupe_key: str | None = None
-    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
-    assigned: dict[str, dict[str, Any]] = field(default_factory=dict)  # pool -> Assignment dict
+    claims: dict[str, PoolClaimPart] = field(default_factory=dict)
+    assigned: dict[str, AssignmentPart] = field(default_factory=dict)
     attempts: int = 0
     retries_left: int = 0
     #: OOM corrections left ([retry] on_oom), counted apart from --retries.
     oom_retries_left: int | None = None
     caused_by: str | None = None
-    logs_dropped: dict[str, Any] | None = None
+    logs_dropped: LogsDropped | None = None
     tags: list[str] = field(default_factory=list)
-    #: How memory was enforced for the last attempt:
-    #: {mode, active, reason, backend, unit, memory_max, memory_high}
-    enforcement: dict[str, Any] | None = None
+    #: How memory was enforced for the last attempt.
+    enforcement: Enforcement | None = None
     #: Where an `oom` verdict came from: "cgroup" (this job's own leaf, proven) or
     #: "session" (the login session's counter; reported, never retried).
-    oom_evidence: str | None = None
+    oom_evidence: OomEvidence | None = None
     #: False once the job has run: --max-queue-time never expires a later attempt.
     queue_time_applies: bool = True
     note: str | None = None
@@ -179,10 +256,18 @@ class JobStatus:
     engine_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_dict(self)
+        data = _to_dict(self)
+        data["state"] = str(self.state)  # a plain str, as every reader of a dict expects
+        return data
+
+    def __post_init__(self) -> None:
+        # A record read from JSON (or built by a test) names its state as a plain string.
+        if type(self.state) is not State:
+            self.state = State(self.state)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobStatus:
+        """The record from its JSON form; ValueError for a state this qex does not know."""
         return _from_dict(cls, data)
 
     @classmethod
@@ -199,7 +284,7 @@ class JobStatus:
 
     @property
     def final(self) -> bool:
-        return State(self.state) in FINAL
+        return self.state in FINAL
 
     def back_to_queue(self) -> None:
         """Make the record `queued` again: no process, no queue reason, no end.
@@ -207,7 +292,7 @@ class JobStatus:
         What the job keeps is the caller's choice: an OOM retry keeps `started_at` and
         `attempts` (the job has run), a start that never happened clears them itself.
         """
-        self.state = State.QUEUED.value
+        self.state = State.QUEUED
         self.pid = None
         self.pid_start_token = None
         self.supervisor_pid = None

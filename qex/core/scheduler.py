@@ -279,7 +279,7 @@ def _pause_reason(snap: Snapshot) -> str | None:
     return None
 
 
-def decide(snap: Snapshot) -> Decision:
+def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pass, in the order of the rules)
     """Run one scheduler pass over `snap` (see the module docstring for the order)."""
     deps = dependency_verdicts(snap)
     pause_reason = _pause_reason(snap)

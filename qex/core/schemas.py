@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from qex.core.states import FINAL, State
+from qex.core.states import CLAIM_SOURCES, ENFORCE_MODES, ENV_CAPTURES, OOM_EVIDENCE, State
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _BASE_ID = "urn:qex:schema:"
@@ -46,9 +46,7 @@ def _described(schema: Schema, text: str) -> Schema:
 
 
 STATE_NAMES: tuple[str, ...] = tuple(s.value for s in State)
-FINAL_NAMES: tuple[str, ...] = tuple(s.value for s in State if s in FINAL)
-CLAIM_SOURCES = ("explicit", "learned", "default", "fan-out")
-ENV_CAPTURE = ("all", "minimal", "none")
+ENV_CAPTURE = ENV_CAPTURES
 #: Words that a job file may give for `cpu` or `mem` in place of a number.
 CLAIM_WORDS = ("half", "guess", "auto", "full", "max", "all")
 
@@ -113,7 +111,7 @@ _ENFORCEMENT: Schema = {
     "type": "object",
     "description": "How memory was enforced for the last attempt (`qex help enforcement`).",
     "properties": {
-        "mode": {"enum": ["off", "soft", "hard"]},
+        "mode": {"enum": list(ENFORCE_MODES)},
         "active": {"type": "boolean"},
         "reason": _nullable(_STRING),
         "backend": _nullable(_STRING),
@@ -175,7 +173,7 @@ STATUS_PROPERTIES: dict[str, Schema] = {
     "logs_dropped": _nullable(_LOGS_DROPPED),
     "tags": _STRINGS,
     "enforcement": _nullable(_ENFORCEMENT),
-    "oom_evidence": _described(_nullable({"enum": ["cgroup", "session", "slurm"]}),
+    "oom_evidence": _described(_nullable({"enum": list(OOM_EVIDENCE)}),
                                "cgroup = proven by the job's own cgroup; slurm = Slurm's "
                                "OUT_OF_MEMORY"),
     "queue_time_applies": {"type": "boolean"},

@@ -1,13 +1,19 @@
-"""Job states and the exit-code band that every job-speaking command obeys.
+"""Job states, the other closed word sets of a record, and the exit-code band that every
+job-speaking command obeys.
 
 Pure. The band keeps 0..96 for the job itself and gives 97..127 to qex, so a script can tell
 "the job failed" from "my wait stopped" by the code alone (see `qex help exit-codes`).
+
+Each word set (claim sources, environment capture, enforcement modes, OOM evidence) is spelled
+once here, as a `Literal` for mypy and as a tuple for the code that checks user text against
+it; tests/unit/test_old_records.py checks that the two agree, and `qex.core.schemas` lists the
+same tuples. They live in this module because every command already imports it.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 
 class State(StrEnum):
@@ -22,6 +28,34 @@ class State(StrEnum):
     OOM = "oom"
     CANCELLED = "cancelled"
     SKIPPED = "skipped"
+
+
+#: Where a job's claim came from: the user, the learner, the defaults, or a fan-out sibling.
+ClaimSource = Literal["explicit", "learned", "default", "fan-out"]
+CLAIM_SOURCES: tuple[ClaimSource, ...] = ("explicit", "learned", "default", "fan-out")
+
+#: How much of the submitting shell's environment a job gets.
+EnvCapture = Literal["all", "minimal", "none"]
+ENV_CAPTURES: tuple[EnvCapture, ...] = ("all", "minimal", "none")
+
+#: `[enforce] mode`: no limit, a soft limit (memory.high, with a higher memory.max), or hard.
+EnforceMode = Literal["off", "soft", "hard"]
+ENFORCE_MODES: tuple[EnforceMode, ...] = ("off", "soft", "hard")
+
+#: Where an `oom` verdict came from: the job's own cgroup (proven), the login session, or
+#: Slurm's OUT_OF_MEMORY state.
+OomEvidence = Literal["cgroup", "session", "slurm"]
+OOM_EVIDENCE: tuple[OomEvidence, ...] = ("cgroup", "session", "slurm")
+
+W = TypeVar("W", bound=str)
+
+
+def pick(word: str, choices: tuple[W, ...]) -> W | None:
+    """The member of `choices` equal to `word`, typed as the set's Literal; None if none is."""
+    for choice in choices:
+        if choice == word:
+            return choice
+    return None
 
 
 ACTIVE = frozenset({State.STARTING, State.RUNNING})

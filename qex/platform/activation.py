@@ -76,17 +76,3 @@ def notify(message: str, env: MutableMapping[str, str] | None = None) -> bool:
     except OSError:
         return False
 
-
-def notify_ready(status: str | None = None, env: MutableMapping[str, str] | None = None) -> bool:
-    """READY=1 (and a STATUS= line): with Type=notify, systemd counts the coordinator as
-    started only from here, and `systemctl --user status qex` shows the status text."""
-    text = "READY=1" + (f"\nSTATUS={status}" if status else "")
-    return notify(text, env)
-
-
-def notify_status(status: str, env: MutableMapping[str, str] | None = None) -> bool:
-    return notify(f"STATUS={status}", env)
-
-
-def notify_stopping(env: MutableMapping[str, str] | None = None) -> bool:
-    return notify("STOPPING=1", env)

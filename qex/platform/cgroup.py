@@ -1,7 +1,7 @@
 """cgroup v2 interface files, reached through one object rooted at the cgroup mount.
 
 Every read and write that qex makes in cgroupfs goes through `CgroupFS`, so the enforcement
-logic can run in unit tests against a temp directory (`qex.platform.fakes.FakeCgroupFS`)
+logic can run in unit tests against a temp directory (`qex.testing.fakes.FakeCgroupFS`)
 instead of a kernel. A cgroup is named by its cgroup path, the form that `/proc/<pid>/cgroup`
 prints (`/user.slice/.../qex-1a2b3c4d-1.scope`), never by a host path; the object maps it.
 
@@ -96,15 +96,6 @@ def cgroup_of(pid: int | str = "self", proc_root: Path = Path("/proc")) -> str |
 def join(parent: str, child: str) -> str:
     """A child cgroup path; `join("/a.scope", "job-1")` is `/a.scope/job-1`."""
     return parent.rstrip("/") + "/" + child
-
-
-def parent_of(path: str) -> str:
-    head = path.rstrip("/").rsplit("/", 1)[0]
-    return head or "/"
-
-
-def leaf_name(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 @dataclass

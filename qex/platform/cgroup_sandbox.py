@@ -29,10 +29,14 @@ limit that was not applied.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qex.platform.cgroup import CgroupError, CgroupFS, join
 from qex.platform.sandbox import Evidence, Limits
+
+if TYPE_CHECKING:
+    from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode
 
 SUPERVISOR_LEAF = "supervisor"
 
@@ -42,7 +46,7 @@ class CgroupSandbox:
 
     backend = "systemd-scope"
 
-    def __init__(self, fs: CgroupFS, scope: str, unit: str, mode: str) -> None:
+    def __init__(self, fs: CgroupFS, scope: str, unit: str, mode: EnforceMode) -> None:
         self.fs = fs
         self.scope = scope
         self.unit = unit
@@ -60,7 +64,7 @@ class CgroupSandbox:
     # -- setting up ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, fs: CgroupFS, scope: str, unit: str, mode: str,
+    def open(cls, fs: CgroupFS, scope: str, unit: str, mode: EnforceMode,
              pid: int | None = None) -> CgroupSandbox:
         """Move the supervisor into `supervisor/` and enable the controllers for children.
 
@@ -190,8 +194,8 @@ class CgroupSandbox:
             },
         )
 
-    def describe(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def describe(self) -> Enforcement:
+        data: Enforcement = {
             "mode": self.mode,
             "active": self.active,
             "reason": self.reason,

@@ -165,7 +165,9 @@ def _user_name(uid: int) -> str | None:
         return None
 
 
-def probe(where: Probe | None = None, *, use_systemd: bool = True) -> Capabilities:
+def probe(  # noqa: C901, PLR0912 (one probe after another)
+    where: Probe | None = None, *, use_systemd: bool = True,
+) -> Capabilities:
     """Run every check once and say the first that fails (uncached; see `detect`)."""
     p = where or Probe()
     connect = p.connect or _socket_answers

@@ -15,10 +15,14 @@ no such file and the evidence is empty.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qex.platform import host
 from qex.platform.sandbox import Evidence, Limits
+
+if TYPE_CHECKING:
+    from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -66,7 +70,7 @@ class ProcessGroupSandbox:
         self.reason = reason
         self._events = events if events is not None or not discover else own_memory_events()
         self._before: int | None = None
-        self._mode = "off"
+        self._mode: EnforceMode = "off"
 
     def begin_attempt(self, limits: Limits) -> None:
         self._mode = limits.mode
@@ -81,7 +85,7 @@ class ProcessGroupSandbox:
             return Evidence()
         return Evidence(oom_kills=max(0, after - self._before), proven=False, source="session")
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Enforcement:
         return {
             "mode": self._mode,
             "active": False,

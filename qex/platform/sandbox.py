@@ -13,16 +13,20 @@ This module stays import-light: the supervisor loads it once per job.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from qex.core.model import dataclass, field
+
+if TYPE_CHECKING:
+    from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode, OomEvidence
 
 
 @dataclass
 class Limits:
     """The memory limits for one attempt. None means "do not set"."""
 
-    mode: str = "off"                 # off | soft | hard
+    mode: EnforceMode = "off"
     memory_max: int | None = None
     memory_high: int | None = None
     swap_max: int | None = None
@@ -34,7 +38,7 @@ class Evidence:
 
     oom_kills: int = 0                # kills counted during this attempt
     proven: bool = False              # True only when the count is this job's own cgroup
-    source: str | None = None         # "cgroup" | "session" | None
+    source: OomEvidence | None = None
     peak: int | None = None           # memory.peak of the job leaf, bytes
     #: {"some_avg10": .., "full_avg10": .., "some_total_us": ..}
     pressure: dict[str, Any] | None = None
@@ -59,7 +63,7 @@ class Sandbox(Protocol):
     def evidence(self) -> Evidence:
         """Counters since `begin_attempt`: OOM kills, peak, pressure."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Enforcement:
         """The `enforcement` field of the record for this attempt."""
 
     def close(self) -> None:

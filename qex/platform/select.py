@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 from qex.platform.sandbox import Limits, Sandbox
 
 if TYPE_CHECKING:
+    from qex.core.states import EnforceMode
     from qex.platform.cgroup import CgroupFS
 
 ENFORCING_MODES = ("soft", "hard")
 
 
-def limits_for(mode: str, claim: int, overcommit: float) -> Limits:
+def limits_for(mode: EnforceMode, claim: int, overcommit: float) -> Limits:
     """The limits of `[enforce] mode` for a memory claim in bytes.
 
     hard: memory.max = claim and no swap (so the claim is a ceiling); soft: memory.high =
@@ -42,7 +43,7 @@ def _why_no_scope(use_systemd: bool) -> str:
             "[enforce] mode = \"off\" or use_systemd = false when the job started)")
 
 
-def open_sandbox(job_id: str, mode: str, *, use_systemd: bool = True,
+def open_sandbox(job_id: str, mode: EnforceMode, *, use_systemd: bool = True,
                  own_cgroup: str | None = None, fs: CgroupFS | None = None) -> Sandbox:
     """The sandbox for this supervisor's job. `mode` is `[enforce] mode` (off/soft/hard).
 

@@ -41,7 +41,7 @@ def read_spec(job_dir: Path) -> JobSpec | None:
         return None
     try:
         return JobSpec.from_dict(data)
-    except TypeError:
+    except (TypeError, ValueError):
         return None
 
 
@@ -55,7 +55,7 @@ def read_status(job_dir: Path) -> JobStatus | None:
         return None
     try:
         return JobStatus.from_dict(data)
-    except TypeError:
+    except (TypeError, ValueError):  # a field missing, or a state this qex does not know
         return None
 
 

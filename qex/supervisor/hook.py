@@ -168,7 +168,7 @@ def _execute(argv: list[str], status: JobStatus, job_dir: Path, *, timeout: floa
             f"{short_id(status.id)} --hook`")
 
 
-def _follow(pid: int, read_fd: int, log_fd: int, *, deadline: float, children: ChildWatch,
+def _follow(pid: int, read_fd: int, log_fd: int, *, deadline: float, children: ChildWatch,  # noqa: C901, PLR0912, PLR0915 (one event loop)
             reaper: Reaper) -> tuple[str | None, int]:
     """Copy the hook's output until it exits; returns (why qex stopped it, wait status)."""
     selector = selectors.DefaultSelector()

@@ -10,11 +10,14 @@ nothing; neither does a kill that only the session's counter saw. Nothing is rec
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qex.core import learner
 from qex.core.records import JobSpec, JobStatus
 from qex.store.paths import Paths
+
+if TYPE_CHECKING:
+    from qex.core.records import Usage
 
 
 def _key(spec: JobSpec) -> str:
@@ -27,7 +30,7 @@ def _elapsed(status: JobStatus, finished: float) -> float:
 
 
 def record_completed(paths: Paths, spec: JobSpec, status: JobStatus, finished: float) -> None:
-    usage: dict[str, Any] = status.usage or {}
+    usage: Usage = status.usage or {}
     if not usage.get("max_rss"):
         return
     from qex.store import usage as store
@@ -41,7 +44,7 @@ def record_completed(paths: Paths, spec: JobSpec, status: JobStatus, finished: f
 
 
 def record_oom_kill(paths: Paths, spec: JobSpec, status: JobStatus, finished: float) -> None:
-    usage: dict[str, Any] = status.usage or {}
+    usage: Usage = status.usage or {}
     from qex.store import usage as store
 
     try:

@@ -188,7 +188,7 @@ def _open_sandbox(job_id: str, config: Config) -> Sandbox:
         if script:
             from pathlib import Path
 
-            from qex.supervisor.scripted_sandbox import ScriptedSandbox
+            from qex.testing.scripted_sandbox import ScriptedSandbox
 
             return ScriptedSandbox(Path(script))
         from qex.platform.select import open_sandbox

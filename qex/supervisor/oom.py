@@ -34,7 +34,7 @@ def after_proven_oom(spec: JobSpec, status: JobStatus, config: Config, job_dir: 
     plan = plan_oom(status.mem, budget, config.retry.growth, left)
     status.oom_evidence = "cgroup"
     if plan.new_mem is None:
-        status.state = State.OOM.value
+        status.state = State.OOM
         status.oom_retries_left = left
         if plan.at_budget:
             return verdicts.oom_at_budget_sentence(status.mem, budget)
@@ -43,7 +43,7 @@ def after_proven_oom(spec: JobSpec, status: JobStatus, config: Config, job_dir: 
     try:
         rewrite_spec(spec, job_dir, new, config.claims.also)
     except OSError as exc:
-        status.state = State.OOM.value
+        status.state = State.OOM
         return (
             f"the kernel stopped this job for memory at its claim of {format_size(old)}, and "
             f"qex could not write the larger claim into spec.json ({exc.strerror or exc}); run "

@@ -21,12 +21,13 @@ import errno
 import os
 import time
 from collections.abc import Callable
+from enum import Enum
 from signal import SIGKILL
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qex.core import classify as verdicts
 from qex.core.config import Config, Pool
-from qex.core.records import Assignment, JobSpec, JobStatus
+from qex.core.records import Assignment, JobSpec, JobStatus, dropped_counts
 from qex.core.states import State
 from qex.core.units import format_duration
 from qex.platform import jobprocess, procs
@@ -38,6 +39,9 @@ from qex.supervisor.children import ChildWatch, Reaper
 from qex.supervisor.logcap import CappedLog
 from qex.supervisor.spawn import Child, SpawnError, spawn
 from qex.supervisor.watch import watch_job
+
+if TYPE_CHECKING:
+    from qex.core.records import LogsDropped, Usage
 
 #: Between TERM and KILL when the `--timeout` timer fires.
 TERM_GRACE_SECS = 10.0
@@ -52,6 +56,17 @@ ROOM_TRIES = 4
 #: How often a paused queue is looked at again before the next attempt. This is the one slow
 #: poll of the supervisor: the pause file has no event to wait on, and a retry is not urgent.
 PAUSE_RECHECK_SECS = 3.0
+
+
+class Outcome(Enum):
+    """How one attempt ended, as far as the loop of attempts is concerned."""
+
+    #: The job failed and has retries left: run it again (after any queue pause).
+    RETRY = "retry"
+    #: The record is final (completed, failed, oom, ...): run the stop hook and exit.
+    FINAL = "final"
+    #: A proven OOM raised the claim: the job is queued again and the coordinator restarts it.
+    REQUEUED = "requeued"
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -191,8 +206,12 @@ class Runner:
                 handle.truncate(cut)
         except OSError:
             return False
-        dropped[f"{name}_bytes"] = int(dropped.get(f"{name}_bytes", 0) or 0) + size - cut
-        dropped[f"{name}_lines"] = int(dropped.get(f"{name}_lines", 0) or 0) + lines
+        if name == "stdout":
+            dropped["stdout_bytes"] = dropped.get("stdout_bytes", 0) + size - cut
+            dropped["stdout_lines"] = dropped.get("stdout_lines", 0) + lines
+        else:
+            dropped["stderr_bytes"] = dropped.get("stderr_bytes", 0) + size - cut
+            dropped["stderr_lines"] = dropped.get("stderr_lines", 0) + lines
         say(f"the end of {name}.log ({size - cut} bytes) was cut to make room for the record")
         return True
 
@@ -217,10 +236,10 @@ class Runner:
         try:
             while True:
                 outcome = self._attempt()
-                if outcome == "retry":
+                if outcome is Outcome.RETRY:
                     self._wait_while_paused()
                     continue
-                if outcome == "requeued":
+                if outcome is Outcome.REQUEUED:
                     return
                 break
             self.run_hook()
@@ -240,7 +259,7 @@ class Runner:
     def fail_before_start(self, sentence: str) -> None:
         """Make the job `failed` without running it (no scope, a broken spec) and tell everyone."""
         status = self.status
-        status.state = State.FAILED.value
+        status.state = State.FAILED
         status.supervisor_pid = os.getpid()
         status.supervisor_start_token = procs.start_token(os.getpid())
         status.finished_at = self.now()
@@ -260,7 +279,7 @@ class Runner:
         status = self.status
         if status.final:
             return
-        status.state = State.FAILED.value
+        status.state = State.FAILED
         status.finished_at = self.now()
         if status.pid is not None:
             status.last_pid = status.pid
@@ -308,19 +327,18 @@ class Runner:
 
     def _open_logs(self, number: int) -> tuple[CappedLog, CappedLog]:
         first = self.status.attempts == 0
-        before = self.status.logs_dropped or {}
         limit = self.config.logs.max_bytes
         logs = []
         for name in ("stdout", "stderr"):
+            size, lines = dropped_counts(self.status.logs_dropped, name)
             log = CappedLog(self.job_dir / f"{name}.log", limit, truncate=first,
-                            dropped_bytes=int(before.get(f"{name}_bytes", 0) or 0),
-                            dropped_lines=int(before.get(f"{name}_lines", 0) or 0), report=say)
+                            dropped_bytes=size, dropped_lines=lines, report=say)
             if not first:
                 log.begin_attempt(number)
             logs.append(log)
         return logs[0], logs[1]
 
-    def _attempt(self) -> str:
+    def _attempt(self) -> Outcome:  # noqa: PLR0915 (the steps of one attempt, in order)
         status, spec = self.status, self.spec
         assert self.children is not None
         number = status.attempts + 1
@@ -362,7 +380,7 @@ class Runner:
             os.close(err_w)
         self.pid = pid
         pidfd = jobprocess.pidfd_open(pid)
-        status.state = State.RUNNING.value
+        status.state = State.RUNNING
         status.pid = pid
         status.pid_start_token = procs.start_token(pid)
         status.started_at = self.now()
@@ -408,18 +426,19 @@ class Runner:
             retry = verdicts.retry_sentence(number, exit_code, signal)
             status.error = self._error(incomplete, retry)
             self.save()
-            return "retry"
+            return Outcome.RETRY
         if verdict.state == State.OOM and verdict.oom_evidence == "cgroup":
             return self._after_proven_oom(number, incomplete, finished)
-        status.state = verdict.state.value
+        status.state = verdict.state
         status.oom_evidence = verdict.oom_evidence
         status.error = self._error(incomplete, self._lost_output_sentence(), verdict.error)
         self.save_final()
         if verdict.state == State.COMPLETED and self.config.learn.enabled:
             learning.record_completed(self.paths, spec, status, finished)
-        return "final"
+        return Outcome.FINAL
 
-    def _after_proven_oom(self, attempt: int, incomplete: str | None, finished: float) -> str:
+    def _after_proven_oom(self, attempt: int, incomplete: str | None,
+                          finished: float) -> Outcome:
         """Learn the lower bound, then raise the claim and requeue, or stay `oom`."""
         from qex.platform.machine import machine
         from qex.supervisor.oom import after_proven_oom
@@ -430,24 +449,24 @@ class Runner:
                                     attempt=attempt, budget=self.config.mem_budget(machine()))
         self.status.error = self._error(incomplete, self._lost_output_sentence(), sentence)
         self.save_final()
-        return "requeued" if self.status.state == State.QUEUED else "final"
+        return Outcome.REQUEUED if self.status.state is State.QUEUED else Outcome.FINAL
 
-    def _not_started(self, sentence: str) -> str:
+    def _not_started(self, sentence: str) -> Outcome:
         """The attempt could not start: `failed` with no exit code, and no retry."""
         status = self.status
-        status.state = State.FAILED.value
+        status.state = State.FAILED
         status.finished_at = self.now()
         status.exit_code = None
         status.signal = None
         status.error = self._error(sentence)
         self.save_final()
-        return "final"
+        return Outcome.FINAL
 
     # -- after an attempt ----------------------------------------------------------------
 
-    def _usage(self, evidence: Evidence, max_rss: int, cpu_secs: float) -> dict[str, Any]:
+    def _usage(self, evidence: Evidence, max_rss: int, cpu_secs: float) -> Usage:
         if evidence.peak:
-            usage: dict[str, Any] = {"max_rss": int(evidence.peak), "source": "memory.peak"}
+            usage: Usage = {"max_rss": int(evidence.peak), "source": "memory.peak"}
         else:
             usage = {"max_rss": max_rss, "source": "rusage"}
         usage["cpu_secs"] = round(max(0.0, cpu_secs), 3)
@@ -457,7 +476,7 @@ class Runner:
         return usage
 
     def _logs_dropped(self, out: CappedLog, err: CappedLog,
-                      incomplete: bool) -> dict[str, Any] | None:
+                      incomplete: bool) -> LogsDropped | None:
         before = self.status.logs_dropped or {}
         write_error = out.write_error or err.write_error or before.get("write_error")
         if not (out.dropped_bytes or err.dropped_bytes or out.dropped_lines or err.dropped_lines

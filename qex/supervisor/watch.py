@@ -35,7 +35,7 @@ class Watched:
     incomplete: bool       # a pipe was still open when the wait for it ended
 
 
-def watch_job(
+def watch_job(  # noqa: C901, PLR0912, PLR0915 (one event loop)
     pid: int,
     streams: Mapping[int, CappedLog],
     *,

@@ -34,8 +34,12 @@ class Client:
 
     def __init__(self, path: Path, timeout: float = 20.0) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(str(path))
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect(str(path))
+        except OSError:
+            self.sock.close()  # no coordinator yet: the caller tries again
+            raise
         self.reader = self.sock.makefile("rb")
 
     def send_line(self, raw: bytes) -> None:

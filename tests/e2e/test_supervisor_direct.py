@@ -223,20 +223,20 @@ def test_a_paused_queue_holds_the_next_attempt(qex_env: Env) -> None:
                                   "locks": {}}))
     job_id = make_job(qex_env, ["sh", "-c", COUNTER + '[ "$n" -ge 2 ]'],
                       retries=1, status={"retries_left": 1})
-    proc = subprocess.Popen([*SUPERVISOR, job_id], cwd=str(qex_env.root), text=True,
-                            env={**qex_env.env, "QEX_PAUSE_RECHECK_SECS": "0.05"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        qex_env.wait_for(lambda: "queue is paused" in (qex_env.record(job_id)["error"] or ""),
-                         what="the pause to show in the record")
-        assert (qex_env.root / "count").read_text().strip() == "1"
-        assert qex_env.record(job_id)["state"] == "running"
-        paused.unlink()
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    with subprocess.Popen([*SUPERVISOR, job_id], cwd=str(qex_env.root), text=True,
+                          env={**qex_env.env, "QEX_PAUSE_RECHECK_SECS": "0.05"},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        try:
+            qex_env.wait_for(lambda: "queue is paused" in (qex_env.record(job_id)["error"] or ""),
+                             what="the pause to show in the record")
+            assert (qex_env.root / "count").read_text().strip() == "1"
+            assert qex_env.record(job_id)["state"] == "running"
+            paused.unlink()
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     record = qex_env.record(job_id)
     assert (record["state"], record["attempts"]) == ("completed", 2)
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from qex.platform.activation import listen_socket, notify, notify_ready, notify_stopping
+from qex.platform.activation import listen_socket, notify
 
 CHILD = r"""
 import os, socket, sys
@@ -69,9 +69,9 @@ def test_notify_sends_datagrams(tmp_path: Path) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
         server.bind(str(path))
         env = {"NOTIFY_SOCKET": str(path)}
-        assert notify_ready("serving 0 jobs", env)
+        assert notify("READY=1\nSTATUS=serving 0 jobs", env)
         assert server.recv(200) == b"READY=1\nSTATUS=serving 0 jobs"
-        assert notify_stopping(env)
+        assert notify("STOPPING=1", env)
         assert server.recv(200) == b"STOPPING=1"
 
 

@@ -23,8 +23,8 @@ from qex.platform.cgroup import (
     unified_path,
 )
 from qex.platform.cgroup_sandbox import CgroupSandbox
-from qex.platform.fakes import FakeCgroupFS, fake_tree
 from qex.platform.select import limits_for, open_sandbox
+from qex.testing.fakes import FakeCgroupFS, fake_tree
 
 MB = 1024 * 1024
 USER = "/user.slice/user-1000.slice/user@1000.service"

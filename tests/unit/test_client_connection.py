@@ -138,7 +138,7 @@ def test_closed_line_is_lost_not_timeout(paths: Paths) -> None:
     serve(paths, lambda conn: conn.recv(100))
     conn = connect(paths, start=False)
     assert conn is not None
-    with pytest.raises(CoordinatorError) as info:
+    with conn, pytest.raises(CoordinatorError) as info:
         conn.request({"op": "wait", "id": "x"})
     assert info.value.lost
     assert not info.value.timeout
@@ -154,7 +154,8 @@ def test_stream_ends_at_eof(paths: Paths) -> None:
     serve(paths, events)
     conn = connect(paths, start=False)
     assert conn is not None
-    got = [line["event"] for line in conn.stream({"op": "events"})]
+    with conn:
+        got = [line["event"] for line in conn.stream({"op": "events"})]
     assert got == [{"seq": 0}, {"seq": 1}, {"seq": 2}]
 
 
@@ -166,7 +167,7 @@ def test_garbage_answer_is_an_error(paths: Paths) -> None:
     serve(paths, garbage)
     conn = connect(paths, start=False)
     assert conn is not None
-    with pytest.raises(CoordinatorError, match="cannot read"):
+    with conn, pytest.raises(CoordinatorError, match="cannot read"):
         conn.request({"op": "ping"})
 
 

@@ -4,6 +4,7 @@ dedupe holders, the clean hold rule, and the recovery verdicts for active record
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -202,6 +203,19 @@ def test_recovery_requeues_a_job_that_never_got_a_supervisor(tmp_path: Path) -> 
     assert job_files.read_status(job.dir).state == "queued"  # type: ignore[union-attr]
 
 
+def test_recovery_leaves_a_record_with_an_unknown_state_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord)
+    data = json.loads((job.dir / job_files.STATUS).read_text())
+    (job.dir / job_files.STATUS).write_text(json.dumps({**data, "state": "hibernating"}))
+    coord.jobs.clear()
+    coord.queue.clear()
+    _recover(coord)
+    assert job.id not in coord.jobs
+    assert "unknown state `hibernating`; qex leaves it alone" in capsys.readouterr().out
+
+
 def test_recovery_fails_a_job_whose_processes_are_gone(tmp_path: Path) -> None:
     coord = make_coord(tmp_path)
     dead = add_job(coord, state="running", pid=2**22 + 7, supervisor_pid=2**22 + 9)
@@ -283,7 +297,7 @@ def test_a_full_disk_queues_nothing_and_leaves_nothing(tmp_path: Path,
 
 def test_oversized_policies_at_submission(tmp_path: Path) -> None:
     from qex.coordinator.submit import handle_submit
-    from qex.core import model as dataclasses
+    from qex.core import model
     from qex.core.config import QueueSection
 
     coord = make_coord(tmp_path)
@@ -292,10 +306,10 @@ def test_oversized_policies_at_submission(tmp_path: Path) -> None:
     assert answer["result"] == "submitted" and answer["warning"]
     record = coord.jobs[answer["id"]].record
     assert record.blocked_reason and str(huge) in record.blocked_reason
-    coord.config = dataclasses.replace(coord.config, queue=QueueSection(oversized="queue"))
+    coord.config = model.replace(coord.config, queue=QueueSection(oversized="queue"))
     queued = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
     assert queued["result"] == "submitted" and queued["warning"]
-    coord.config = dataclasses.replace(coord.config, queue=QueueSection(oversized="reject"))
+    coord.config = model.replace(coord.config, queue=QueueSection(oversized="reject"))
     refused = handle_submit(coord, {"spec": wire_spec(cpu=huge)})
     assert refused["result"] == "error" and refused["kind"] == "wrong_state"
     assert len(coord.jobs) == 2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import importlib
 import re
 import sys
 from pathlib import Path
@@ -13,6 +12,12 @@ from click.testing import CliRunner
 
 from qex.cli.commands.help import command as help_command
 from qex.cli.topics import ALIASES, TOPICS, resolve, text
+from qex.cli.topics import path as topic_path
+from qex.core import model
+from qex.core.config import Config
+from qex.core.config_dict import config_to_dict
+from qex.core.records import JobStatus
+from qex.core.states import Exit, State
 
 # The shared seeds sit beside the checkout: ../shared/seeds from the repository root.
 SEEDS = Path(__file__).resolve().parents[2] / ".." / "shared" / "seeds"
@@ -73,14 +78,13 @@ def test_pages_fit_a_terminal_and_hold_no_control_characters(topic: str) -> None
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", line), line
 
 
-def test_a_topic_imports_only_its_own_module() -> None:
-    prefix = "qex.cli.topics."
-    for name in [m for m in sys.modules if m.startswith(prefix)]:
-        del sys.modules[name]
-    text("states")
-    loaded = {m for m in sys.modules if m.startswith(prefix)}
-    assert loaded == {prefix + "states"}
-    importlib.import_module(prefix + "agents")  # leave the cache usable for other tests
+def test_a_page_is_a_file_in_the_package_and_reading_it_imports_nothing() -> None:
+    before = set(sys.modules)
+    page = text("states")
+    assert set(sys.modules) == before
+    assert page == topic_path("states").read_text(encoding="utf-8")
+    shipped = {p.stem for p in topic_path("states").parent.glob("*.txt")}
+    assert shipped == {stem for stem, _ in TOPICS.values()}
 
 
 def test_the_enforcement_page_covers_our_linux_design() -> None:
@@ -157,3 +161,79 @@ def test_help_with_an_unknown_topic_names_the_topics_and_exits_2() -> None:
     assert "\x1b" not in message
     assert "agents" in message
     assert "enforcement" in message
+
+
+# --- docs/ and the pages agree where they say the same thing --------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+#: A word that the line of each band code says, in docs/exit-codes.md and in the page.
+CODE_WORDS = {
+    Exit.JOB_HIGH: "exited", Exit.SIGNAL: "signal", Exit.OOM: "memory",
+    Exit.NOT_FINISHED: "not finished", Exit.QEX_FAILED: "could not", Exit.WAIT_INTERRUPTED: "wait",
+    Exit.EXPIRED: "max-queue-time", Exit.WAIT_TIMEOUT: "time limit", Exit.STOPPED: "timeout",
+    Exit.SKIPPED: "did not succeed", Exit.NO_SUCH_JOB: "job",
+}
+
+
+def _band() -> set[int]:
+    codes = {value for name, value in vars(Exit).items() if name.isupper()}
+    return {code for code in codes if 97 <= code <= 127}
+
+
+def _doc_code_rows() -> dict[str, str]:
+    rows: dict[str, str] = {}
+    for line in (DOCS / "exit-codes.md").read_text().splitlines():
+        found = re.match(r"\| (\d+(?:–\d+|\+)?) \| (.+) \|$", line)
+        if found:
+            rows[found.group(1)] = found.group(2)
+    return rows
+
+
+def _page_code_rows() -> dict[str, str]:
+    rows: dict[str, str] = {}
+    for line in text("exit-codes").splitlines():
+        found = re.match(r"  (\d+(?:-\d+|\+)?) +(\S.*)$", line)
+        if found and found.group(1) not in rows:
+            rows[found.group(1).replace("-", "–")] = found.group(2)
+    return rows
+
+
+def test_the_exit_codes_of_docs_and_page_are_the_exit_class() -> None:
+    docs, page = _doc_code_rows(), _page_code_rows()
+    singles = {int(code) for code in docs if code.isdigit()}
+    assert singles == _band(), "docs/exit-codes.md"
+    assert {int(code) for code in page if code.isdigit()} == _band(), "qex help exit-codes"
+    assert {"0–96", "128+"} <= set(docs) and {"0–96", "128+"} <= set(page)
+    assert CODE_WORDS.keys() == _band()
+    for code, word in CODE_WORDS.items():
+        assert word in docs[str(code)].lower(), (code, docs[str(code)])
+        assert word in page[str(code)].lower(), (code, page[str(code)])
+
+
+def test_the_states_of_docs_and_page_are_the_state_enum() -> None:
+    rows = [line.split()[0] for line in text("states").splitlines()
+            if re.match(r"  [a-z]+ {2,}\S", line)]
+    assert rows == [s.value for s in State]
+    line = next(row for row in (DOCS / "records.md").read_text().splitlines()
+                if row.startswith("| `state` |"))
+    assert re.findall(r"`([a-z]+)`", line.split("|")[3]) == [s.value for s in State]
+
+
+def test_every_field_of_a_status_record_has_a_row_in_records_md() -> None:
+    documented: set[str] = set()
+    for row in (DOCS / "records.md").read_text().splitlines():
+        if row.startswith("| `"):
+            documented.update(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
+    missing = [f.name for f in model.fields(JobStatus) if f.name not in documented]
+    assert missing == []
+
+
+def test_every_config_key_is_in_docs_and_in_the_config_page() -> None:
+    docs = (DOCS / "config.md").read_text()
+    page = text("config")
+    for section, keys in config_to_dict(Config()).items():
+        assert f"[{section}]" in docs and f"[{section}]" in page, section
+        for key in keys:
+            assert f"| `{key}` |" in docs or f"`{section}.{key}`" in docs, (section, key)
+            assert re.search(rf"\b{key}\b", page), (section, key)

@@ -15,7 +15,6 @@ import pytest
 
 from qex.core.model import dataclass, field
 from qex.platform.detect import Capabilities
-from qex.platform.fakes import FakeScopeManager
 from qex.platform.launch import GO_FD, ScopeLauncher, spawn_detached
 from qex.platform.scope import (
     PystemdScopeManager,
@@ -27,6 +26,7 @@ from qex.platform.scope import (
     systemd_run_argv,
     unit_name,
 )
+from qex.testing.fakes import FakeScopeManager
 
 JOB = "1a2b3c4d-0000-4000-8000-000000000001"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
@@ -10,6 +11,9 @@ import pytest
 from qex.cli import log_files
 from qex.cli.commands.events import parse_since
 from qex.core.logsel import Selection
+
+if TYPE_CHECKING:
+    from qex.core.records import LogsDropped
 
 
 def _write(path: Path, count: int, *, final_newline: bool = True) -> list[str]:
@@ -53,14 +57,16 @@ def test_bytes_that_are_not_utf8_survive(tmp_path: Path) -> None:
 
 
 def test_dropped_note_names_the_size_and_lines() -> None:
-    record = {"logs_dropped": {"stdout_bytes": 3 * 1024**2, "stdout_lines": 1200,
-                               "stderr_bytes": 0, "stderr_lines": 0, "limit": 32 * 1024**2,
-                               "incomplete": True}}
-    note = log_files.dropped_note(record, "stdout")
+    dropped: LogsDropped = {"stdout_bytes": 3 * 1024**2, "stdout_lines": 1200,
+                            "stderr_bytes": 0, "stderr_lines": 0, "limit": 32 * 1024**2,
+                            "incomplete": True}
+    note = log_files.dropped_note(dropped, "stdout")
     assert note is not None and "3MB" in note and "1200 lines" in note and "32MB" in note
-    assert log_files.dropped_note(record, "stderr") is None
+    assert log_files.dropped_note(dropped, "stderr") is None
     assert log_files.dropped_note({}, "stdout") is None
-    assert log_files.incomplete_note(record) is not None
+    assert log_files.dropped_note(None, "stdout") is None
+    assert log_files.incomplete_note(dropped) is not None
+    assert log_files.incomplete_note(None) is None
 
 
 def test_pending_tail_note(tmp_path: Path) -> None:

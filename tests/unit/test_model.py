@@ -97,3 +97,154 @@ def test_a_hot_class_gets_a_compiled_init_that_behaves_the_same() -> None:
     assert made[-1].b == [] and made[-1].b is not made[-2].b
     with pytest.raises(TypeError):
         Hot()  # type: ignore[call-arg]
+
+
+# --- against the standard library ------------------------------------------------------------
+#
+# The same class shape is built twice, once with `dataclasses` and once with `qex.core.model`,
+# and every operation qex uses must agree: construction (and its TypeErrors), defaults and
+# fresh factory values, repr, eq, hash of frozen classes, frozen assignment, fields, asdict,
+# replace, inheritance, and the compiled `__init__` of a hot class.
+
+import dataclasses as std  # noqa: E402  (the reference this section compares with)
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from qex.core import model  # noqa: E402
+
+_VALUES = st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=3), st.booleans(),
+                    st.tuples(st.integers(0, 3)))
+_FACTORIES: list[Callable[[], Any]] = [list, dict, lambda: [1, 2], lambda: {"k": []}]
+
+
+@st.composite
+def _shapes(draw: st.DrawFn, prefix: str = "f") -> list[tuple[str, str, Any]]:
+    """Fields as (name, kind, default): required ones first, as both implementations need."""
+    required = draw(st.integers(0, 3))
+    optional = draw(st.lists(st.one_of(
+        st.tuples(st.just("default"), _VALUES),
+        st.tuples(st.just("factory"), st.sampled_from(range(len(_FACTORIES)))),
+    ), max_size=3))
+    shape = [(f"{prefix}{i}", "required", None) for i in range(required)]
+    shape += [(f"{prefix}{required + i}", kind, value) for i, (kind, value) in enumerate(optional)]
+    return shape
+
+
+def _namespace(shape: list[tuple[str, str, Any]], field_of: Any) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__annotations__": {name: "Any" for name, _, _ in shape}}
+    for name, kind, value in shape:
+        if kind == "default":
+            namespace[name] = value
+        elif kind == "factory":
+            namespace[name] = field_of(default_factory=_FACTORIES[value])
+    return namespace
+
+
+def _pair(shape: list[tuple[str, str, Any]], frozen: bool,
+          base: tuple[type, type] | None = None) -> tuple[type, type]:
+    ours = model.dataclass(frozen=frozen)(
+        type("C", (base[0],) if base else (), _namespace(shape, model.field)))
+    theirs = std.dataclass(frozen=frozen)(
+        type("C", (base[1],) if base else (), _namespace(shape, std.field)))
+    return ours, theirs
+
+
+def _build(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        return cls(*args, **kwargs)
+    except TypeError:
+        return TypeError
+
+
+def _same(ours: Any, theirs: Any) -> None:
+    assert repr(ours) == repr(theirs)
+    assert [f.name for f in model.fields(ours)] == [f.name for f in std.fields(theirs)]
+    assert model.asdict(ours) == std.asdict(theirs)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+_CALLS = st.tuples(st.lists(_VALUES, max_size=6), st.dictionaries(
+    st.sampled_from(["f0", "f1", "f2", "f3", "f4", "f5", "g0", "g1", "nope"]), _VALUES,
+    max_size=4))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_shapes(), st.booleans(), _CALLS)
+def test_construction_repr_eq_and_helpers_match_dataclasses(
+        shape: list[tuple[str, str, Any]], frozen: bool,
+        call: tuple[list[Any], dict[str, Any]]) -> None:
+    ours_cls, theirs_cls = _pair(shape, frozen)
+    args, kwargs = tuple(call[0]), call[1]
+    ours, theirs = _build(ours_cls, args, kwargs), _build(theirs_cls, args, kwargs)
+    assert (ours is TypeError) == (theirs is TypeError)
+    if ours is TypeError:
+        return
+    _same(ours, theirs)
+    twin_ours, twin_theirs = ours_cls(*args, **kwargs), theirs_cls(*args, **kwargs)
+    assert (ours == twin_ours) == (theirs == twin_theirs)
+    assert ours != object() and theirs != object()
+    for name, kind, _ in shape:
+        if kind == "factory" and name not in kwargs and len(args) <= int(name[1:]):
+            assert getattr(ours, name) is not getattr(twin_ours, name)
+    if frozen:
+        assert _hashable(ours) == _hashable(theirs)
+        if _hashable(ours):
+            assert hash(ours) == hash(twin_ours)
+        for target in (ours, theirs):
+            with pytest.raises(AttributeError):
+                setattr(target, "f0", 1)  # noqa: B010
+    else:
+        assert ours_cls.__hash__ is None and theirs_cls.__hash__ is None
+    if shape:
+        name = shape[-1][0]
+        _same(model.replace(ours, **{name: "new"}), std.replace(theirs, **{name: "new"}))
+    with pytest.raises(TypeError):
+        model.replace(ours, nope=1)
+    with pytest.raises(TypeError):
+        std.replace(theirs, nope=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_shapes("f"), _shapes("g"), _CALLS)
+def test_inheritance_matches_dataclasses(base: list[tuple[str, str, Any]],
+                                         child: list[tuple[str, str, Any]],
+                                         call: tuple[list[Any], dict[str, Any]]) -> None:
+    try:
+        bases = _pair(base, False)
+        theirs_cls = std.dataclass(type("C", (bases[1],), _namespace(child, std.field)))
+    except TypeError:
+        return  # a required field after a default one: the standard library refuses the shape
+    ours_cls = model.dataclass(type("C", (bases[0],), _namespace(child, model.field)))
+    args, kwargs = tuple(call[0]), call[1]
+    ours, theirs = _build(ours_cls, args, kwargs), _build(theirs_cls, args, kwargs)
+    assert (ours is TypeError) == (theirs is TypeError)
+    if ours is not TypeError:
+        _same(ours, theirs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_shapes(), st.booleans(), _CALLS)
+def test_the_compiled_init_matches_the_generic_one(
+        shape: list[tuple[str, str, Any]], frozen: bool,
+        call: tuple[list[Any], dict[str, Any]]) -> None:
+    ours_cls, theirs_cls = _pair(shape, frozen)
+    args, kwargs = tuple(call[0]), call[1]
+    generic = ours_cls.__init__
+    required = [name for name, kind, _ in shape if kind == "required"]
+    for _ in range(model.COMPILE_AFTER):
+        ours_cls(*[0] * len(required))
+    assert ours_cls.__init__ is not generic
+    ours, theirs = _build(ours_cls, args, kwargs), _build(theirs_cls, args, kwargs)
+    assert (ours is TypeError) == (theirs is TypeError)
+    if ours is not TypeError:
+        _same(ours, theirs)

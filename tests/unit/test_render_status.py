@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from qex.cli.record_view import typed
 from qex.cli.render_status import load_excerpts, status_json, status_text
 
 BASE: dict[str, Any] = {
@@ -17,11 +18,11 @@ BASE: dict[str, Any] = {
 
 
 def lines_of(record: dict[str, Any]) -> list[str]:
-    return status_text(record, now=100.0).splitlines()
+    return status_text(typed(record), now=100.0).splitlines()
 
 
 def test_labels_and_safe_text() -> None:
-    text = status_text(BASE, now=100.0)
+    text = status_text(typed(BASE), now=100.0)
     assert "name:      train_2J" in text
     assert "\x1b" not in text and "\x07" not in text
     assert "command:   python -c print(1)\\n" in text
@@ -48,7 +49,7 @@ def test_memory_line_only_for_an_applied_limit() -> None:
 def test_queued_job_says_why() -> None:
     queued = {**BASE, "state": "queued", "blocked_reason": "waits for the lock `db`",
               "exit_code": None, "finished_at": None, "started_at": None}
-    text = status_text(queued, now=30.0)
+    text = status_text(typed(queued), now=30.0)
     assert "waits for: waits for the lock `db`" in text
     assert "queued for 30s" in text
 
@@ -56,7 +57,7 @@ def test_queued_job_says_why() -> None:
 def test_json_is_display_safe_with_env_and_logs(tmp_path: Path) -> None:
     (tmp_path / "stderr.log").write_text("".join(f"e{i}\n" for i in range(30)))
     (tmp_path / "stdout.log").write_text("o1\no2\n")
-    excerpts = load_excerpts(tmp_path, BASE, sel=None)
+    excerpts = load_excerpts(tmp_path, typed(BASE), sel=None)
     assert [e.stream for e in excerpts] == ["stderr", "stdout"]
     assert excerpts[0].selected.lines == [f"e{i}" for i in range(20, 30)]
     data = status_json(BASE, env={"K": "v\n"}, excerpts=excerpts)
@@ -68,5 +69,5 @@ def test_json_is_display_safe_with_env_and_logs(tmp_path: Path) -> None:
 
 def test_no_excerpts_for_a_completed_job(tmp_path: Path) -> None:
     (tmp_path / "stdout.log").write_text("fine\n")
-    assert load_excerpts(tmp_path, {**BASE, "state": "completed"}, sel=None) == []
-    assert load_excerpts(tmp_path, {**BASE, "state": "running"}, sel=None) == []
+    assert load_excerpts(tmp_path, typed({**BASE, "state": "completed"}), sel=None) == []
+    assert load_excerpts(tmp_path, typed({**BASE, "state": "running"}), sel=None) == []

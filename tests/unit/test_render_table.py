@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.cli import job_filters as jf
+from qex.cli import record_view
 from qex.cli.queue_lines import health_line, lock_pause_line, pause_lines, queue_pause_line
-from qex.cli.record_view import display_record, elapsed_secs, note_text, result_text, sort_key
+from qex.cli.record_view import display_record, sort_key, typed
 from qex.cli.render_table import HEADERS, cut, render_jobs, terminal_width, use_color
 from qex.core.states import FINAL
 
@@ -27,8 +28,24 @@ def rec(**fields: Any) -> dict[str, Any]:
     return base
 
 
+def render(records: list[dict[str, Any]], **kw: Any) -> list[str]:
+    return render_jobs([typed(r) for r in records], **kw)
+
+
+def note_text(record: dict[str, Any]) -> str:
+    return record_view.note_text(typed(record))
+
+
+def result_text(record: dict[str, Any]) -> str:
+    return record_view.result_text(typed(record))
+
+
+def elapsed_secs(record: dict[str, Any], now: float) -> float | None:
+    return record_view.elapsed_secs(typed(record), now)
+
+
 def test_header_and_one_row() -> None:
-    lines = render_jobs([rec(blocked_reason="waits for cores")], now=NOW)
+    lines = render([rec(blocked_reason="waits for cores")], now=NOW)
     assert lines[0].split() == list(HEADERS)
     row = lines[1]
     assert row.startswith("0123abcd  queued")
@@ -39,27 +56,27 @@ def test_header_and_one_row() -> None:
 def test_pipe_output_cuts_nothing() -> None:
     long_name = "a-very-long-job-name-that-goes-on"
     reason = "x" * 300
-    lines = render_jobs([rec(name=long_name, blocked_reason=reason)], now=NOW, width=None)
+    lines = render([rec(name=long_name, blocked_reason=reason)], now=NOW, width=None)
     assert long_name in lines[1] and reason in lines[1]
 
 
 def test_terminal_width_cuts_name_and_note() -> None:
-    lines = render_jobs([rec(name="n" * 40, blocked_reason="r" * 300)], now=NOW, width=80)
+    lines = render([rec(name="n" * 40, blocked_reason="r" * 300)], now=NOW, width=80)
     assert all(len(line) <= 80 for line in lines)
     assert "n" * 15 + "~" in lines[1]
     assert lines[1].endswith("~")
 
 
 def test_unsafe_names_are_shown_in_safe_form() -> None:
-    lines = render_jobs([rec(name="evil\x1b[2Jname", blocked_reason="bad\x1b]0;x\x07 text")],
+    lines = render([rec(name="evil\x1b[2Jname", blocked_reason="bad\x1b]0;x\x07 text")],
                         now=NOW)
     assert "\x1b" not in "".join(lines) and "\x07" not in "".join(lines)
     assert "evil_2Jname" in lines[1]
 
 
 def test_colour_marks_only_the_state() -> None:
-    plain = render_jobs([rec(state="failed", exit_code=3, finished_at=NOW)], now=NOW)
-    painted = render_jobs([rec(state="failed", exit_code=3, finished_at=NOW)], now=NOW, color=True)
+    plain = render([rec(state="failed", exit_code=3, finished_at=NOW)], now=NOW)
+    painted = render([rec(state="failed", exit_code=3, finished_at=NOW)], now=NOW, color=True)
     assert "\x1b[31m" in painted[1]
     assert "\x1b" not in plain[1]
     assert "\x1b" not in painted[0]

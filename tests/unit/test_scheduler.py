@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sched_factory import GB, job, job_id, running, snapshot
 
-from qex.core import model as dataclasses
+from qex.core import model
 from qex.core.config import Pool
 from qex.core.records import Assignment, PoolClaim
 from qex.core.scheduler import decide
@@ -32,15 +32,15 @@ def apply(snap: Snapshot, decision: Decision) -> Snapshot:
     active = list(snap.active)
     for j in snap.queue:
         if j.id in by_id:
-            active.append(dataclasses.replace(
+            active.append(model.replace(
                 j, state="starting", started_at=snap.now, assigned=by_id[j.id].assigned,
                 passed_by=0, blocked_since=None, blocked_reason=None))
         elif j.id not in gone:
             w = decision.waits.get(j.id)
-            queue.append(j if w is None else dataclasses.replace(
+            queue.append(j if w is None else model.replace(
                 j, blocked_reason=w.blocked_reason, blocked_since=w.blocked_since,
                 passed_by=w.passed_by))
-    return dataclasses.replace(snap, queue=tuple(queue), active=tuple(active))
+    return model.replace(snap, queue=tuple(queue), active=tuple(active))
 
 
 # --- admission --------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_the_passed_count_survives_a_change_of_holder_and_holds_at_once() -> Non
     after = apply(snap, decide(snap))
     assert after.queue[0].passed_by == 2
     # The other user leaves; this queue's two jobs now hold the cores: held in the same pass.
-    d = decide(dataclasses.replace(after, peers=PeerLoad(), queue=(*after.queue, job(5))))
+    d = decide(model.replace(after, peers=PeerLoad(), queue=(*after.queue, job(5))))
     assert d.queue_state == "held"
     assert started(d) == []
 

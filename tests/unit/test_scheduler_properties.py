@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sched_factory import GB, job, snapshot
 
-from qex.core import model as dataclasses
+from qex.core import model
 from qex.core.config import Pool
 from qex.core.pools import PoolUsage, assign, pool_usage
 from qex.core.records import PoolClaim
@@ -63,7 +63,7 @@ def scenarios(draw: st.DrawFn) -> Snapshot:
     first = decide(snapshot(earlier, **base))
     by_id = {s.id: s for s in first.starts}
     active = [
-        dataclasses.replace(j, state="running", started_at=1500.0, assigned=by_id[j.id].assigned)
+        model.replace(j, state="running", started_at=1500.0, assigned=by_id[j.id].assigned)
         for j in earlier if j.id in by_id
     ]
     queue = draw(queued_jobs(1, draw(st.integers(1, 12))))
@@ -158,7 +158,7 @@ def test_devices_alone_never_overfill_and_never_use_a_peers_device(data: st.Data
     earlier = gpu_jobs(100, draw(st.integers(0, 4)))
     first = decide(snapshot(earlier, **base))
     by_id = {s.id: s for s in first.starts}
-    active = [dataclasses.replace(j, state="running", assigned=by_id[j.id].assigned)
+    active = [model.replace(j, state="running", assigned=by_id[j.id].assigned)
               for j in earlier if j.id in by_id]
     peer_devices = frozenset(draw(st.lists(st.integers(0, gpu.total - 1), max_size=2)))
     snap = snapshot(gpu_jobs(1, draw(st.integers(1, 8))), active,
@@ -198,7 +198,7 @@ def test_a_head_that_keeps_capacity_is_passed_at_most_max_bypass_times(snap: Sna
 @given(scenarios())
 def test_a_paused_queue_starts_nothing_and_expires_nothing(snap: Snapshot) -> None:
     for pause in (PauseView(queue_reason="paused for a test"), PauseView(fault=True)):
-        d = decide(dataclasses.replace(snap, pause=pause))
+        d = decide(model.replace(snap, pause=pause))
         assert d.starts == () and d.expiries == ()
         assert d.queue_state in ("paused", "paused-by-fault")
 
@@ -234,7 +234,7 @@ def test_a_held_head_starts_before_anything_behind_it(data: st.DataObject) -> No
             held = d.head_id
         snap = _apply(snap, d)
         if snap.active:  # the oldest active job ends
-            snap = dataclasses.replace(snap, active=snap.active[1:], idle_since=None)
+            snap = model.replace(snap, active=snap.active[1:], idle_since=None)
         if not snap.queue and not snap.active:
             break
 
@@ -246,13 +246,13 @@ def _apply(snap: Snapshot, d: Decision) -> Snapshot:
     queue = []
     for j in snap.queue:
         if j.id in by_id:
-            active.append(dataclasses.replace(j, state="running", assigned=by_id[j.id].assigned))
+            active.append(model.replace(j, state="running", assigned=by_id[j.id].assigned))
         elif j.id not in gone:
             w = d.waits.get(j.id)
-            queue.append(j if w is None else dataclasses.replace(
+            queue.append(j if w is None else model.replace(
                 j, blocked_reason=w.blocked_reason, blocked_since=w.blocked_since,
                 passed_by=w.passed_by))
-    return dataclasses.replace(snap, queue=tuple(queue), active=tuple(active))
+    return model.replace(snap, queue=tuple(queue), active=tuple(active))
 
 
 FAILED_STATES = sorted(s.value for s in FINAL - {State.COMPLETED, State.SKIPPED})

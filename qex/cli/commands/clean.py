@@ -33,7 +33,7 @@ def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> li
 @directory_options
 @click.option("--auto", is_flag=True,
               help="Short for: jobs here and below that stopped more than 1h ago.")
-def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...],
+def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...],  # noqa: C901, PLR0912 (the options of `qex clean` in turn)
             older_than: str | None, cwd_dir: str | None, under_dir: str | None,
             auto: bool) -> None:
     """Delete job records (the job directory with its logs). A word is a job id, a name or
@@ -119,7 +119,7 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
     from qex.cli.common import warn
     from qex.cli.disk_usage import tree_size
     from qex.cli.reach import ask, code_for, error_of
-    from qex.cli.record_view import job_label
+    from qex.cli.record_view import job_label, typed
     from qex.core import protocol
     from qex.core.units import format_size
 
@@ -153,6 +153,6 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
         noun = "record" if len(stayed) == 1 else "records"
         click.echo(f"{len(stayed)} {noun} stayed, because work that has not stopped needs them:")
         for record, message in stayed:
-            click.echo(f"  {job_label(record)}: {message}")
+            click.echo(f"  {job_label(typed(record))}: {message}")
         click.echo("Each of them goes once the work that holds it stops.")
     return code

@@ -95,7 +95,7 @@ def enforcement_line(config: Config, caps: Capabilities) -> str:
     )
 
 
-def summary_lines(
+def summary_lines(  # noqa: PLR0912, PLR0915 (one line per setting, in page order)
     config: Config, machine: Machine, paths: Paths, exists: bool, caps: Capabilities
 ) -> list[tuple[str, str]]:
     """(label, text) rows for `config show`."""

@@ -56,7 +56,7 @@ def _display(event: dict[str, Any]) -> dict[str, Any]:
 
 def _text_line(event: dict[str, Any]) -> str | None:
     from qex.cli.queue_lines import clock
-    from qex.cli.record_view import note_text
+    from qex.cli.record_view import note_text, typed
     from qex.core.names import printable_line, safe_name, short_id
 
     kind = event.get("event")
@@ -64,7 +64,7 @@ def _text_line(event: dict[str, Any]) -> str | None:
     when = clock(float(at)) if isinstance(at, (int, float)) else "--:--:--"
     if kind == "job":
         job = event.get("job")
-        note = note_text(job) if isinstance(job, dict) and job else ""
+        note = note_text(typed(job)) if isinstance(job, dict) and job else ""
         previous = event.get("previous")
         change = f"{previous} -> " if previous and event.get("change") == "state" else ""
         name = safe_name(str(event.get("name") or "job"))
@@ -93,7 +93,7 @@ def _text_line(event: dict[str, Any]) -> str | None:
               help="Stop after N job and gap events.")
 @click.option("--timeout", "timeout_text", metavar="TIME",
               help="Stop after this time, with the exit code 124.")
-def command(*, as_json: bool, since_text: str, count: int | None,
+def command(*, as_json: bool, since_text: str, count: int | None,  # noqa: C901, PLR0912 (the options of `qex events` in turn)
             timeout_text: str | None) -> None:
     """Stream the changes of every job: a `stream` line first, then `job` lines (and `gap`
     lines that count lost events), and `bye` when the coordinator stops. Keep the stream_id

@@ -16,7 +16,9 @@ from qex.cli.common import get_paths, print_json
               help="Delete records that stopped at least this long ago (default: `[gc] keep`, 1d).")
 @click.option("--dry-run", is_flag=True, help="Say what would go, and delete nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
+def command(  # noqa: PLR0915 (one pass: records, damaged dirs, history, then the report)
+    *, older_than: str | None, dry_run: bool, as_json: bool,
+) -> None:
     """Delete old records of stopped jobs (through the coordinator, which keeps the ones
     that unfinished work needs) and job directories whose record cannot be read."""
     from qex.cli import job_filters as jf

@@ -32,7 +32,7 @@ def command(word: str, id_file: str | None) -> None:
     from qex.cli.idfile import single_text
     from qex.cli.resolve import resolve
     from qex.cli.submitting import Submitter, write_id_file
-    from qex.core import model as dataclasses
+    from qex.core import model
     from qex.core.names import derive_name, is_safe_name, new_id, safe_name, short_id
     from qex.core.states import Exit
     from qex.platform.machine import machine
@@ -50,7 +50,7 @@ def command(word: str, id_file: str | None) -> None:
     name = safe_name(spec.name)
     if not is_safe_name(name):
         name = derive_name(spec.command[0])
-    fresh = dataclasses.replace(
+    fresh = model.replace(
         spec, id=new_id(), submitted_at=time.time(), name=name, needs=[], after=[], group=None,
         group_name=None, dedupe_key=None, dedupe_window=0,
     )

@@ -1,25 +1,30 @@
-"""The pages of `qex help TOPIC`: one module per topic, each a plain string `TEXT`.
+"""The pages of `qex help TOPIC`: one plain-text file per topic, shipped in this package.
 
-A page is imported only when it is asked for, so `qex help agents` reads one module. The
-registry here is small on purpose: names, aliases and a one-line summary for the index.
+`<topic>.txt` beside this module is the page, exactly as `qex help TOPIC` prints it; only the
+asked-for file is read. The docs link these files rather than restate them, and
+tests/unit/test_help_topics.py checks the places where a page and docs/ must agree (the exit
+codes against `qex.core.states.Exit`, the states, the configuration keys). The registry here
+is small on purpose: names, aliases and a one-line summary for the index.
 """
 
 from __future__ import annotations
 
-import importlib
+from pathlib import Path
 
-#: topic -> (module name under qex.cli.topics, one-line summary). Order of the index.
+HERE = Path(__file__).resolve().parent
+
+#: topic -> (file stem under qex/cli/topics, one-line summary). Order of the index.
 TOPICS: dict[str, tuple[str, str]] = {
     "agents": ("agents", "start here: run a job, wait for it, read the result"),
-    "job-file": ("job_file", "describe one job in a TOML, YAML or JSON file"),
+    "job-file": ("job-file", "describe one job in a TOML, YAML or JSON file"),
     "config": ("config", "every key of ~/.config/qex.toml and its default"),
     "resources": ("resources", "claims, the budget, pools (GPUs, VRAM, counted locks)"),
     "states": ("states", "what each job state means"),
     "events": ("events", "one JSON stream for every change of every job"),
     "output": ("output", "JSON output, the files of a job, logs and their limit"),
-    "exit-codes": ("exit_codes", "the exit-code band: the job's codes and qex's codes"),
+    "exit-codes": ("exit-codes", "the exit-code band: the job's codes and qex's codes"),
     "pipeline": ("pipeline", "several linked jobs in one file, one group id"),
-    "each-line": ("each_line", "fan-out: one job for each line of an input"),
+    "each-line": ("each-line", "fan-out: one job for each line of an input"),
     "pause": ("pause", "hold the queue or a lock for yourself, and give it back"),
     "enforcement": ("enforcement", "memory limits on Linux: off, soft, hard, and OOM retries"),
 }
@@ -56,8 +61,11 @@ def resolve(word: str) -> str | None:
     return ALIASES.get(key)
 
 
+def path(topic: str) -> Path:
+    """The file that holds the page of a topic from TOPICS."""
+    return HERE / f"{TOPICS[topic][0]}.txt"
+
+
 def text(topic: str) -> str:
-    """The page of a topic from TOPICS; imports that one module only."""
-    module = importlib.import_module(f"{__name__}.{TOPICS[topic][0]}")
-    page: str = module.TEXT
-    return page
+    """The page of a topic from TOPICS; reads that one file only."""
+    return path(topic).read_text(encoding="utf-8")

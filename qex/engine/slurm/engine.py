@@ -47,7 +47,7 @@ from qex.store import jobs as job_files
 
 if TYPE_CHECKING:
     from qex.coordinator.state import Coordinator, Job
-    from qex.core.records import JobSpec
+    from qex.core.records import JobSpec, PoolClaimPart
 
 #: The batch script and Slurm's own output of it, in the job directory.
 SCRIPT_FILE = "slurm.sh"
@@ -274,7 +274,7 @@ class SlurmEngine:
     # -- submission ----------------------------------------------------------------------
 
     def _request(self, job_id: str, name: str, cpu: int, mem: int, *,
-                 claims: dict[str, dict[str, Any]], timeout: float | None,
+                 claims: dict[str, PoolClaimPart], timeout: float | None,
                  afterok: tuple[str, ...] = (), afterany: tuple[str, ...] = (),
                  output: str | None = None, chdir: str | None = None) -> mapping.Request:
         config = self.coord.config.engine

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         return REFUSED
     from qex.platform import procs
 
-    status.state = State.STARTING.value
+    status.state = State.STARTING
     status.started_at = time.time()
     status.finished_at = None
     status.blocked_reason = None

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from qex.platform.procgroup import read_oom_kills
 from qex.platform.sandbox import Evidence, Limits
+
+if TYPE_CHECKING:
+    from qex.core.records import Enforcement
+    from qex.core.states import EnforceMode
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 TEST_CGROUP_VAR = "QEX_TEST_SLURM_CGROUP"
@@ -56,7 +60,7 @@ class SlurmSandbox:
         self.active = False
         self.reason = reason
         self._before: int | None = None
-        self._mode = "off"
+        self._mode: EnforceMode = "off"
 
     @classmethod
     def for_allocation(cls, slurm_id: str) -> SlurmSandbox:
@@ -92,7 +96,7 @@ class SlurmSandbox:
         return Evidence(oom_kills=max(0, after - self._before), proven=True, source="cgroup",
                         peak=peak)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> Enforcement:
         return {
             "mode": self._mode,
             "active": False,
