@@ -13,7 +13,8 @@ import sys
 import click
 
 from qex import __version__
-from qex.cli.main import BAND_COMMANDS, COMMANDS
+from qex.cli import exits
+from qex.cli.main import COMMANDS
 
 
 class LazyGroup(click.Group):
@@ -61,12 +62,12 @@ def run(args: list[str], first: str | None) -> None:
         rc = cli.main(args=args, prog_name="qex", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
-        sys.exit(121 if first in BAND_COMMANDS else 2)
+        sys.exit(exits.usage(first))
     except click.UsageError as exc:
         exc.show()
-        sys.exit(121 if first in BAND_COMMANDS else 2)
+        sys.exit(exits.usage(first))
     except click.exceptions.Abort:
-        sys.exit(122 if first in BAND_COMMANDS else 1)
+        sys.exit(exits.interrupted(first))
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

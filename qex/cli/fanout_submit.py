@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
 from qex.cli.common import warn
+from qex.cli.exits import Failure
 from qex.cli.submitting import Submitter, submit_options_from, write_id_file
 from qex.core import fanout
 from qex.core import model as dataclasses
@@ -50,7 +51,8 @@ def _abort(message: str, code: int, group: str, done: list[tuple[str, str]],
 
 
 def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs: int) -> NoReturn:
-    from qex.client.connection import CoordinatorError
+    from qex.cli.exits import code_for
+    from qex.client.errors import ClientError
 
     data, shown = read_input(source)
     try:
@@ -84,12 +86,12 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
     seen_warnings: dict[str, int] = {}
     for spec in specs:
         try:
-            answer = submitter.conn.request({"op": "submit", "spec": spec.to_dict()})
-        except CoordinatorError as exc:
-            _abort(exc.message, exc.code, group, done, len(specs))
-        if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
-            reason = printable_line(str(answer.get("message") or "the coordinator gave no reason"))
-            _abort(reason, 121, group, done, len(specs))
+            answer = submitter.conn.submit(spec.to_dict())
+        except ClientError as exc:
+            _abort(printable_line(exc.message), code_for(exc, "submit"), group, done, len(specs))
+        if not isinstance(answer.get("id"), str):
+            _abort("the coordinator accepted a job and gave no id for it",
+                   code_for(Failure(""), "submit"), group, done, len(specs))
         warning = answer.get("warning")
         if isinstance(warning, str) and warning.strip():
             if warning not in seen_warnings:

@@ -8,9 +8,6 @@ every error path that needs click's usage messages, goes to the click applicatio
 
 from __future__ import annotations
 
-#: The command word being run, for the exit-code rule of `qex.client.connection`.
-current_command: str | None = None
-
 
 def answer(args: list[str]) -> int | None:
     """The exit code when a fast form handled `args`; None to use the click application."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from qex.core.model import dataclass, field
 from qex.core.names import is_uuid, printable_line, safe_name, short_id
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from qex.client.connection import Connection
     from qex.store.history import HistoryEntry
     from qex.store.paths import Paths
-
-NOT_FOUND = 127
-
 
 @dataclass
 class Resolved:
@@ -267,11 +264,13 @@ def fetch_records(
     """Every status record the coordinator knows, or the disk's records without one."""
     if conn is None:
         return disk_records(paths, word)
-    answer = conn.request({"op": "list"})
-    if answer.get("result") != "jobs" or not isinstance(answer.get("jobs"), list):
-        message = printable_line(str(answer.get("message") or "the coordinator gave no job list"))
-        raise ResolveError(f"the coordinator could not list the jobs: {message}")
-    return [r for r in answer["jobs"] if isinstance(r, dict)]
+    from qex.client.errors import Refused
+
+    try:
+        return conn.list_jobs()
+    except Refused as exc:
+        raise ResolveError(
+            f"the coordinator could not list the jobs: {printable_line(exc.message)}") from None
 
 
 def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
@@ -279,9 +278,12 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
     stripped = word.strip()
     if conn is not None and is_uuid(stripped):
         # The common case (a script that kept an id) asks for one record, not the list.
-        answer = conn.request({"op": "status", "id": stripped.lower()})
-        if answer.get("result") == "status" and isinstance(answer.get("status"), dict):
-            return Resolved(jobs=[answer["status"]], word=word)
+        from qex.client.errors import Refused
+
+        try:
+            return Resolved(jobs=[conn.status(stripped.lower())], word=word)
+        except Refused:
+            pass
     records = fetch_records(conn, paths, stripped)
     from qex.store.history import read_all
 
@@ -290,19 +292,12 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
 
 
 def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
-    """The jobs `word` names. Prints `qex: ...` and exits on failure: 127 when it names
-    nothing, 124 on a coordinator timeout, and otherwise 121 in a job-speaking command or 1."""
-    from qex.client.connection import CoordinatorError, failure_code
+    """The jobs `word` names. On failure raises what `qex.cli.exits` turns into the sentence
+    and the code: 127 when it names nothing, 124 on a coordinator timeout, and otherwise 121
+    in a job-speaking command or 1."""
+    from qex.cli.exits import Failure
 
     try:
         return lookup(conn, paths, word, one_job=one_job)
-    except CoordinatorError as exc:
-        _die(exc.message, exc.code)
     except ResolveError as exc:
-        _die(exc.message, NOT_FOUND if exc.not_found else failure_code())
-
-
-def _die(message: str, code: int) -> NoReturn:
-    from qex.cli.common import die
-
-    die(message, code)
+        raise Failure(exc.message, not_found=exc.not_found) from None

@@ -12,9 +12,12 @@ def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs
             follow: bool, quiet: bool, timeout: float | None, sel: Any, only_stdout: bool,
             only_stderr: bool) -> NoReturn:
     from qex.cli import jobcmd
+    from qex.cli.reach import deadline_of, open_connection
     from qex.cli.resolve import resolve
 
-    conn = jobcmd.open_connection(paths, start=False)
+    # The person's --timeout bounds the whole command, the look-up of the word included.
+    until = deadline_of(timeout) if (wait or follow) else None
+    conn = open_connection(paths, start=False, until=until)
     found = resolve(conn, paths, word)
     records = found.jobs
     if follow:
@@ -27,7 +30,7 @@ def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs
     if wait:
         if conn is None and any(r.get("state") not in FINAL for r in records):
             # A queued job needs a coordinator to start; a status wait may start one.
-            conn = jobcmd.open_connection(paths, start=True)
+            conn = open_connection(paths, start=True, until=until)
         records, _ = jobcmd.wait_for(paths, conn, [dict(r) for r in records], timeout=timeout,
                                      narrate=not (quiet or as_json), may_start=True,
                                      group=found.group)

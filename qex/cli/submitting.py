@@ -140,13 +140,13 @@ class Submitter:
 
     @classmethod
     def open(cls, paths: Paths) -> Submitter:
-        from qex.cli import jobcmd
         from qex.cli.common import load_config
+        from qex.cli.reach import open_connection
         from qex.core.states import Exit
         from qex.platform.machine import machine
 
         config = load_config(paths, Exit.QEX_FAILED)
-        conn = jobcmd.open_connection(paths, start=True)
+        conn = open_connection(paths, start=True)
         assert conn is not None
         return cls(paths=paths, config=config, machine=machine(), conn=conn)
 
@@ -154,21 +154,17 @@ class Submitter:
         from qex.cli.resolve import fetch_records
 
         if self._records is None:
-            self._records = self._guard(lambda: fetch_records(self.conn, self.paths))
+            from qex.cli.resolve import ResolveError
+
+            try:
+                self._records = fetch_records(self.conn, self.paths)
+            except ResolveError as exc:
+                fail(exc.message)
         return self._records
-
-    def _guard(self, action: Callable[[], Any]) -> Any:
-        from qex.cli.jobcmd import guarded
-        from qex.cli.resolve import ResolveError
-
-        try:
-            return guarded(action)
-        except ResolveError as exc:
-            fail(exc.message)
 
     def dependency_ids(self, words: Iterable[str], option: str) -> list[str]:
         """Resolve `--needs`/`--after` words (names, ids, groups) to job ids."""
-        from qex.cli.common import die
+        from qex.cli.exits import Failure
         from qex.cli.resolve import ResolveError, dependency_ids
         from qex.store.history import read_all
 
@@ -179,7 +175,7 @@ class Submitter:
         try:
             return dependency_ids(self.records(), words, option=option, history=history)
         except ResolveError as exc:
-            die(exc.message, 127 if exc.not_found else 121)
+            raise Failure(exc.message, not_found=exc.not_found) from None
 
     def build(self, opts: SubmitOptions, job_file: JobFile | None, *, job_id: str,
               now: float | None = None, learn_key: list[str] | None = None,
@@ -221,11 +217,10 @@ class Submitter:
 
     def preflight(self, specs: list[dict[str, Any]]) -> None:
         """Refuse what the coordinator cannot obey (121); print the version note."""
-        from qex.cli.jobcmd import guarded
         from qex.client.capability_check import CapabilityRefusal, preflight
 
-        info = guarded(self.conn.info)
-        capabilities = guarded(self.conn.capabilities)
+        info = self.conn.info()
+        capabilities = self.conn.capabilities()
         try:
             for note in preflight(info, capabilities, specs):
                 warn(note)
@@ -233,20 +228,12 @@ class Submitter:
             fail(exc.message)
 
     def send(self, spec: JobSpec) -> dict[str, Any]:
-        """Submit one spec; the `submitted` answer. A refusal ends the command (121/127)."""
-        from qex.cli.common import die
-        from qex.cli.jobcmd import guarded
-        from qex.core.names import printable_line
-
-        answer: dict[str, Any] = guarded(
-            lambda: self.conn.request({"op": "submit", "spec": spec.to_dict()})
-        )
-        if answer.get("result") == "submitted" and isinstance(answer.get("id"), str):
-            self._records = None
-            return answer
-        message = printable_line(str(answer.get("message") or "the coordinator gave no reason"))
-        code = 127 if answer.get("kind") == "no_such_job" else 121
-        die(message, code)
+        """Submit one spec; the `submitted` answer. A refusal raises `Refused` (121/127)."""
+        answer = self.conn.submit(spec.to_dict())
+        if not isinstance(answer.get("id"), str):
+            fail("the coordinator accepted the job and gave no id for it; run `qex list`")
+        self._records = None
+        return answer
 
 
 def announce(job_id: str) -> None:

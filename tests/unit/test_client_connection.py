@@ -11,13 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from qex.cli.exits import code_for
 from qex.client.connection import (
     Connection,
     CoordinatorError,
+    Lost,
     RequestError,
+    TimedOut,
     ceiling_from_env,
     connect,
 )
+from qex.core.states import Exit
 from qex.client.starting import probe_socket_dir
 from qex.store.paths import Paths
 
@@ -106,10 +110,10 @@ def test_silence_is_a_timeout_with_124(paths: Paths) -> None:
     serve(paths, lambda conn: release.wait(5))
     conn = connect(paths, start=False, ceiling=0.3)
     assert conn is not None
-    with pytest.raises(CoordinatorError) as info:
+    with pytest.raises(TimedOut) as info:
         conn.request({"op": "list"})
     assert info.value.timeout
-    assert info.value.code == 124
+    assert code_for(info.value, "wait") == code_for(info.value, "list") == Exit.WAIT_TIMEOUT
     with pytest.raises(CoordinatorError, match="connect again"):
         conn.request({"op": "ping"})
     release.set()
@@ -127,9 +131,9 @@ def test_a_cut_answer_is_a_timeout(paths: Paths) -> None:
     serve(paths, half)
     conn = connect(paths, start=False, ceiling=0.3)
     assert conn is not None
-    with pytest.raises(CoordinatorError, match="began its answer") as info:
+    with pytest.raises(TimedOut, match="began its answer") as info:
         conn.request({"op": "list"})
-    assert info.value.code == 124
+    assert code_for(info.value, "status") == Exit.WAIT_TIMEOUT
     release.set()
     conn.close()
 
@@ -138,11 +142,12 @@ def test_closed_line_is_lost_not_timeout(paths: Paths) -> None:
     serve(paths, lambda conn: conn.recv(100))
     conn = connect(paths, start=False)
     assert conn is not None
-    with pytest.raises(CoordinatorError) as info:
+    with pytest.raises(Lost) as info:
         conn.request({"op": "wait", "id": "x"})
     assert info.value.lost
     assert not info.value.timeout
-    assert info.value.code != 124
+    assert code_for(info.value, "wait") == Exit.QEX_FAILED
+    assert code_for(info.value, "info") == Exit.FAILURE
 
 
 def test_stream_ends_at_eof(paths: Paths) -> None:

@@ -30,7 +30,7 @@ def command(jobs: tuple[str, ...]) -> None:
     conn = open_connection(paths, start=True)
     assert conn is not None
     final = {s.value for s in FINAL}
-    outcome = Outcome()
+    outcome = Outcome("cancel")
     with conn:
         for found in resolve_all(conn, paths, jobs):
             for record in found.jobs:
@@ -40,5 +40,5 @@ def command(jobs: tuple[str, ...]) -> None:
                 if found.group is not None and str(record.get("state")) in final:
                     click.echo(already_stopped(record))
                     continue
-                send(conn, outcome, {"op": "cancel", "id": job_id}, f"{job_id} left the queue")
+                send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
     sys.exit(outcome.code)

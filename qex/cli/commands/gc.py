@@ -22,7 +22,7 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
     from qex.cli import job_filters as jf
     from qex.cli.common import load_config, warn
     from qex.cli.disk_usage import is_orphan, scan_jobs
-    from qex.cli.reach import ask, error_of, list_jobs, open_connection
+    from qex.cli.reach import open_connection, refusal
     from qex.core import protocol
     from qex.core.names import safe_name
     from qex.core.units import UnitError, format_duration, format_size, parse_duration
@@ -40,7 +40,7 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
     conn = open_connection(paths, start=True)
     assert conn is not None
     with conn:
-        records = list_jobs(conn)
+        records = conn.list_jobs()
         now = time.time()
         held = jf.held_ids(records)
         known = {str(r.get("id")) for r in records}
@@ -62,14 +62,14 @@ def command(*, older_than: str | None, dry_run: bool, as_json: bool) -> None:
                     deleted.append(record)
                     freed += size
                 continue
-            failed = error_of(ask(conn, {"op": "clean", "id": job_id}))
+            failed = refusal(conn.clean, job_id)
             if failed is None:
                 deleted.append(record)
                 freed += size
-            elif failed[0] == protocol.WRONG_STATE:
+            elif failed.kind == protocol.WRONG_STATE:
                 kept.append(record)
-            elif failed[0] != protocol.NO_SUCH_JOB:
-                warn(failed[1])
+            elif failed.kind != protocol.NO_SUCH_JOB:
+                warn(failed.message)
     for entry in orphans:
         freed += entry.bytes
         if not dry_run:

@@ -46,7 +46,7 @@ def command(jobs: tuple[str, ...], signal_text: str, grace: str) -> None:
     conn = open_connection(paths, start=True)
     assert conn is not None
     final = {s.value for s in FINAL}
-    outcome = Outcome()
+    outcome = Outcome("kill")
     with conn:
         for found in resolve_all(conn, paths, jobs):
             for record in found.jobs:
@@ -58,10 +58,8 @@ def command(jobs: tuple[str, ...], signal_text: str, grace: str) -> None:
                     click.echo(already_stopped(record))
                     continue
                 if found.group is not None and state == "queued":
-                    send(conn, outcome, {"op": "cancel", "id": job_id},
-                         f"{job_id} left the queue")
+                    send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
                     continue
-                send(conn, outcome,
-                     {"op": "kill", "id": job_id, "signal": signum, "grace_secs": grace_secs},
-                     f"{job_id} received the signal {signal_name(signum)}")
+                send(outcome, f"{job_id} received the signal {signal_name(signum)}",
+                     conn.kill, job_id, signum, grace_secs)
     sys.exit(outcome.code)

@@ -22,6 +22,7 @@ def command(word: str, id_file: str | None) -> None:
     from qex.cli import jobcmd
     from qex.cli.common import get_paths, load_config, warn
     from qex.cli.idfile import single_text
+    from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
     from qex.cli.submitting import Submitter, write_id_file
     from qex.core import model as dataclasses
@@ -31,7 +32,7 @@ def command(word: str, id_file: str | None) -> None:
     from qex.store.jobs import read_spec
 
     paths = get_paths(Exit.QEX_FAILED)
-    conn = jobcmd.open_connection(paths, start=True)
+    conn = open_connection(paths, start=True)
     assert conn is not None
     old = resolve(conn, paths, word, one_job=True).jobs[0]
     old_id = str(old["id"])

@@ -47,11 +47,13 @@ def command(words: tuple[str, ...], timeout_text: str | None, next_only: bool, q
 def _wait(words: list[str], timeout: float | None, next_only: bool, quiet: bool,
           as_json: bool) -> None:
     from qex.cli import jobcmd
+    from qex.cli.reach import deadline_of, open_connection
     from qex.cli.resolve import resolve
     from qex.cli.waiting import pause_notice
 
     paths = get_paths(Exit.QEX_FAILED)
-    conn = jobcmd.open_connection(paths, start=False)
+    # --timeout bounds the whole command: connecting, the look-up of each word, the wait.
+    conn = open_connection(paths, start=False, until=deadline_of(timeout))
     records: list[dict[str, object]] = []
     seen: set[str] = set()
     group: str | None = None
