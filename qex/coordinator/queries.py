@@ -17,18 +17,20 @@ from qex.coordinator.state import Coordinator, label
 from qex.core import protocol
 from qex.core.names import short_id
 from qex.core.pools import pool_usage
+from qex.core.protocol import Result
 from qex.core.records import Assignment
 
 
 def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
-    return {"result": "capabilities", "names": list(protocol.CAPABILITIES),
-            "version": protocol.VERSION}
+    return protocol.answer(Result.CAPABILITIES, names=list(protocol.CAPABILITIES),
+                           version=protocol.VERSION)
 
 
 def handle_list(coord: Coordinator) -> dict[str, Any]:
     for job in list(coord.active_jobs()):
         coord.refresh(job)
-    return {"result": "jobs", "jobs": [record.to_dict() for record in coord.sorted_records()]}
+    return protocol.answer(Result.JOBS,
+                           jobs=[record.to_dict() for record in coord.sorted_records()])
 
 
 def handle_status(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
@@ -37,7 +39,7 @@ def handle_status(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
     if job is None:
         return protocol.error(protocol.NO_SUCH_JOB, f"there is no job with the id {job_id}")
     coord.refresh(job)
-    return {"result": "status", "status": job.record.to_dict()}
+    return protocol.answer(Result.STATUS, status=job.record.to_dict())
 
 
 def _enforcement(coord: Coordinator) -> dict[str, Any]:
@@ -111,7 +113,7 @@ def handle_info(coord: Coordinator) -> dict[str, Any]:
     peers = coord.peer_refresher() if coord.peer_refresher is not None else coord.peer_load
     record = coord.pauses.queue
     return {
-        "result": "info",
+        "result": Result.INFO,
         "pid": os.getpid(),
         "version": protocol.VERSION,
         "started_at": coord.started_at,
