@@ -270,7 +270,7 @@ class Waiter:
 
     def _recover(self, done: Callable[[], bool]) -> None:
         """The coordinator went away: use the records on disk until one answers again."""
-        from qex.cli.filewatch import DirWatch
+        from qex.platform.filewatch import RECORD_MASK, Watcher, open_watcher
 
         self._drop()
         if self.settings.narrate and not self._lost_said:
@@ -285,7 +285,7 @@ class Waiter:
                 say("no coordinator runs, so a queued job cannot start until one does ("
                     f"{later}); qex watches the records meanwhile", self.settings.out)
         lost_at = time.monotonic()
-        watch: DirWatch | None = None
+        watch: Watcher | None = None
         try:
             while True:
                 self._refresh_from_disk()
@@ -309,7 +309,8 @@ class Waiter:
                     self._sleep(0.25)
                     continue
                 if watch is None:
-                    watch = DirWatch([self.paths.job_dir(i) for i in self._pending()])
+                    watch = open_watcher([self.paths.job_dir(i) for i in self._pending()],
+                                         RECORD_MASK)
                 end = time.monotonic() + RECONNECT_EVERY
                 while time.monotonic() < end:
                     left = min(end - time.monotonic(), self._remaining())

@@ -121,7 +121,6 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
 
 async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     from qex.coordinator.events import EventHub, retained_from_env
-    from qex.coordinator.filewatch import FileWatch
     from qex.coordinator.hooks import make_hook_runner
     from qex.coordinator.reaper import reap_children
     from qex.coordinator.recovery import recover
@@ -131,10 +130,13 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     from qex.platform import machine as machine_info
     from qex.platform import procs
     from qex.platform.activation import notify
+    from qex.platform.filewatch import FileWatch
     from qex.store.config_file import ConfigWatcher
 
+    import qex
+
     loop = asyncio.get_running_loop()
-    remember_program()
+    remember_program(qex.__file__, __file__)
     coord = Coordinator(
         paths=paths, config=config, machine=machine_info.machine(),
         events=EventHub(retained=retained_from_env(), version=__version__, pid=os.getpid(),

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qex.coordinator import pausing
-from qex.coordinator.filewatch import FileWatch
 from qex.coordinator.log import log
 from qex.coordinator.reaper import reap_children
 from qex.coordinator.scheduling import peer_claims, run_pass
 from qex.coordinator.state import Coordinator
 from qex.core.scheduler_types import PeerLoad
 from qex.platform import procs
+from qex.platform.filewatch import FileWatch
 from qex.store import history
 from qex.store import peers as peer_files
 from qex.store.config_file import ConfigWatcher
@@ -50,13 +50,11 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return info.st_dev, info.st_ino, info.st_mtime_ns
 
 
-def remember_program() -> None:
-    """Note the files that make this program, so a replaced install can be noticed."""
-    import qex
-    import qex.coordinator.main as main_module
-
+def remember_program(*files: str | None) -> None:
+    """Note the files that make this program (the caller names them), so a replaced install
+    can be noticed."""
     _program.clear()
-    for path in (qex.__file__, main_module.__file__):
+    for path in files:
         if path:
             _program.append((path, _identity(path)))
 

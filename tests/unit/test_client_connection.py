@@ -21,8 +21,8 @@ from qex.client.connection import (
     ceiling_from_env,
     connect,
 )
-from qex.core.states import Exit
 from qex.client.starting import probe_socket_dir
+from qex.core.states import Exit
 from qex.store.paths import Paths
 
 Handler = Callable[[socket.socket], None]
