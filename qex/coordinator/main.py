@@ -120,6 +120,7 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
 
 
 async def _main(paths: Paths, config: Config, listener: Listener) -> int:
+    import qex
     from qex.coordinator.events import EventHub, retained_from_env
     from qex.coordinator.hooks import make_hook_runner
     from qex.coordinator.reaper import reap_children
@@ -132,8 +133,6 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     from qex.platform.activation import notify
     from qex.platform.filewatch import FileWatch
     from qex.store.config_file import ConfigWatcher
-
-    import qex
 
     loop = asyncio.get_running_loop()
     remember_program(qex.__file__, __file__)
