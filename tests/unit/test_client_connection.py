@@ -186,3 +186,25 @@ def test_probe_of_a_usable_directory(tmp_path: Path) -> None:
     assert probe_socket_dir(tmp_path) is None
     assert probe_socket_dir(tmp_path / "missing") is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_until_caps_every_request_below_the_ceiling(paths: Paths) -> None:
+    import time
+
+    release = threading.Event()
+    serve(paths, lambda conn: release.wait(10))
+    conn = connect(paths, start=False, ceiling=300, until=time.monotonic() + 0.3)
+    assert conn is not None
+    with pytest.raises(TimedOut, match="--timeout"):
+        conn.status("x")
+    release.set()
+    conn.close()
+
+
+def test_a_connect_error_that_cannot_succeed_is_unreachable_at_once(paths: Paths) -> None:
+    from qex.client.connection import Unreachable
+
+    paths.run_dir.mkdir(parents=True, exist_ok=True)
+    paths.socket_path.symlink_to(paths.socket_path)  # ELOOP on every connect
+    with pytest.raises(Unreachable, match="waiting would not change that"):
+        connect(paths, start=True, ceiling=300)
