@@ -30,86 +30,48 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The keyword names that `spec_options` adds (everything that shapes the job itself).
-SPEC_OPTION_NAMES = (
-    "cpu", "mem", "gpu", "vram", "claim", "lock", "name", "cwd", "env", "env_capture",
-    "no_env_capture", "tag", "priority", "timeout", "max_queue_time", "needs", "after", "job",
-    "retries", "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window", "id_file",
-)
-
 COMMAND_SETTINGS = {"allow_interspersed_args": False}
 
 
 def spec_options(func: F) -> F:
-    """Add the options of `qex submit` and `qex run` that describe the job."""
-    decorators = [
-        click.option("--cpu", metavar="N|WORD",
-                     help="Cores this job claims: a number, or half/guess or full/max."),
-        click.option("--mem", metavar="SIZE|WORD",
-                     help="Memory this job claims: 512MB, 8GB, or half/guess or full/max."),
-        click.option("--gpu", metavar="N", help="Devices claimed from the pool `gpu`."),
-        click.option("--vram", metavar="SIZE", help="Memory claimed on EACH GPU the job gets."),
-        click.option("--claim", multiple=True, metavar="NAME=N[:SIZE]",
-                     help="Units of a declared pool (repeatable)."),
-        click.option("--lock", multiple=True, metavar="NAME",
-                     help="A lock that no two jobs hold at once (repeatable)."),
-        click.option("--name", metavar="NAME",
-                     help="A name for `qex list`, usable in place of the id."),
-        click.option("--cwd", metavar="DIR", help="The directory the job runs in."),
-        click.option("--env", multiple=True, metavar="K=V",
-                     help="Add or replace one environment variable (repeatable)."),
-        click.option("--env-capture", metavar="all|minimal|none",
-                     help="How much of this shell's environment the job gets."),
-        click.option("--no-env-capture", is_flag=True,
-                     help="Give the job none of this shell's environment."),
-        click.option("--tag", multiple=True, metavar="TAG", help="A tag for `qex list --tag`."),
-        click.option("--priority", type=int, metavar="N",
-                     help="A larger number starts earlier (negative numbers are fine)."),
-        click.option("--timeout", metavar="TIME",
-                     help="Stop the JOB after this time (30s, 5m, 4h, 2d; 0 = no limit)."),
-        click.option("--max-queue-time", metavar="TIME",
-                     help="Give up (state expired) if the job has not started after this time."),
-        click.option("--needs", multiple=True, metavar="ID[,ID]",
-                     help="Wait for these jobs, and do not run unless they succeed."),
-        click.option("--after", multiple=True, metavar="ID[,ID]",
-                     help="Wait for these jobs to stop, whatever their result."),
-        click.option("--job", metavar="FILE", help="Read the job from a TOML, YAML or JSON file."),
-        click.option("--retries", type=click.IntRange(min=0), metavar="N",
-                     help="Run the job again up to N times when it fails."),
-        click.option("--nice", type=int, metavar="N",
-                     help="-20 to 19; a larger number gives way to people (default 10)."),
-        click.option("--no-limit-env-hints", is_flag=True,
-                     help="Do not tell the job its claim (QEX_CPU, OMP_NUM_THREADS, ...)."),
-        click.option("--dedupe-key", metavar="KEY",
-                     help="Start nothing while a job with this key waits or runs; give its id."),
-        click.option("--dedupe-window", metavar="TIME",
-                     help="Keep the key of a job that succeeded for this long."),
-        click.option("--id-file", metavar="FILE",
-                     help="Write the id here (atomically) before anything else happens."),
-        click.argument("command_args", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND..."),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
+    """Add the options of `qex submit` and `qex run` that describe the job: one per row of
+    `qex.core.job_fields.FIELDS`, then `-- COMMAND...`."""
+    from qex.core import job_fields as jf
+
+    kinds: dict[str, dict[str, Any]] = {
+        jf.TEXT: {},
+        jf.INT: {"type": int},
+        jf.COUNT: {"type": click.IntRange(min=0)},
+        jf.FLAG: {"is_flag": True},
+        jf.MULTI: {"multiple": True},
+    }
+    func = click.argument("command_args", nargs=-1, type=click.UNPROCESSED,
+                          metavar="-- COMMAND...")(func)
+    for row in reversed(jf.FIELDS):
+        settings: dict[str, Any] = {"help": row.help, **kinds[row.kind]}
+        if row.metavar is not None:
+            settings["metavar"] = row.metavar
+        func = click.option(row.option, row.dest, **settings)(func)
     return func
 
 
 def submit_options_from(values: dict[str, Any]) -> SubmitOptions:
-    """The jobspec options for parsed click values (needs/after left as words)."""
+    """The jobspec options for parsed option values keyed by `dest` (needs/after left as
+    words); a parser without click gives the same dictionary."""
+    from qex.core import job_fields as jf
     from qex.core.jobspec import SubmitOptions
 
-    return SubmitOptions(
-        command=list(values.get("command_args") or ()),
-        cpu=values.get("cpu"), mem=values.get("mem"), gpu=values.get("gpu"),
-        vram=values.get("vram"), claims=list(values.get("claim") or ()),
-        name=values.get("name"), cwd=values.get("cwd"), env=list(values.get("env") or ()),
-        env_capture=values.get("env_capture"),
-        no_env_capture=bool(values.get("no_env_capture")),
-        tags=list(values.get("tag") or ()), priority=values.get("priority"),
-        timeout=values.get("timeout"), max_queue_time=values.get("max_queue_time"),
-        retries=values.get("retries"), locks=list(values.get("lock") or ()),
-        nice=values.get("nice"), no_limit_env_hints=bool(values.get("no_limit_env_hints")),
-        dedupe_key=values.get("dedupe_key"), dedupe_window=values.get("dedupe_window"),
-    )
+    given: dict[str, Any] = {"command": list(values.get("command_args") or ())}
+    for row in jf.FIELDS:
+        if row.name is None:
+            continue
+        value = values.get(row.dest)
+        if row.kind == jf.MULTI:
+            value = list(value or ())
+        elif row.kind == jf.FLAG:
+            value = bool(value)
+        given[row.name] = value
+    return SubmitOptions(**given)
 
 
 def read_job_file(path_text: str) -> JobFile:

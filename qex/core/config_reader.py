@@ -24,24 +24,21 @@ from qex.core.units import (
     parse_size,
 )
 
-#: Every key of every section, in the order of the config page.
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "budget": ("cpu", "mem"),
-    "system": ("reserve_mem", "max_pressure"),
-    "enforce": ("mode", "mem_overcommit", "use_systemd"),
-    "peers": ("enabled", "dir", "stale_after"),
-    "queue": ("oversized", "settle", "max_bypass"),
-    "politeness": ("nice", "io", "oom_score_adj"),
-    "submit": ("env_capture", "minimal_env"),
-    "claims": ("export_env", "also"),
-    "learn": ("enabled", "margin"),
-    "logs": ("max_bytes",),
-    "retry": ("on_oom", "growth"),
-    "history": ("keep",),
-    "gc": ("keep",),
-    "defaults": ("cpu", "mem", "timeout", "max_queue_time", "vram"),
-    "hooks": ("on_stop", "on_stop_states", "timeout"),
-}
+
+def _sections() -> dict[str, tuple[str, ...]]:
+    """Every key of every section, read off the `Config` record (its `pools` are `[[pool]]`
+    tables, read on their own), so a new setting is known the moment it has a field."""
+    from qex.core.config import Config
+    from qex.core.model import fields
+
+    return {
+        spec.name: tuple(key.name for key in fields(spec.value()))
+        for spec in fields(Config) if spec.name != "pools"
+    }
+
+
+#: Every key of every section, in the order of the `Config` record (and the config page).
+SECTIONS: dict[str, tuple[str, ...]] = _sections()
 
 
 class SectionReader:

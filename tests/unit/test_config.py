@@ -460,3 +460,15 @@ def test_load_config_never_opens_a_fifo(tmp_path: Path) -> None:
             pass  # release the blocked open so the thread can end
         pytest.fail("load_config blocked on a FIFO")
     assert outcome and "FIFO" in outcome[0] and "not a regular file" in outcome[0]
+
+
+def test_sections_are_read_off_the_config_record() -> None:
+    """Every field of every `Config` section is a known key, and nothing else is."""
+    from qex.core.config import Config
+    from qex.core.config_reader import SECTIONS
+    from qex.core.model import fields
+
+    sections = {f.name: f.value() for f in fields(Config) if f.name != "pools"}
+    assert set(SECTIONS) == set(sections)
+    for name, section in sections.items():
+        assert SECTIONS[name] == tuple(f.name for f in fields(section))
