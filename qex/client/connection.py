@@ -36,6 +36,7 @@ from qex.client.errors import (
     Unreachable,
 )
 from qex.core import protocol
+from qex.core.env_seconds import env_seconds
 from qex.core.protocol import Result
 from qex.store.paths import Paths
 
@@ -59,24 +60,13 @@ NO_LIMIT = float("inf")
 
 def ceiling_from_env(env: dict[str, str] | None = None) -> float:
     """The answer ceiling in seconds: `QEX_COORDINATOR_CEILING_SECS` (1..86400) or 300."""
-    source = os.environ if env is None else env
-    raw = source.get("QEX_COORDINATOR_CEILING_SECS", "").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_CEILING
-    if 1 <= value <= 86400:
-        return value
-    return DEFAULT_CEILING
+    return env_seconds(os.environ if env is None else env, "QEX_COORDINATOR_CEILING_SECS",
+                       DEFAULT_CEILING, low=1.0, high=86400.0)
 
 
 def _say_waiting_step() -> float:
-    raw = os.environ.get("QEX_SAY_WAITING_AFTER_SECS", "").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_SAY_WAITING
-    return min(max(value, 1.0), 10.0)
+    return env_seconds(os.environ, "QEX_SAY_WAITING_AFTER_SECS", DEFAULT_SAY_WAITING,
+                       low=1.0, high=10.0)
 
 
 def seconds_text(value: float) -> str:

@@ -35,12 +35,11 @@ BYE_GRACE_SECS = 1.0
 
 
 def idle_limit(env: dict[str, str] | None = None) -> float:
-    value = (os.environ if env is None else env).get("QEX_IDLE_EXIT_SECS", "")
-    try:
-        seconds = float(value) if value.strip() else DEFAULT_IDLE_SECS
-    except ValueError:
-        return DEFAULT_IDLE_SECS
-    return seconds if seconds > 0 else DEFAULT_IDLE_SECS
+    """How long an idle coordinator stays: `QEX_IDLE_EXIT_SECS` (more than 0), else an hour."""
+    from qex.core.env_seconds import env_seconds
+
+    return env_seconds(os.environ if env is None else env, "QEX_IDLE_EXIT_SECS",
+                       DEFAULT_IDLE_SECS, low=0.001)
 
 
 def run(paths: Paths) -> int:

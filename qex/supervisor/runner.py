@@ -49,12 +49,11 @@ PAUSE_RECHECK_SECS = 3.0
 
 
 def env_seconds(name: str, default: float) -> float:
-    """A duration override from the environment (tests shorten the graces); bad values ignored."""
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value >= 0 else default
+    """A duration override from the environment (tests shorten the graces), by the one rule
+    of `qex.core.env_seconds`."""
+    from qex.core.env_seconds import env_seconds as read
+
+    return read(os.environ, name, default)
 
 
 def say(message: str) -> None:
