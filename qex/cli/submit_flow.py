@@ -33,6 +33,7 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
                as_json: bool = False, wait_timeout: float | None = None) -> NoReturn:
     """Submit the job that `values` (parsed submit options) describe, and finish the command."""
     from qex.cli.idfile import single_text
+    from qex.cli.reach import deadline_of
 
     job_file = read_job_file(values["job"]) if values.get("job") else None
     opts = submit_options_from(values)
@@ -59,6 +60,9 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
     announce(job_id)
     write_id_file(values.get("id_file"), single_text(job_id))
     conn = submitter.conn
+    # From here on the person's --wait-timeout bounds every request; the submit itself was
+    # not bounded by it, so a slow answer can never leave it unknown whether the job exists.
+    conn.until = deadline_of(wait_timeout)
     if mode == FOLLOW:
         from qex.cli.attaching import attach
 

@@ -43,19 +43,15 @@ def handle_status(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
 
 
 def _enforcement(coord: Coordinator) -> dict[str, Any]:
-    from qex.platform.detect import detect
+    from qex.platform.detect import detect, enforcement_state
 
     mode = coord.config.enforce.mode
     try:
         caps = detect(use_systemd=coord.config.enforce.use_systemd)
     except Exception as exc:
-        return {"mode": mode, "active": False, "reason": f"the probe failed: {exc}",
-                "backend": None}
-    active = mode != "off" and bool(caps.enforcement_possible)
-    reason = None if active else (
-        "[enforce] mode is off, so claims steer the queue only" if mode == "off" else caps.reason)
-    return {"mode": mode, "active": active, "reason": reason, "backend": caps.scope_backend,
-            "fix": None if active or mode == "off" else caps.fix}
+        return {"mode": mode, "active": False, "possible": False,
+                "reason": f"the probe failed: {exc}", "fix": None, "backend": None}
+    return enforcement_state(mode, caps)
 
 
 def _pools(coord: Coordinator) -> list[dict[str, Any]]:

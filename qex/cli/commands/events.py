@@ -118,7 +118,7 @@ def command(*, as_json: bool, since_text: str, count: int | None,
 
     deadline = None if timeout is None else time.monotonic() + timeout
     paths = get_paths()
-    conn = open_connection(paths, start=True)
+    conn = open_connection(paths, start=True, until=deadline)
     assert conn is not None
     require(conn, "events", "write the event stream")
 
