@@ -36,8 +36,8 @@ from qex.client.errors import (
     Unreachable,
 )
 from qex.core import protocol
-from qex.core.env_seconds import env_seconds
 from qex.core.protocol import Result
+from qex.core.units import env_seconds
 from qex.store.paths import Paths
 
 __all__ = [

@@ -36,7 +36,7 @@ BYE_GRACE_SECS = 1.0
 
 def idle_limit(env: dict[str, str] | None = None) -> float:
     """How long an idle coordinator stays: `QEX_IDLE_EXIT_SECS` (more than 0), else an hour."""
-    from qex.core.env_seconds import env_seconds
+    from qex.core.units import env_seconds
 
     return env_seconds(os.environ if env is None else env, "QEX_IDLE_EXIT_SECS",
                        DEFAULT_IDLE_SECS, low=0.001)

@@ -50,8 +50,8 @@ PAUSE_RECHECK_SECS = 3.0
 
 def env_seconds(name: str, default: float) -> float:
     """A duration override from the environment (tests shorten the graces), by the one rule
-    of `qex.core.env_seconds`."""
-    from qex.core.env_seconds import env_seconds as read
+    of `qex.core.units`."""
+    from qex.core.units import env_seconds as read
 
     return read(os.environ, name, default)
 

@@ -1,11 +1,11 @@
-"""The one rule for `QEX_*_SECS`: a number of seconds within the setting's bounds, else the
+"""The one rule for `QEX_*_SECS` (qex.core.units.env_seconds): a number of seconds within the setting's bounds, else the
 default, and every reader of such a variable uses it."""
 
 from __future__ import annotations
 
 import pytest
 
-from qex.core.env_seconds import env_seconds
+from qex.core.units import env_seconds
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
