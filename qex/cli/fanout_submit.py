@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
 from qex.cli.common import warn
-from qex.cli.exits import Failure
 from qex.cli.submitting import Submitter, submit_options_from, write_id_file
 from qex.core import fanout
 from qex.core import model as dataclasses
@@ -51,7 +50,7 @@ def _abort(message: str, code: int, group: str, done: list[tuple[str, str]],
 
 
 def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs: int) -> NoReturn:
-    from qex.cli.exits import code_for
+    from qex.cli.exits import code_for, failed
     from qex.client.errors import ClientError
 
     data, shown = read_input(source)
@@ -91,7 +90,7 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
             _abort(printable_line(exc.message), code_for(exc, "submit"), group, done, len(specs))
         if not isinstance(answer.get("id"), str):
             _abort("the coordinator accepted a job and gave no id for it",
-                   code_for(Failure(""), "submit"), group, done, len(specs))
+                   failed("submit"), group, done, len(specs))
         warning = answer.get("warning")
         if isinstance(warning, str) and warning.strip():
             if warning not in seen_warnings:

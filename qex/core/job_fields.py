@@ -10,7 +10,8 @@ the submission that is not part of the job); `option` the long flag; `dest` the 
 click passes; `kind` how the value is read (`text`, `int`, `count` = a whole number >= 0,
 `flag`, `multi` = repeatable text); `file_key` the key of a job file (`resources.cpu` is
 `cpu` under `[resources]`; None when a file cannot say it); `stage` whether a pipeline stage
-takes it too.
+takes it too; `capability` what the coordinator must be able to do to obey it (the CLI
+refuses the option, by these names, when the coordinator cannot).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class JobField(NamedTuple):
     help: str
     file_key: str | None
     stage: bool = True
+    capability: str | None = None
 
 
 #: In the order of `qex submit --help`.
@@ -42,13 +44,13 @@ FIELDS: tuple[JobField, ...] = (
     JobField("mem", "--mem", "mem", TEXT, "SIZE|WORD",
              "Memory this job claims: 512MB, 8GB, or half/guess or full/max.", "resources.mem"),
     JobField("gpu", "--gpu", "gpu", TEXT, "N", "Devices claimed from the pool `gpu`.",
-             "resources.gpu"),
+             "resources.gpu", capability="pools"),
     JobField("vram", "--vram", "vram", TEXT, "SIZE", "Memory claimed on EACH GPU the job gets.",
-             "resources.vram"),
+             "resources.vram", capability="pools"),
     JobField("claims", "--claim", "claim", MULTI, "NAME=N[:SIZE]",
-             "Units of a declared pool (repeatable).", "resources.claims"),
+             "Units of a declared pool (repeatable).", "resources.claims", capability="pools"),
     JobField("locks", "--lock", "lock", MULTI, "NAME",
-             "A lock that no two jobs hold at once (repeatable).", "locks"),
+             "A lock that no two jobs hold at once (repeatable).", "locks", capability="locks"),
     JobField("name", "--name", "name", TEXT, "NAME",
              "A name for `qex list`, usable in place of the id.", "name"),
     JobField("cwd", "--cwd", "cwd", TEXT, "DIR", "The directory the job runs in.", "cwd"),
@@ -65,23 +67,26 @@ FIELDS: tuple[JobField, ...] = (
              "Stop the JOB after this time (30s, 5m, 4h, 2d; 0 = no limit).", "timeout"),
     JobField("max_queue_time", "--max-queue-time", "max_queue_time", TEXT, "TIME",
              "Give up (state expired) if the job has not started after this time.",
-             "max_queue_time"),
+             "max_queue_time", capability="max-queue-time"),
     JobField("needs", "--needs", "needs", MULTI, "ID[,ID]",
-             "Wait for these jobs, and do not run unless they succeed.", "needs"),
+             "Wait for these jobs, and do not run unless they succeed.", "needs",
+             capability="dependencies"),
     JobField("after", "--after", "after", MULTI, "ID[,ID]",
-             "Wait for these jobs to stop, whatever their result.", "after"),
+             "Wait for these jobs to stop, whatever their result.", "after",
+             capability="dependencies"),
     JobField(None, "--job", "job", TEXT, "FILE", "Read the job from a TOML, YAML or JSON file.",
              None),
     JobField("retries", "--retries", "retries", COUNT, "N",
-             "Run the job again up to N times when it fails.", "retries"),
+             "Run the job again up to N times when it fails.", "retries", capability="retries"),
     JobField("nice", "--nice", "nice", INT, "N",
-             "-20 to 19; a larger number gives way to people (default 10).", "nice"),
+             "-20 to 19; a larger number gives way to people (default 10).", "nice",
+             capability="politeness"),
     JobField("no_limit_env_hints", "--no-limit-env-hints", "no_limit_env_hints", FLAG, None,
              "Do not tell the job its claim (QEX_CPU, OMP_NUM_THREADS, ...).",
              "no_limit_env_hints"),
     JobField("dedupe_key", "--dedupe-key", "dedupe_key", TEXT, "KEY",
              "Start nothing while a job with this key waits or runs; give its id.",
-             "dedupe_key", stage=False),
+             "dedupe_key", stage=False, capability="dedupe"),
     JobField("dedupe_window", "--dedupe-window", "dedupe_window", TEXT, "TIME",
              "Keep the key of a job that succeeded for this long.", "dedupe_window",
              stage=False),
@@ -110,6 +115,17 @@ def file_keys(*, stage: bool = False) -> tuple[str, ...]:
         if key not in keys:
             keys.append(key)
     return tuple(keys)
+
+
+def options_needing() -> dict[str, str]:
+    """capability -> the options that need it, as a person reads them (`--a, --b and --c`)."""
+    grouped: dict[str, list[str]] = {}
+    for row in FIELDS:
+        if row.capability is not None:
+            grouped.setdefault(row.capability, []).append(row.option)
+    return {name: options[0] if len(options) == 1
+            else ", ".join(options[:-1]) + " and " + options[-1]
+            for name, options in grouped.items()}
 
 
 def by_dest() -> dict[str, JobField]:

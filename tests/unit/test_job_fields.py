@@ -72,3 +72,14 @@ def test_submit_options_from_reads_every_dest() -> None:
                                                else values[row.dest]), row
     empty = submit_options_from({})
     assert empty == SubmitOptions()
+
+
+def test_each_capability_of_an_option_is_one_the_coordinator_can_name() -> None:
+    from qex.client.capability_check import OPTION_TEXT
+    from qex.core.protocol import CAPABILITIES
+
+    needing = jf.options_needing()
+    assert set(needing) <= set(CAPABILITIES)
+    assert needing["dependencies"] == "--needs and --after"
+    assert needing["pools"] == "--gpu, --vram and --claim"
+    assert set(OPTION_TEXT) == set(needing) | {"groups"}
