@@ -12,6 +12,7 @@ to someone else's job only stop watching (122).
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli.common import die, warn
@@ -70,8 +71,6 @@ def final_sentence(record: dict[str, Any], *, stopped_by_us: str | None) -> str 
 
 def _stop(paths: Paths, job_id: str) -> str | None:
     """Stop the job this command started: cancel it while queued, else TERM then KILL."""
-    import signal
-
     from qex.cli.reach import refusal
     from qex.client.connection import CoordinatorError, Refused, connect
 
@@ -101,8 +100,13 @@ def _stop(paths: Paths, job_id: str) -> str | None:
 
 
 def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
-           timeout: float | None, stop_job: bool, owned: bool = False) -> NoReturn:
-    """Copy the output until the job is final, then exit with its band code."""
+           timeout: float | None, stop_job: bool, owned: bool = False,
+           interrupted: bool = False) -> NoReturn:
+    """Copy the output until the job is final, then exit with its band code.
+
+    `interrupted`: the first Ctrl-C came before the attach began (`qex run` between its
+    submit and here), so it is acted on at once, as if it came during the wait.
+    """
     from qex.cli.follow_output import OutputFollower
     from qex.cli.waiting import (
         JobGone,
@@ -120,8 +124,11 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
     follower = OutputFollower(paths.job_dir(job_id))
     settings = WaitSettings(timeout=timeout, narrate=True, may_start=True, tick=follower.pump)
     stopped: str | None = None
+    waiter: Waiter | None = None
     try:
         try:
+            if interrupted:
+                raise WaitInterrupted(signal.SIGINT)
             with stop_signals():
                 waiter = Waiter(paths, conn, [record], settings)
                 if owned:
@@ -132,11 +139,14 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
                 follower.finish()
                 report_interrupted([job_id])
                 raise SystemExit(Exit.WAIT_INTERRUPTED) from None
-            latest = waiter.records[job_id]
+            latest = waiter.records[job_id] if waiter is not None else record
             # Stop first, then close: closing the line that owns a queued job would cancel
             # it behind our back, and the final sentence would blame "a different command".
             stopped = _stop(paths, job_id)
-            waiter.close()
+            if waiter is not None:
+                waiter.close()
+            elif conn is not None:
+                conn.close()
             # Handlers stay at their defaults now: a second Ctrl-C ends this command at once.
             settings.timeout = None
             settings.narrate = False

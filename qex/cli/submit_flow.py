@@ -65,10 +65,20 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
     conn.until = deadline_of(wait_timeout)
     if mode == FOLLOW:
         from qex.cli.attaching import attach
+        from qex.cli.waiting import WaitInterrupted, stop_signals
 
-        owned = not deduplicated and _own(conn, job_id)
-        attach(paths, conn, _record(conn, job_id, spec.to_dict()), timeout=wait_timeout,
-               stop_job=not deduplicated, owned=owned)
+        # One handler from here to the end: a Ctrl-C that comes before the attach begins
+        # stops the job too, as `qex run` promises (attach's own handler nests inside).
+        with stop_signals():
+            record: dict[str, Any] = {"id": job_id, "name": spec.name, "state": "queued"}
+            owned = interrupted = False
+            try:
+                owned = not deduplicated and _own(conn, job_id)
+                record = _record(conn, job_id, spec.to_dict())
+            except WaitInterrupted:
+                interrupted = True
+            attach(paths, conn, record, timeout=wait_timeout, stop_job=not deduplicated,
+                   owned=owned, interrupted=interrupted)
     record = _record(conn, job_id, spec.to_dict())
     finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=wait_timeout,
                                 narrate=not (quiet or as_json), may_start=True)
