@@ -50,7 +50,7 @@ def _abort(message: str, code: int, group: str, done: list[tuple[str, str]],
 
 
 def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs: int) -> NoReturn:
-    from qex.cli.exits import code_for, failed
+    from qex.cli.exits import code_for
     from qex.client.errors import ClientError
 
     data, shown = read_input(source)
@@ -88,11 +88,8 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
             answer = submitter.conn.submit(spec.to_dict())
         except ClientError as exc:
             _abort(printable_line(exc.message), code_for(exc, "submit"), group, done, len(specs))
-        if not isinstance(answer.get("id"), str):
-            _abort("the coordinator accepted a job and gave no id for it",
-                   failed("submit"), group, done, len(specs))
-        warning = answer.get("warning")
-        if isinstance(warning, str) and warning.strip():
+        warning = answer["warning"]
+        if warning is not None and warning.strip():
             if warning not in seen_warnings:
                 jobcmd.print_warnings(answer)
             seen_warnings[warning] = seen_warnings.get(warning, 0) + 1

@@ -7,7 +7,7 @@ happened to the queue or to the wait (`qex.cli.exits`). Connecting is `qex.cli.r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -97,7 +97,7 @@ def interruptible(words: list[str]) -> Iterator[None]:
         raise SystemExit(Exit.WAIT_INTERRUPTED) from None
 
 
-def print_warnings(answer: dict[str, Any]) -> None:
+def print_warnings(answer: Mapping[str, Any]) -> None:
     """The coordinator's warning on a submit answer, as `qex: ...` lines."""
     from qex.core.names import printable
 

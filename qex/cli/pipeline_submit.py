@@ -96,8 +96,6 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
             answer = submitter.conn.submit(spec.to_dict())
         except ClientError as exc:
             _refused(printable_line(exc.message), stage_name, group, done)
-        if not isinstance(answer.get("id"), str):
-            _refused("the coordinator gave no id for it", stage_name, group, done)
         jobcmd.print_warnings(answer)
         done.append((stage_name, str(answer["id"])))
         warn(f"{safe_name(stage_name)}: {answer['id']}")

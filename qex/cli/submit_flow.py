@@ -47,8 +47,8 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
         warn(note)
     submitter.preflight([spec.to_dict()])
     answer = submitter.send(spec)
-    job_id = str(answer["id"])
-    deduplicated = bool(answer.get("deduplicated"))
+    job_id = answer["id"]
+    deduplicated = answer["deduplicated"]
     jobcmd.print_warnings(answer)
     if mode == PLAIN:
         write_id_file(values.get("id_file"), single_text(job_id))

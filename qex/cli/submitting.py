@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from qex.core.config import Config, Machine
     from qex.core.jobfile import JobFile
     from qex.core.jobspec import SubmitOptions
+    from qex.core.protocol import Submitted
     from qex.core.records import JobSpec
     from qex.store.paths import Paths
 
@@ -189,11 +190,9 @@ class Submitter:
         except CapabilityRefusal as exc:
             fail(exc.message)
 
-    def send(self, spec: JobSpec) -> dict[str, Any]:
+    def send(self, spec: JobSpec) -> Submitted:
         """Submit one spec; the `submitted` answer. A refusal raises `Refused` (121/127)."""
         answer = self.conn.submit(spec.to_dict())
-        if not isinstance(answer.get("id"), str):
-            fail("the coordinator accepted the job and gave no id for it; run `qex list`")
         self._records = None
         return answer
 

@@ -308,9 +308,14 @@ class Connection:
         answer = self.request(protocol.capabilities())
         return answer if answer.get("result") == Result.CAPABILITIES else None
 
-    def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
+    def submit(self, spec: dict[str, Any]) -> protocol.Submitted:
         """The `submitted` answer (id, warning, deduplicated); a refusal raises `Refused`."""
-        return self.call(protocol.submit(spec))
+        answer = protocol.submitted(self.call(protocol.submit(spec)))
+        if answer is None:
+            raise Unreachable(
+                "the coordinator accepted the job and gave no id for it; a coordinator of a "
+                "different qex may be running, so run `qex version`, then `qex list`")
+        return answer
 
     def own_job(self, job_id: str) -> None:
         self.call(protocol.own_job(job_id))

@@ -27,7 +27,7 @@ Errors: {"result": "error", "kind": no_such_job | wrong_state | internal | refus
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from qex import __version__
 
@@ -104,6 +104,25 @@ ANSWERS: dict[str, str] = {
     Op.PAUSE_STATE: Result.PAUSE_STATE,
     Op.JOB_CHANGED: Result.OK,
 }
+
+class Submitted(TypedDict):
+    """The `submitted` answer, checked: the job's id, the coordinator's warning (or None),
+    and whether an earlier job with the same dedupe key was handed back."""
+
+    id: str
+    warning: str | None
+    deduplicated: bool
+
+
+def submitted(answer: dict[str, Any]) -> Submitted | None:
+    """The typed `submitted` answer; None when the answer does not have the job's id."""
+    job_id = answer.get("id")
+    if not isinstance(job_id, str) or not job_id:
+        return None
+    warning = answer.get("warning")
+    return Submitted(id=job_id, warning=warning if isinstance(warning, str) else None,
+                     deduplicated=bool(answer.get("deduplicated")))
+
 
 #: Every request name, in the order of the table above.
 OPS: tuple[str, ...] = tuple(ANSWERS)

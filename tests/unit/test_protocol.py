@@ -59,3 +59,12 @@ def test_check_raises_what_happened() -> None:
         check(protocol.status("x"), protocol.answer(Result.JOBS, jobs=[]))
     assert protocol.error_of(protocol.answer(Result.ERROR)) == (
         protocol.INTERNAL, "the coordinator gave no reason")
+
+
+def test_submitted_is_checked_once() -> None:
+    answer = protocol.answer(Result.SUBMITTED, id="j1", warning="w", deduplicated=1)
+    assert protocol.submitted(answer) == {"id": "j1", "warning": "w", "deduplicated": True}
+    assert protocol.submitted(protocol.answer(Result.SUBMITTED, id="j1", warning=3)) == {
+        "id": "j1", "warning": None, "deduplicated": False}
+    assert protocol.submitted(protocol.answer(Result.SUBMITTED, id="")) is None
+    assert protocol.submitted(protocol.answer(Result.SUBMITTED)) is None

@@ -51,7 +51,7 @@ def command(word: str, id_file: str | None) -> None:
                           machine=machine(), conn=conn)
     submitter.preflight([fresh.to_dict()])
     answer = submitter.send(fresh)
-    new = str(answer["id"])
+    new = answer["id"]
     jobcmd.print_warnings(answer)
     write_id_file(id_file, single_text(new))
     warn(f"the job {short_id(old_id)} runs again as {new}")
