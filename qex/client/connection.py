@@ -403,7 +403,7 @@ CONNECTED, NOBODY_LISTENS, NO_ANSWER = "connected", "nobody", "no-answer"
 #: may help); every errno outside this set and `_NOBODY` can never succeed, and says so.
 _BUSY = frozenset({
     errno.EAGAIN, errno.ETIMEDOUT, errno.EINTR, errno.EACCES, errno.EPERM, errno.ECONNRESET,
-    errno.EINPROGRESS, errno.EALREADY,
+    errno.EINPROGRESS, errno.EALREADY, errno.ENOBUFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE,
 })
 
 
