@@ -102,3 +102,22 @@ def test_a_socket_path_that_cannot_work_says_so_at_once(qex_env: Env) -> None:
     proc = qex_env.run("list", timeout=60, extra_env={"QEX_COORDINATOR_CEILING_SECS": "300"})
     assert proc.returncode == 1, proc.stderr
     assert "waiting would not change that" in proc.stderr
+
+
+def test_timeout_caps_starting_a_coordinator(qex_env: Env) -> None:
+    """A queued job, no coordinator, and another command that holds the spawn lock: the
+    start of a coordinator is one more phase that the person's --timeout bounds."""
+    import fcntl
+    import json
+
+    paths = Paths.from_env(qex_env.env)
+    job = str(uuid.uuid4())
+    paths.job_dir(job).mkdir(parents=True)
+    (paths.job_dir(job) / "status.json").write_text(json.dumps(
+        {"id": job, "name": "waiting", "state": "queued", "submitted_at": 0}))
+    paths.run_dir.mkdir(parents=True, exist_ok=True)
+    with open(paths.spawn_lock, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = qex_env.run("status", job, "--wait", "--timeout", "2s", timeout=90,
+                           extra_env={"QEX_COORDINATOR_CEILING_SECS": "300"})
+    assert proc.returncode == 124, proc.stderr
