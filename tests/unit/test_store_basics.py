@@ -82,3 +82,14 @@ def test_socket_fallback_fits_even_under_long_dirs(tmp_path: Path, runtime_len: 
     fitting = [b for b in (runtime, scratch) if len(os.fsencode(b / leaf)) <= MAX_SOCKET_PATH]
     assert paths.socket_path == (fitting[0] if fitting else Path("/tmp")) / leaf
     assert Paths.from_env(env).socket_path == paths.socket_path
+
+
+def test_the_last_fallback_fits_for_any_uid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """/tmp/qex-<uid>-<16 hex>/qex.sock: at most 45 bytes, whatever the uid (32 bits)."""
+    monkeypatch.setattr(os, "getuid", lambda: 4294967294)
+    long_dir = str(tmp_path / ("l" * 150))
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": long_dir,
+                            "XDG_RUNTIME_DIR": long_dir, "TMPDIR": "relative/dir"})
+    assert paths.socket_path.parts[:2] == ("/", "tmp")
+    assert len(os.fsencode(paths.socket_path)) <= 45 < MAX_SOCKET_PATH < 108
