@@ -43,9 +43,12 @@ def load_config(paths: Paths, code: int = 1) -> Config:
     from qex.store.config_file import load_config as _load
 
     try:
-        return _load(paths)
+        config = _load(paths)
     except ConfigError as exc:
         die(str(exc), code)
+    for note in config.notes:
+        warn(note)
+    return config
 
 
 def print_json(data: Any) -> None:

@@ -19,6 +19,9 @@ from click.shell_completion import CompletionItem
 from qex.core.names import safe_name
 
 KINDS = ("ids", "active", "queued")
+#: At most this many candidates: the recent jobs are the ones a person completes, and a shell
+#: that lists thousands of ids at one Tab press is of no help.
+MAX_ITEMS = 200
 _ACTIVE = frozenset({"starting", "running"})
 
 
@@ -54,6 +57,8 @@ def _items(kind: str, incomplete: str) -> list[CompletionItem]:
         if name.startswith(incomplete) and name not in names:
             names.add(name)
             items.append(CompletionItem(name, help=f"the name of {job_id[:8]}"))
+        if len(items) >= MAX_ITEMS:
+            break
     return items
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import signal as _signal
 from typing import Any
 
-from qex.core.names import printable_line, safe_name, short_id, visible
+from qex.core.names import lock_shown, printable_line, safe_name, short_id, visible
 from qex.core.units import format_duration
 
 _SAFE_FIELDS = ("name", "group_name", "dedupe_key")
-_SAFE_LISTS = ("locks", "tags")
+_SAFE_LISTS = ("tags",)
 _PRINTABLE_FIELDS = ("blocked_reason", "error", "forced_reason", "note")
 
 
@@ -30,6 +30,9 @@ def display_record(record: dict[str, Any]) -> dict[str, Any]:
         value = out.get(key)
         if isinstance(value, list):
             out[key] = [safe_name(str(v)) for v in value]
+    locks = out.get("locks")
+    if isinstance(locks, list):
+        out["locks"] = [lock_shown(str(v)) for v in locks]
     for key in _PRINTABLE_FIELDS:
         value = out.get(key)
         if isinstance(value, str):

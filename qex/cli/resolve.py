@@ -36,10 +36,14 @@ class Resolved:
     #: True when the word matched a job by its name (not by its id).
     by_name: bool = False
     word: str = ""
+    #: Ids whose records said `running` or `starting` although no process of theirs remains;
+    #: `jobs` shows them as recovery will write them (`qex.cli.stale`).
+    judged: list[str] = field(default_factory=list)
 
 
 class ResolveError(Exception):
-    """A word that names nothing (`not_found`, exit 127) or too much (a usage error)."""
+    """A word that cannot be used. `not_found` (exit 127): it names no job, or more than one
+    where one is needed; the message lists the candidates. Otherwise qex failed (121 or 1)."""
 
     def __init__(self, message: str, *, not_found: bool = False) -> None:
         super().__init__(message)
@@ -94,7 +98,7 @@ def _group_result(word: str, group: str, stages: list[dict[str, Any]], one_job: 
         lines = "\n".join(_job_line(r) for r in ordered)
         raise ResolveError(
             f"`{safe_name(word)}` is a group of {len(ordered)} job(s), and this command takes one "
-            f"job; name the stage that you want:\n{lines}"
+            f"job; name the stage that you want:\n{lines}", not_found=True,
         )
     group_name = next((str(r["group_name"]) for r in ordered if r.get("group_name")), None)
     return Resolved(jobs=ordered, group=group, group_name=group_name, word=word)
@@ -133,7 +137,8 @@ def match_word(
     """Resolve `word` over `records`; raises ResolveError (not_found for 127)."""
     word = word.strip()
     if not word:
-        raise ResolveError("an empty word names no job; give a job id, a name or a group id")
+        raise ResolveError("an empty word names no job; give a job id, a name or a group id",
+                           not_found=True)
     when = time.time() if now is None else now
     if is_uuid(word):
         lowered = word.lower()
@@ -154,7 +159,7 @@ def match_word(
             jobs = "\n".join(_job_line(r) for r in submission_order(found.jobs))
             raise ResolveError(
                 f"`{shown}` is the name of a job and the name of a group; give the id of the one "
-                f"that you want:\n{jobs}\n{groups}"
+                f"that you want:\n{jobs}\n{groups}", not_found=True,
             )
     if found.groups:
         if len(found.groups) > 1:
@@ -164,7 +169,8 @@ def match_word(
             )
             raise ResolveError(
                 f"`{shown}` names {len(found.groups)} groups, because every run of one file or "
-                f"input takes the same name; give the group id that you want:\n{lines}"
+                f"input takes the same name; give the group id that you want:\n{lines}",
+                not_found=True,
             )
         group, stages = next(iter(found.groups.items()))
         result = _group_result(word, group, stages, one_job)
@@ -184,7 +190,7 @@ def match_word(
     lines = "\n".join(_job_line(r) for r in submission_order(found.jobs))
     raise ResolveError(
         f"`{shown}` names {len(found.jobs)} jobs; give the id of the job that you want, or delete "
-        f"the old ones with `qex clean done` and start again:\n{lines}"
+        f"the old ones with `qex clean done` and start again:\n{lines}", not_found=True,
     )
 
 
@@ -273,7 +279,8 @@ def fetch_records(
             f"the coordinator could not list the jobs: {printable_line(exc.message)}") from None
 
 
-def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
+def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
+           recover: bool = False) -> Resolved:
     """Like `resolve`, but raises ResolveError or CoordinatorError instead of exiting."""
     stripped = word.strip()
     if conn is not None and is_uuid(stripped):
@@ -285,19 +292,44 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
         except Refused:
             pass
     records = fetch_records(conn, paths, stripped)
+    judged: list[str] = []
+    if conn is None:
+        from qex.cli.stale import settle
+
+        records, judged = settle(paths, records)
     from qex.store.history import read_all
 
     history = {key.lower(): entry for key, entry in read_all(paths).items()}
-    return match_word(records, word, one_job=one_job, history=history)
+    found = match_word(records, word, one_job=one_job, history=history)
+    found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
+    if found.judged and recover:
+        _recover_judged(paths, found)
+    return found
 
 
-def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False) -> Resolved:
+def _recover_judged(paths: Paths, found: Resolved) -> None:
+    """Let a coordinator write what the reader judged, and take its records instead."""
+    from qex.cli.stale import recover_now
+
+    written = recover_now(paths, found.judged)
+    if written is None:
+        return
+    by_id = {str(r.get("id")): r for r in written}
+    found.jobs = [by_id.get(str(r.get("id")), r) for r in found.jobs]
+    found.judged = []
+
+
+def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
+            recover: bool = False) -> Resolved:
     """The jobs `word` names. On failure raises what `qex.cli.exits` turns into the sentence
-    and the code: 127 when it names nothing, 124 on a coordinator timeout, and otherwise 121
-    in a job-speaking command or 1."""
+    and the code: 127 when it names nothing or more than one job where one is needed, 124 on
+    a coordinator timeout, and otherwise 121 in a job-speaking command or 1.
+
+    `recover`: when a named record is stale (its processes are gone, and no coordinator ran
+    to say so), start a coordinator so that the record is written, not only shown."""
     from qex.cli.exits import Failure
 
     try:
-        return lookup(conn, paths, word, one_job=one_job)
+        return lookup(conn, paths, word, one_job=one_job, recover=recover)
     except ResolveError as exc:
         raise Failure(exc.message, not_found=exc.not_found) from None

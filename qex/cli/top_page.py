@@ -39,10 +39,32 @@ def order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return active + queued + finished[-RECENT_FINISHED:][::-1]
 
 
+@dataclass(frozen=True)
+class DiskBudget:
+    """The budget as the config file gives it, for a page without a coordinator."""
+
+    cpu: int
+    mem: int
+
+
+def disk_budget_line(budget: DiskBudget | str, records: list[dict[str, Any]]) -> str:
+    """`cores: 1 of 2 claimed · memory: ...`, counted from the active records on disk; a
+    text is a config fault to show in its place."""
+    if isinstance(budget, str):
+        return f"budget: unknown; {budget}"
+    active = [r for r in records if r.get("state") in ("starting", "running")]
+    cores = sum(r["cpu"] for r in active if isinstance(r.get("cpu"), int))
+    mem = sum(r["mem"] for r in active if isinstance(r.get("mem"), int))
+    return (f"cores: {cores} of {budget.cpu} claimed · memory: {format_size(mem)} of "
+            f"{format_size(budget.mem)} claimed (the budget of the config file)")
+
+
 def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: float,
-           *, note: str | None = None) -> list[str]:
+           *, note: str | None = None, budget: str | None = None) -> list[str]:
     if info is None:
         lines = [f"qex top  {clock(now)}  no coordinator answers; the jobs below come from disk"]
+        if budget:
+            lines.append(budget)
     else:
         lines = [f"qex top  {clock(now)}  coordinator pid {info.get('pid')} "
                  f"(version {safe_name(str(info.get('version') or '?'))})"]
@@ -105,9 +127,12 @@ def table(records: list[dict[str, Any]], live: dict[str, Live], now: float, *,
 
 def page(records: list[dict[str, Any]], live: dict[str, Live], info: dict[str, Any] | None,
          pauses: dict[str, Any] | None, *, now: float | None = None, width: int | None = None,
-         color: bool = False, note: str | None = None) -> list[str]:
+         color: bool = False, note: str | None = None,
+         budget: DiskBudget | str | None = None) -> list[str]:
+    """The whole page; `budget` stands in for the coordinator's figures when it has none."""
     when = time.time() if now is None else now
-    lines = header(info, pauses, when, note=note)
+    budget_line = disk_budget_line(budget, records) if budget is not None else None
+    lines = header(info, pauses, when, note=note, budget=budget_line)
     if width is not None:
         lines = [cut(line, width) for line in lines]
     return [*lines, "", *table(records, live, when, width=width, color=color)]

@@ -249,16 +249,22 @@ class Waiter:
             if job_id not in seen:
                 raise self._gone(job_id)
 
-    def _refresh_from_disk(self) -> None:
+    def _refresh_from_disk(self) -> list[dict[str, Any]]:
+        """Re-read the pending records; return the stale ones as recovery will write them."""
+        from qex.cli.stale import settle
         from qex.store import atomic, jobs
 
+        read: list[dict[str, Any]] = []
         for job_id in self._pending():
             job_dir = self.paths.job_dir(job_id)
             data = atomic.read_json(job_dir / jobs.STATUS)
             if isinstance(data, dict) and data.get("id") == job_id:
                 self._update(data)
+                read.append(data)
             elif not job_dir.exists():
                 raise self._gone(job_id)
+        judged, stale = settle(self.paths, read)
+        return [r for r in judged if r.get("id") in stale]
 
     # -- losing and finding the coordinator --------------------------------------------------
 
@@ -288,16 +294,24 @@ class Waiter:
         watch: Watcher | None = None
         try:
             while True:
-                self._refresh_from_disk()
+                stale = self._refresh_from_disk()
                 if done():
                     return
                 elapsed = time.monotonic() - lost_at
                 conn = self._try_connect(start=False)
                 queued = any(self.records[i].get("state") == "queued" for i in self._pending())
                 late = elapsed >= RECONNECT_WINDOW
-                if conn is None and late and self.settings.may_start and queued:
-                    # A queued job needs a coordinator to ever start; this command may start one.
+                if conn is None and self.settings.may_start and (stale or (late and queued)):
+                    # A queued job needs a coordinator to ever start, and a job whose
+                    # processes are gone needs one to write its end; this command may start one.
                     conn = self._try_connect(start=True)
+                if conn is None and stale:
+                    # No coordinator, and no process of these jobs that could write a result:
+                    # the outcome is the one recovery will write.
+                    for record in stale:
+                        self._update(record)
+                    if done():
+                        return
                 if conn is not None:
                     self.conn = conn
                     self._lost_said = False
@@ -317,7 +331,8 @@ class Waiter:
                     step = min(left, self.settings.tick_every) if self.settings.tick else left
                     watch.wait(step)
                     self._tick()
-                    self._refresh_from_disk()
+                    if self._refresh_from_disk():
+                        break  # a job's processes died: judge it in the outer loop
                     if done():
                         return
         finally:

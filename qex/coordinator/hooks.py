@@ -5,6 +5,11 @@ supervisor that died and recovery are decided here, so the coordinator starts th
 runner (`python -m qex.supervisor --hook <id>`) detached; it claims `hook.ran` exactly once,
 so a redundant start is harmless. The runner is a separate process so a slow or hanging hook
 never touches the coordinator's loop. It is our child, and the SIGCHLD reaper collects it.
+
+Whether a hook is due is judged on the config file as it is when the job stops, not on the
+coordinator's values: those change only once a new file has settled (half a second and
+more), and a hook written just before a job ends must still run. The file is read again only
+when its bytes changed.
 """
 
 from __future__ import annotations
@@ -14,14 +19,40 @@ import sys
 
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
+from qex.core.config import ConfigError, HooksSection
 from qex.store import jobs as job_files
+from qex.store.config_file import CONTENT, MISSING, config_from_look, look_at
+
+
+class HooksInForce:
+    """`[hooks]` of the config file now; the coordinator's values when the file is unusable."""
+
+    def __init__(self, coord: Coordinator) -> None:
+        self.coord = coord
+        self._seen: tuple[str, str, bytes] | None = None
+        self._hooks: HooksSection | None = None
+
+    def now(self) -> HooksSection:
+        path = self.coord.paths.config_file
+        look = look_at(path)
+        if look.kind not in (CONTENT, MISSING):
+            return self.coord.config.hooks
+        fingerprint = look.fingerprint()
+        if fingerprint != self._seen or self._hooks is None:
+            try:
+                self._hooks = config_from_look(look, path).hooks
+            except ConfigError:
+                return self.coord.config.hooks
+            self._seen = fingerprint
+        return self._hooks
 
 
 def make_hook_runner(coord: Coordinator) -> None:
     """Install `coord.hook_runner`."""
+    in_force = HooksInForce(coord)
 
     def run_hook(job: Job) -> None:
-        hooks = coord.config.hooks
+        hooks = in_force.now()
         # Spawning a Python process per cancelled job would be waste when no hook is set,
         # or when this state is not one the user asked to hear about.
         if not hooks.on_stop or job.record.state not in hooks.on_stop_states:

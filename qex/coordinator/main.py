@@ -51,6 +51,8 @@ def run(paths: Paths) -> int:
     except ConfigError as exc:
         log(f"the coordinator did not start: {exc}")
         return 1
+    for note in config.notes:
+        log(note)
     try:
         ensure_private_dir(paths.run_dir)
         ensure_private_dir(paths.jobs_dir)

@@ -15,8 +15,9 @@ from typing import Any
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, label
 from qex.core import pause_text
-from qex.core.names import safe_name
+from qex.core.names import lock_shown
 from qex.core.protocol import Result
+from qex.core.recovery_rule import pause_credit
 from qex.core.scheduler_types import PauseView
 from qex.core.units import format_duration
 from qex.store.pause import PauseFile, PauseRecord, write_pause
@@ -67,8 +68,7 @@ def end_queue_pause(coord: Coordinator, end: float) -> None:
     coord.pauses.queue = None
     if not record.fault:
         for job in list(coord.queued_jobs()):
-            start = max(job.record.submitted_at, record.paused_at)
-            credit = max(0.0, end - start)
+            credit = pause_credit(job.record.submitted_at, record.paused_at, end)
             if credit > 0:
                 job.record.queue_pause_secs = float(job.record.queue_pause_secs or 0.0) + credit
                 coord.write_logged(job)
@@ -110,14 +110,15 @@ def _known_locks(coord: Coordinator) -> set[str]:
 
 
 def resolve_lock(coord: Coordinator, word: str) -> str:
-    """The stored lock name a word means: exact, or by its safe form. Unknown -> a new lock."""
+    """The stored lock name a word means: exact, or as qex prints it (control bytes escaped,
+    so a name copied from the screen still works). Unknown: a new lock of that name."""
     known = _known_locks(coord)
     if word in known:
         return word
-    matches = sorted(name for name in known if safe_name(name) == word)
+    matches = sorted(name for name in known if lock_shown(name) == word)
     if len(matches) > 1:
         raise PauseError(
-            f"`{safe_name(word)}` names {len(matches)} locks that differ only in characters "
+            f"`{lock_shown(word)}` names {len(matches)} locks that differ only in characters "
             "that qex does not show; give the exact name of the lock"
         )
     return matches[0] if matches else word
@@ -175,7 +176,7 @@ def pause(coord: Coordinator, message: dict[str, Any]) -> None:
         assert name is not None
         stored = resolve_lock(coord, name)
         coord.pauses.locks[stored] = _merge(coord.pauses.locks.get(stored), new)
-        log(f"a person took the lock `{safe_name(stored)}` (pid {by_pid})")
+        log(f"a person took the lock `{lock_shown(stored)}` (pid {by_pid})")
     save(coord)
     coord.kick()
 
@@ -190,7 +191,7 @@ def resume(coord: Coordinator, message: dict[str, Any]) -> None:
     assert name is not None
     stored = resolve_lock(coord, name)
     if coord.pauses.locks.pop(stored, None) is not None:
-        log(f"the lock `{safe_name(stored)}` is free again")
+        log(f"the lock `{lock_shown(stored)}` is free again")
         save(coord)
         coord.kick()
 

@@ -24,10 +24,11 @@ import signal
 import sys
 
 from qex.coordinator.log import log
-from qex.coordinator.state import Coordinator, Job, label, supervisor_log_tail
+from qex.coordinator.state import Coordinator, Job, label
 from qex.core.records import JobStatus
 from qex.core.states import State
 from qex.platform import procs
+from qex.store.jobs import supervisor_log_tail
 
 #: How long a job's group gets after TERM before KILL, when qex stops an orphaned job.
 GROUP_STOP_GRACE = 2.0

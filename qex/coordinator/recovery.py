@@ -13,15 +13,10 @@ from __future__ import annotations
 from qex.coordinator import pausing
 from qex.coordinator.log import log
 from qex.coordinator.reaper import stop_job_group, watch_foreign
-from qex.coordinator.state import (
-    Coordinator,
-    Job,
-    label,
-    read_supervisor_pid_file,
-    supervisor_log_tail,
-)
+from qex.coordinator.state import Coordinator, Job, label
+from qex.core import recovery_rule
 from qex.core.states import ACTIVE, FINAL, State
-from qex.platform import procs
+from qex.platform import liveness, procs
 from qex.store import jobs as job_files
 from qex.store.pause import read_pause
 
@@ -87,17 +82,14 @@ def _dedupe_rank(job: Job) -> tuple[int, float, int]:
 
 
 def _judge_active(coord: Coordinator, job: Job) -> None:
+    """Apply `qex.core.recovery_rule` (the rule every read without a coordinator applies too)."""
     record = job.record
-    same_boot = record.boot_id is None or record.boot_id == coord.boot_id
-    job_alive = bool(
-        same_boot and record.pid and procs.leads_group(record.pid)
-        and procs.same_process(record.pid, record.pid_start_token)
-    )
-    file_pid, file_token, file_exists = read_supervisor_pid_file(job.dir)
-    sup_pid = record.supervisor_pid or file_pid
-    sup_token = record.supervisor_start_token or (file_token if sup_pid == file_pid else None)
-    sup_alive = bool(same_boot and sup_pid and procs.same_process(sup_pid, sup_token))
-    if sup_alive:
+    pid_file = job_files.read_supervisor_pid_file(job.dir)
+    facts = liveness.observe(record.to_dict(), pid_file, coord.boot_id)
+    verdict = recovery_rule.judge(record.state, bool(record.pid), facts,
+                                  job_files.supervisor_log_tail(job.dir))
+    if verdict.action == recovery_rule.ALIVE:
+        sup_pid, sup_token = liveness.supervisor_of(record.to_dict(), pid_file)
         job.supervisor_pid = sup_pid
         job.supervisor_token = sup_token or procs.start_token(int(sup_pid or 0))
         job.supervisor_is_child = False
@@ -105,18 +97,7 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
             "qex watches it")
         watch_foreign(coord, job)
         return
-    if job_alive:
-        stopped = stop_job_group(int(record.pid or 0), record.pid_start_token)
-        error = "the coordinator stopped, and the supervisor of this job did not continue"
-        said = supervisor_log_tail(job.dir)
-        if said:
-            error += f". The supervisor said: {said}"
-        if stopped:
-            error += "; qex stopped the job process, because nothing could record its result"
-        _retire(coord, job, error)
-        return
-    never_launched = record.supervisor_pid is None and not file_exists
-    if record.state == State.STARTING and not record.pid and never_launched:
+    if verdict.action == recovery_rule.REQUEUE:
         record.back_to_queue()
         record.started_at = None
         record.error = None
@@ -128,14 +109,10 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
         log(f"the job {label(record)} had not started when the coordinator stopped; "
             "it is queued again")
         return
-    if same_boot:
-        error = "the coordinator stopped, and neither the job nor its supervisor continued"
-        said = supervisor_log_tail(job.dir)
-        if said:
-            error += f". The supervisor said: {said}"
-    else:
-        error = ("the machine restarted while the job was active, and no process of the job "
-                 "survived the restart; submit it again with `qex rerun` if you still need it")
+    error = verdict.error or "the job's processes are gone"
+    if verdict.stop_job:
+        stopped = stop_job_group(int(record.pid or 0), record.pid_start_token)
+        error = recovery_rule.stopped_note(error, stopped)
     _retire(coord, job, error)
 
 

@@ -187,6 +187,8 @@ class Runner:
             self.coord.config = fresh
             log("the configuration file changed; the coordinator uses the new values for jobs "
                 "that start from now on")
+            for note in fresh.notes:
+                log(note)
 
     def safety_scan(self, now: float) -> None:
         """Re-read every active record, and reap any child whose exit we did not hear."""

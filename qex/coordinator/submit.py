@@ -18,7 +18,7 @@ from typing import Any
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
 from qex.core import protocol
-from qex.core.names import is_uuid, safe_name, short_id
+from qex.core.names import is_uuid, lock_arg, lock_shown, safe_name, short_id
 from qex.core.protocol import Result
 from qex.core.records import JobSpec, JobStatus
 from qex.core.states import State
@@ -137,9 +137,9 @@ def _pause_notes(coord: Coordinator, spec: JobSpec) -> tuple[list[str], str | No
         notes.append("the queue is paused, so this job waits; run `qex resume queue` to start "
                      "the queue again, or `qex pause` to see who paused it.")
     for lock in sorted(set(spec.locks) | set(spec.claims)):
-        if lock in view.locks or safe_name(lock) in {safe_name(n) for n in view.locks}:
-            notes.append(f"a person holds the lock `{safe_name(lock)}`, so this job waits until "
-                         f"`qex resume lock {safe_name(lock)}`.")
+        if lock in view.locks:
+            notes.append(f"a person holds the lock `{lock_shown(lock)}`, so this job waits until "
+                         f"`qex resume lock {lock_arg(lock)}`.")
     return notes, reason
 
 

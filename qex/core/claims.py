@@ -25,9 +25,9 @@ FULL_WORDS = frozenset({"full", "max", "all"})
 #: A resolved claim request: a number (cores or bytes), or the canonical word.
 ClaimRequest: TypeAlias = int | str
 
-#: Pool, lock and claim names: they become part of variable names (QEX_CLAIM_NET) and reach
-#: terminals, so they keep to letters, digits, `.`, `_` and `-`, and start with a letter or
-#: a digit.
+#: Pool and `--claim` names: they become part of variable names (QEX_CLAIM_NET), so they keep
+#: to letters, digits, `.`, `_` and `-`, and start with a letter or a digit. Lock names are
+#: free text (`lock_name_problem`): they never name a variable or a file.
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RESERVED_NAMES = frozenset({"cpu", "mem"})
 
@@ -159,22 +159,61 @@ def parse_claim_option(text: str) -> tuple[str, PoolClaim]:
     return name, PoolClaim(count=count, size=size)
 
 
+#: A lock name is any text a person can type, up to this many characters.
+MAX_LOCK_NAME = 256
+#: What follows the last `:` of `--lock NAME:N` when it is meant as a count.
+_COUNT_TAIL = re.compile(r"^\s*[-+]?[0-9][0-9.]*\s*$")
+
+
+def lock_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a lock, or None when it can.
+
+    A lock is a word that jobs agree on, often a path (`target/debug`, `/srv/data/cache`), so
+    any printable text is accepted. A lock name never becomes a file name or a variable name:
+    it lives in the records and the pause file as JSON text, and is escaped when printed.
+    """
+    if not name:
+        return ("a lock needs a name; give for example --lock db, --lock target/debug or "
+                "--lock net:2")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 for c in name):
+        return (f"the lock name `{visible(name)}` holds a control character, which no one can "
+                "type or read; remove it")
+    if len(name) > MAX_LOCK_NAME:
+        return (f"the lock name `{visible(name[:40])}...` is {len(name)} characters long; give "
+                f"a name of {MAX_LOCK_NAME} characters or fewer")
+    if name.lower() in RESERVED_NAMES:
+        return (f"the lock name `{name}` is reserved: cores and memory are claimed with --cpu "
+                "and --mem and budgeted in [budget], so choose another name")
+    return None
+
+
 def parse_lock_option(text: str) -> tuple[str, int]:
-    """`NAME` (one unit) or `NAME:N` from `--lock`; `--lock NAME` is `--claim NAME=1`."""
-    name, colon, count_text = text.partition(":")
-    name = name.strip()
-    problem = resource_name_problem(name, what="the lock name")
+    """`NAME` (one unit) or `NAME:N` from `--lock`; `--lock NAME` is `--claim NAME=1`.
+
+    Only a number after the LAST `:` is a count, so `--lock net:2` holds two units of `net`
+    while `--lock host:db` and `--lock /srv/a:b` are plain names.
+    """
+    head, colon, tail = text.rpartition(":")
+    if colon and not tail.strip():
+        raise ClaimError(
+            f"--lock {visible(text)} ends with `:` and no count; give --lock {visible(head)} "
+            f"for one unit, or a count such as --lock {visible(head)}:2"
+        )
+    counted = bool(colon) and bool(_COUNT_TAIL.match(tail))
+    name = (head if counted else text).strip()
+    problem = lock_name_problem(name)
     if problem is not None:
         raise ClaimError(problem)
-    if not colon:
+    if not counted:
         return name, 1
+    shown = visible(name)
     try:
-        count = parse_count(count_text, what=f"the count of --lock {name}")
+        count = parse_count(tail.strip(), what=f"the count of --lock {shown}")
     except UnitError as exc:
-        raise ClaimError(f"{exc}; give for example --lock {name} or --lock {name}:2") from None
+        raise ClaimError(f"{exc}; give for example --lock {shown} or --lock {shown}:2") from None
     if count < 1:
         raise ClaimError(
-            f"--lock {name}:{count} holds no unit; give --lock {name} for one unit, or a count of "
-            "1 or more"
+            f"--lock {shown}:{count} holds no unit; give --lock {shown} for one unit, or a count "
+            "of 1 or more"
         )
     return name, count

@@ -185,6 +185,10 @@ class Config:
     defaults: DefaultsSection = DefaultsSection()
     hooks: HooksSection = HooksSection()
     pools: tuple[Pool, ...] = field(default_factory=tuple)
+    #: Warnings about the file that do not stop qex: settings of the earlier qex that have no
+    #: effect here, and a `[politeness]` fault (the defaults are used). Commands that read
+    #: the config print each once.
+    notes: tuple[str, ...] = ()
 
     def cpu_budget(self, machine: Machine) -> int:
         return self.budget.cpu.resolve(machine.cores, 1)

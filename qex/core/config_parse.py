@@ -24,6 +24,7 @@ from qex.core.config import (
     BudgetValue,
     ClaimsSection,
     Config,
+    ConfigError,
     DefaultsSection,
     EnforceSection,
     GcSection,
@@ -40,7 +41,13 @@ from qex.core.config import (
 )
 from qex.core.config_dict import config_to_dict
 from qex.core.config_pools import POOL_KEYS, parse_pools
-from qex.core.config_reader import SECTIONS, SectionReader, check_sections, no_limit
+from qex.core.config_reader import (
+    SECTIONS,
+    SectionReader,
+    check_sections,
+    legacy_note,
+    no_limit,
+)
 from qex.core.hints import ALSO_CHOICES
 from qex.core.names import visible
 from qex.core.states import FINAL, parse_state
@@ -101,14 +108,16 @@ def _budget(reader: SectionReader, key: str, default: BudgetValue, *, cores: boo
 
 def parse_config(data: Mapping[str, Any], source: str) -> Config:
     """The `Config` for a parsed config file; `source` names the file in every message."""
-    r = check_sections(data, source)
-    return Config(
+    legacy: list[str] = []
+    r = check_sections(data, source, legacy)
+    notes: list[str] = []
+    config = Config(
         budget=_parse_budget(r["budget"]),
         system=_parse_system(r["system"]),
         enforce=_parse_enforce(r["enforce"]),
         peers=_parse_peers(r["peers"]),
         queue=_parse_queue(r["queue"]),
-        politeness=_parse_politeness(r["politeness"]),
+        politeness=_parse_politeness(r["politeness"], notes),
         submit=_parse_submit(r["submit"]),
         claims=_parse_claims(r["claims"]),
         learn=_parse_learn(r["learn"]),
@@ -120,6 +129,15 @@ def parse_config(data: Mapping[str, Any], source: str) -> Config:
         hooks=_parse_hooks(r["hooks"]),
         pools=parse_pools(data, source),
     )
+    for reader in r.values():
+        legacy.extend(reader.legacy)
+    if legacy:
+        notes.insert(0, legacy_note(source, legacy))
+    if not notes:
+        return config
+    from qex.core.model import replace
+
+    return replace(config, notes=tuple(notes))
 
 
 def _parse_budget(r: SectionReader) -> BudgetSection:
@@ -184,13 +202,20 @@ def _parse_queue(r: SectionReader) -> QueueSection:
     )
 
 
-def _parse_politeness(r: SectionReader) -> PolitenessSection:
+def _parse_politeness(r: SectionReader, notes: list[str]) -> PolitenessSection:
+    """A bad value here gives the defaults and a note, not a refusal: how kindly a job gives
+    way never decides whether it may run, and the earlier qex ran such jobs the same way."""
     base = PolitenessSection()
-    return PolitenessSection(
-        nice=r.count("nice", base.nice, low=-20, high=19),
-        io=r.choice("io", base.io, IO_CLASSES),
-        oom_score_adj=r.count("oom_score_adj", base.oom_score_adj, low=-1000, high=1000),
-    )
+    try:
+        return PolitenessSection(
+            nice=r.count("nice", base.nice, low=-20, high=19),
+            io=r.choice("io", base.io, IO_CLASSES),
+            oom_score_adj=r.count("oom_score_adj", base.oom_score_adj, low=-1000, high=1000),
+        )
+    except ConfigError as exc:
+        notes.append(f"{exc}; until then jobs run with the default politeness (nice "
+                     f"{base.nice}, io {base.io}, oom_score_adj {base.oom_score_adj})")
+        return base
 
 
 def _parse_submit(r: SectionReader) -> SubmitSection:

@@ -26,19 +26,41 @@ from qex.core.units import (
 
 
 def _sections() -> dict[str, tuple[str, ...]]:
-    """Every key of every section, read off the `Config` record (its `pools` are `[[pool]]`
-    tables, read on their own), so a new setting is known the moment it has a field."""
+    """Every key of every section, read off the `Config` record: each field whose value is a
+    record is a section (`pools` are `[[pool]]` tables read on their own, `notes` is not from
+    the file), so a new setting is known the moment it has a field."""
     from qex.core.config import Config
-    from qex.core.model import fields
+    from qex.core.model import fields, is_record
 
-    return {
-        spec.name: tuple(key.name for key in fields(spec.value()))
-        for spec in fields(Config) if spec.name != "pools"
-    }
+    defaults = {spec.name: spec.value() for spec in fields(Config)}
+    return {name: tuple(key.name for key in fields(value))
+            for name, value in defaults.items() if is_record(value)}
 
 
 #: Every key of every section, in the order of the `Config` record (and the config page).
 SECTIONS: dict[str, tuple[str, ...]] = _sections()
+
+
+#: Sections of the earlier qex that this qex does not use. A file written for it is read with
+#: one warning, never refused: a setting that did something there must not stop all work
+#: here. A key that the earlier qex did not have either is still refused (a typo).
+LEGACY_SECTIONS: dict[str, tuple[str, ...]] = {
+    "update": ("check", "url", "timeout"),
+}
+#: Values of known keys that only the earlier qex gave a meaning; each maps to ours.
+LEGACY_VALUES: dict[tuple[str, str], dict[str, str]] = {
+    ("enforce", "mode"): {"cooperative": "off", "single-user": "off"},
+}
+
+
+def legacy_note(source: str, settings: list[str]) -> str:
+    """The one warning for a file that holds settings of the earlier qex."""
+    listed = ", ".join(settings)
+    return (
+        f"the config file {source} holds {listed}, written for the earlier qex; "
+        "they have no effect here and qex runs without them (delete them to silence this "
+        "warning)"
+    )
 
 
 class SectionReader:
@@ -51,6 +73,8 @@ class SectionReader:
         self.section = section
         self.table = table
         self.pool = pool
+        #: Settings of the earlier qex met while reading (`LEGACY_VALUES`).
+        self.legacy: list[str] = []
 
     def label(self, key: str) -> str:
         if self.pool:
@@ -88,6 +112,10 @@ class SectionReader:
             return default
         value = self.table[key]
         word = value.strip().lower() if isinstance(value, str) else ""
+        ours = LEGACY_VALUES.get((self.section, key), {}).get(word)
+        if ours is not None and not self.pool:
+            self.legacy.append(f"[{self.section}] {key} = \"{word}\"")
+            return ours
         if word not in choices:
             listed = ", ".join(f'"{c}"' for c in choices)
             self.fail(key, (
@@ -148,11 +176,27 @@ def no_limit(value: Any) -> bool:
     )
 
 
-def check_sections(data: Mapping[str, Any], source: str) -> dict[str, SectionReader]:
-    """Check every section and key name; return a reader for each known section."""
+def check_sections(data: Mapping[str, Any], source: str,
+                   legacy: list[str] | None = None) -> dict[str, SectionReader]:
+    """Check every section and key name; return a reader for each known section.
+
+    Sections of the earlier qex (`LEGACY_SECTIONS`) are skipped and named in `legacy`."""
     readers: dict[str, SectionReader] = {}
     for name, table in data.items():
         if name == "pool":
+            continue
+        if name in LEGACY_SECTIONS and isinstance(table, dict):
+            for key in table:
+                if key not in LEGACY_SECTIONS[name]:
+                    known = ", ".join(LEGACY_SECTIONS[name])
+                    raise ConfigError(
+                        f"the config file {source} has a key `{visible(str(key))}` in [{name}] "
+                        f"that no qex knows (the earlier qex had {known} there, and this qex "
+                        "uses none of them); correct or delete it"
+                    )
+            if legacy is not None:
+                keys = ", ".join(str(k) for k in table)
+                legacy.append(f"[{name}]" + (f" ({keys})" if keys else ""))
             continue
         if name in SECTIONS:
             if not isinstance(table, dict):

@@ -50,7 +50,8 @@ FIELDS: tuple[JobField, ...] = (
     JobField("claims", "--claim", "claim", MULTI, "NAME=N[:SIZE]",
              "Units of a declared pool (repeatable).", "resources.claims", capability="pools"),
     JobField("locks", "--lock", "lock", MULTI, "NAME",
-             "A lock that no two jobs hold at once (repeatable).", "locks", capability="locks"),
+             "A lock that no two jobs hold at once, any text such as target/debug; NAME:N "
+             "takes N units (repeatable).", "locks", capability="locks"),
     JobField("name", "--name", "name", TEXT, "NAME",
              "A name for `qex list`, usable in place of the id.", "name"),
     JobField("cwd", "--cwd", "cwd", TEXT, "DIR", "The directory the job runs in.", "cwd"),

@@ -71,6 +71,21 @@ def printable_line(text: str) -> str:
     return printable(text).replace("\n", " ")
 
 
+def lock_shown(name: str) -> str:
+    """A lock name as text: written as given (`target/debug`, `build dir`), control bytes as
+    escapes. Lock names are never squeezed into safe form: two locks that differ only in a
+    `/` and a `_` are two different locks, and a message must name the one it means."""
+    return visible(name)
+
+
+def lock_arg(name: str) -> str:
+    """A lock name as one shell word, for the commands that messages suggest."""
+    shown = visible(name)
+    if shown and all(c.isalnum() or c in "._-/:+@%=," for c in shown):
+        return shown
+    return "'" + shown.replace("'", "'\\''") + "'"
+
+
 def derive_name(argv0: str) -> str:
     """A job's default name: the program's base name in safe form (`job` when nothing is left)."""
     base = argv0.rstrip("/").rsplit("/", 1)[-1]

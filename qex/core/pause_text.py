@@ -10,7 +10,7 @@ a control byte in them cannot repaint a terminal that shows the line.
 
 from __future__ import annotations
 
-from qex.core.names import printable_line, safe_name
+from qex.core.names import lock_arg, lock_shown, printable_line
 
 
 def _pauser(by_pid: int | None) -> str:
@@ -54,7 +54,7 @@ def lock_paused_reason(
     name: str, reason: str | None, by_pid: int | None, clock_text: str
 ) -> str:
     """The reason of a job that needs a lock a person took with `qex pause lock`."""
-    shown = safe_name(name)
+    shown = lock_shown(name)
     text = (
         f"waits for the lock `{shown}`: {_pauser(by_pid)} reserved it for a person at "
         f"{clock_text}"
@@ -62,15 +62,15 @@ def lock_paused_reason(
     note = _note(reason)
     if note:
         text += f" (note: {note})"
-    return text + f", and the job can take it after `qex resume lock {shown}`."
+    return text + f", and the job can take it after `qex resume lock {lock_arg(name)}`."
 
 
 def lock_person_default(name: str) -> str:
     """The same reason when the coordinator gave no detail about the person's hold."""
-    shown = safe_name(name)
+    shown = lock_shown(name)
     return (
         f"waits for the lock `{shown}`: a person reserved it with `qex pause lock`, and the "
-        f"job can take it after `qex resume lock {shown}`."
+        f"job can take it after `qex resume lock {lock_arg(name)}`."
     )
 
 
@@ -121,13 +121,13 @@ def lock_pause_summary(
     reason: str | None = None,
 ) -> str:
     """One line per paused lock; `holder` is "id8 (name)" of the job that still has it."""
-    shown = safe_name(name)
+    shown = lock_shown(name)
     line = f"lock `{shown}`: paused at {paused_clock} ({paused_for} ago) by {_pauser(by_pid)} · "
     if holder:
         line += f"the job {holder} still holds it; yours once that job ends"
     else:
         line += "yours now"
-    line += " · " + _end_text(until_clock, until_in, f"qex resume lock {shown}")
+    line += " · " + _end_text(until_clock, until_in, f"qex resume lock {lock_arg(name)}")
     note = _note(reason)
     if note:
         line += f" · note: {note}"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from qex.core.config import Pool
 from qex.core.model import dataclass, field
-from qex.core.names import safe_name
+from qex.core.names import lock_shown
 from qex.core.records import Assignment, PoolClaim
 from qex.core.units import format_size
 
@@ -133,7 +133,7 @@ def check_effective(claims: Mapping[str, EffectiveClaim]) -> str | None:
 
 
 def _check_one(claim: EffectiveClaim) -> str | None:
-    shown = safe_name(claim.name)
+    shown = lock_shown(claim.name)
     pool = claim.pool
     if claim.count < 0:
         return (

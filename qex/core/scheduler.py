@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from qex.core import wait_reasons as words
 from qex.core.config import Pool
 from qex.core.model import dataclass
-from qex.core.names import safe_name
 from qex.core.pause_text import lock_person_default, queue_fault_reason
 from qex.core.pools import (
     EffectiveClaim,
@@ -125,10 +124,9 @@ class _Walk:
         self.snap = snap
         self.pools = {pool.name: pool for pool in snap.pools}
         self.load = _Load(snap, self.pools)
-        person = snap.pause.locks
-        self.person_locks = {name: name for name in person}
-        for name in person:
-            self.person_locks.setdefault(safe_name(name), name)
+        # Exact names only: `target/debug` and `target_debug` are two locks. The coordinator
+        # already turned what the person typed into the stored name (`pausing.resolve_lock`).
+        self.person_locks = {name: name for name in snap.pause.locks}
 
     # -- locks --------------------------------------------------------------------------------
 
@@ -136,7 +134,7 @@ class _Walk:
         """Why a lock keeps this job waiting, or None; a person's hold is named first."""
         if self.person_locks:
             for name in claims:
-                held = self.person_locks.get(name) or self.person_locks.get(safe_name(name))
+                held = self.person_locks.get(name)
                 if held is not None:
                     return self.snap.pause.locks[held] or lock_person_default(name)
         for name, claim in claims.items():

@@ -3,7 +3,8 @@
 Pure. Every reason names the HOLDER (the jobs of this queue, another user, the machine, the
 job's own size, a lock and who has it, a dependency) and what ends the wait, because a queue
 that does not move with no stated cause is the complaint this text exists to answer. Names
-and lock names pass through `safe_name`, so text from another agent cannot repaint a screen.
+pass through `safe_name` and lock names through `lock_shown` (escapes), so text from another
+agent cannot repaint a screen.
 
 The sentences a long queue repeats (the same numbers for every job behind a full budget) are
 cached, so a pass over 1000 jobs does not build 1000 equal strings.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from qex.core.names import safe_name, short_id
+from qex.core.names import lock_shown, safe_name, short_id
 from qex.core.size_check import cores_text
 from qex.core.units import format_duration, format_size
 
@@ -70,7 +71,7 @@ def needs_broken(root_id: str, root_label: str, root_state: str, via_label: str 
 @lru_cache(maxsize=4096)
 def lock_held_by_job(lock: str, holder_label: str) -> str:
     return (
-        f"waits for the lock `{safe_name(lock)}`: the job {holder_label} took it first and "
+        f"waits for the lock `{lock_shown(lock)}`: the job {holder_label} took it first and "
         "gives it up when it ends."
     )
 

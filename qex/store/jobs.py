@@ -84,3 +84,38 @@ def dir_size(path: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def read_supervisor_pid_file(job_dir: Path) -> tuple[int | None, str | None, bool]:
+    """(pid, start token, file exists) from `supervisor.pid` (`"<pid> <token>"`)."""
+    try:
+        text = (job_dir / SUPERVISOR_PID).read_text()
+    except FileNotFoundError:
+        return None, None, False
+    except OSError:
+        return None, None, True
+    parts = text.split()
+    pid: int | None = None
+    token: str | None = None
+    if parts and parts[0].isdigit():
+        pid = int(parts[0])
+        token = parts[1] if len(parts) > 1 else None
+    return pid, token, True
+
+
+def supervisor_log_tail(job_dir: Path, lines: int = 3, limit: int = 400) -> str | None:
+    """The last non-empty lines of supervisor.log joined with ' / ', for an error sentence."""
+    try:
+        with open(job_dir / SUPERVISOR_LOG, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            handle.seek(max(0, size - 16384))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    from qex.core.names import printable_line
+
+    kept = [printable_line(line).strip() for line in text.splitlines() if line.strip()][-lines:]
+    if not kept:
+        return None
+    joined = " / ".join(kept)
+    return joined if len(joined) <= limit else "..." + joined[-limit:]

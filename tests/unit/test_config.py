@@ -178,7 +178,7 @@ def test_log_limit_below_16kb_quotes_both_numbers() -> None:
 
 def test_enforce_and_retry_ranges() -> None:
     assert cfg('[enforce]\nmode = "HARD"').enforce.mode == "hard"
-    assert '"off", "soft", "hard"' in refused('[enforce]\nmode = "cooperative"')
+    assert '"off", "soft", "hard"' in refused('[enforce]\nmode = "strict"')
     assert "1 or more" in refused("[enforce]\nmem_overcommit = 0.5")
     assert cfg("[enforce]\nmem_overcommit = 1").enforce.mem_overcommit == 1
     assert "above 1" in refused("[retry]\ngrowth = 1")
@@ -190,12 +190,21 @@ def test_enforce_and_retry_ranges() -> None:
     assert "true or false" in refused('[enforce]\nuse_systemd = "yes"')
 
 
+def noted(text: str) -> str:
+    """A politeness fault: the defaults, and one note that names the key and the remedy."""
+    config = cfg(text)
+    assert config.politeness == Config().politeness
+    assert len(config.notes) == 1 and SRC in config.notes[0]
+    assert "default politeness" in config.notes[0]
+    return config.notes[0]
+
+
 def test_learn_margin_and_politeness_ranges() -> None:
     assert "1 or more" in refused("[learn]\nmargin = 0.9")
-    assert "-20 to 19" in refused("[politeness]\nnice = 20")
-    assert "-1000 to 1000" in refused("[politeness]\noom_score_adj = 1001")
+    assert "-20 to 19" in noted("[politeness]\nnice = 20")
+    assert "-1000 to 1000" in noted("[politeness]\noom_score_adj = 1001")
     assert cfg('[politeness]\nio = "idle"').politeness.io == "idle"
-    assert "best-effort" in refused('[politeness]\nio = "low"')
+    assert "best-effort" in noted('[politeness]\nio = "low"')
     assert "0 to 100" in refused("[system]\nmax_pressure = 101")
 
 
@@ -280,8 +289,8 @@ def test_a_key_in_the_wrong_place_is_sent_to_its_section() -> None:
 
 
 def test_sections_that_are_not_ours_are_refused() -> None:
-    message = refused('[update]\ncheck = "7d"')
-    assert "`update`" in message and "[[pool]]" in message
+    message = refused('[telemetry]\ncheck = "7d"')
+    assert "`telemetry`" in message and "[[pool]]" in message
     assert "must be a section" in refused("budget = 3")
 
 
@@ -462,13 +471,28 @@ def test_load_config_never_opens_a_fifo(tmp_path: Path) -> None:
     assert outcome and "FIFO" in outcome[0] and "not a regular file" in outcome[0]
 
 
+def test_the_earlier_qex_settings_give_one_note_and_no_refusal() -> None:
+    config = parse_config({"update": {"check": "7d", "url": "https://x"},
+                           "enforce": {"mode": "single-user"}, "budget": {"cpu": 2}}, "f.toml")
+    assert config.enforce.mode == "off" and config.budget.cpu.absolute == 2
+    assert len(config.notes) == 1
+    assert "[update] (check, url)" in config.notes[0]
+    assert '[enforce] mode = "single-user"' in config.notes[0]
+    assert parse_config({"budget": {"cpu": 2}}, "f.toml").notes == ()
+    with pytest.raises(ConfigError, match="chek"):
+        parse_config({"update": {"chek": "7d"}}, "f.toml")
+    with pytest.raises(ConfigError, match="updates"):
+        parse_config({"updates": {}}, "f.toml")
+
+
 def test_sections_are_read_off_the_config_record() -> None:
     """Every field of every `Config` section is a known key, and nothing else is."""
     from qex.core.config import Config
     from qex.core.config_reader import SECTIONS
-    from qex.core.model import fields
+    from qex.core.model import fields, is_record
 
-    sections = {f.name: f.value() for f in fields(Config) if f.name != "pools"}
+    sections = {f.name: f.value() for f in fields(Config) if is_record(f.value())}
+    assert set(sections) | {"pools", "notes"} == {f.name for f in fields(Config)}
     assert set(SECTIONS) == set(sections)
     for name, section in sections.items():
         assert SECTIONS[name] == tuple(f.name for f in fields(section))

@@ -120,14 +120,15 @@ def test_due_pauses_end_at_their_until(tmp_path: Path) -> None:
     assert job.record.queue_pause_secs == 30.0  # credited up to `until`, not to now
 
 
-def test_lock_names_resolve_by_safe_form_and_refuse_ambiguity(tmp_path: Path) -> None:
+def test_lock_names_resolve_exactly_or_as_printed(tmp_path: Path) -> None:
     coord = make_coord(tmp_path)
-    add_job(coord, locks=["gpu 0"])
-    assert pausing.resolve_lock(coord, "gpu_0") == "gpu 0"
+    add_job(coord, locks=["gpu 0", "target/debug"])
+    assert pausing.resolve_lock(coord, "gpu 0") == "gpu 0"
+    assert pausing.resolve_lock(coord, "gpu_0") == "gpu_0"  # another lock, not a guess
+    assert pausing.resolve_lock(coord, "target/debug") == "target/debug"
     assert pausing.resolve_lock(coord, "brand-new") == "brand-new"
     add_job(coord, locks=["gpu\t0"])
-    with pytest.raises(pausing.PauseError):
-        pausing.resolve_lock(coord, "gpu_0")
+    assert pausing.resolve_lock(coord, "gpu\\t0") == "gpu\t0"  # copied from the screen
 
 
 def test_dedupe_holder_rule(tmp_path: Path) -> None:

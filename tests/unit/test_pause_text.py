@@ -32,8 +32,10 @@ def test_the_fault_reason_says_why_the_queue_is_held_and_how_to_free_it() -> Non
 
 def test_a_lock_reason_tells_the_job_who_holds_it() -> None:
     text = lock_paused_reason("gpu 0", "benchmark", 77, "09:00:00")
-    assert text.startswith("waits for the lock `gpu_0`: pid 77 reserved it for a person")
-    assert "(note: benchmark)" in text and "qex resume lock gpu_0" in text
+    assert text.startswith("waits for the lock `gpu 0`: pid 77 reserved it for a person")
+    assert "(note: benchmark)" in text and "qex resume lock 'gpu 0'" in text
+    escaped = lock_paused_reason("a\x1bb", None, 77, "09:00:00")
+    assert "\x1b" not in escaped and "`a\\x1bb`" in escaped
 
 
 def test_summaries_show_the_end_or_say_there_is_none() -> None:

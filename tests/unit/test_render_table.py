@@ -104,7 +104,7 @@ def test_display_record_keeps_the_stored_values_apart() -> None:
     raw = rec(name="a b", tags=["x y"], locks=["l\x1b"], command=["echo", "a\nb"],
               cwd="/tmp/\x1b", error="e\x1bx")
     shown = display_record(raw)
-    assert shown["name"] == "a_b" and shown["tags"] == ["x_y"] and shown["locks"] == ["l_"]
+    assert shown["name"] == "a_b" and shown["tags"] == ["x_y"] and shown["locks"] == ["l\\x1b"]
     assert shown["command"] == ["echo", "a\\nb"] and shown["cwd"] == "/tmp/\\x1b"
     assert shown["error"] == "e x"
     assert raw["name"] == "a b"

@@ -255,11 +255,11 @@ def test_a_lock_taken_by_a_start_in_this_pass_is_held_for_the_next_job() -> None
     assert "lock `db`" in reason(d, 2)
 
 
-def test_a_lock_a_person_holds_matches_its_safe_form_too() -> None:
+def test_a_lock_a_person_holds_matches_its_exact_name_only() -> None:
     pause = PauseView(locks={"gpu 0": ""})
-    d = decide(snapshot([job(1, locks=("gpu_0",)), job(2)], pause=pause))
+    d = decide(snapshot([job(1, locks=("gpu 0",)), job(2, locks=("gpu_0",))], pause=pause))
     assert started(d) == [job_id(2)]
-    assert "a person reserved it" in reason(d, 1) and "qex resume lock gpu_0" in reason(d, 1)
+    assert "a person reserved it" in reason(d, 1) and "qex resume lock 'gpu 0'" in reason(d, 1)
     pause = PauseView(locks={"db": "waits for the lock `db`: Ann took it."})
     d = decide(snapshot([job(1, locks=("db",))], pause=pause))
     assert reason(d, 1) == "waits for the lock `db`: Ann took it."

@@ -13,7 +13,7 @@ import click
 @click.argument("what", required=False, default="ids")
 def command(what: str) -> None:
     """Print job ids (newest first), each followed by its safe name (each name once)."""
-    from qex.cli.complete_ids import KINDS, candidates
+    from qex.cli.complete_ids import KINDS, MAX_ITEMS, candidates
 
     if what not in KINDS:
         return
@@ -24,6 +24,8 @@ def command(what: str) -> None:
         if name not in seen:
             seen.add(name)
             lines.append(name)
+        if len(lines) >= MAX_ITEMS:
+            break
     if lines:
         try:
             click.echo("\n".join(lines))

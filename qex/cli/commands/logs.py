@@ -66,7 +66,9 @@ def command(*, job: str, follow: bool, as_json: bool, hook: bool, only_stdout: b
 
     fresh = atomic.read_json(job_dir / STATUS)
     if isinstance(fresh, dict):
-        record = fresh
+        from qex.cli.stale import settle
+
+        record = settle(paths, [fresh])[0][0]
     if hook:
         _show_hook(job_dir / HOOK_LOG, record, sel, as_json)
         return
@@ -159,7 +161,10 @@ def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) 
     def job_state() -> str | None:
         data = atomic.read_json(job_dir / STATUS)
         if isinstance(data, dict):
-            return str(data.get("state"))
+            from qex.cli.stale import settle
+
+            # A job whose processes are gone writes no more output, record or not.
+            return str(settle(get_paths(), [data])[0][0].get("state"))
         return None if not job_dir.exists() else str(record.get("state"))
 
     def final(state: str) -> bool:

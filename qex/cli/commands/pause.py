@@ -139,23 +139,23 @@ def pause_queue(*, reason: str | None, for_text: str | None, drain: bool, as_jso
 def pause_lock(*, name: str, reason: str | None, for_text: str | None, as_json: bool) -> None:
     """Take the lock NAME for yourself. A job that holds it now keeps it until it stops, no
     other job takes it, and it is yours from then until `qex resume lock NAME`."""
-    from qex.core.names import printable_line, safe_name
+    from qex.core.names import lock_arg, lock_shown, printable_line
 
     conn, answer = _pause({"kind": "lock", "name": name}, reason, for_text, False)
     conn.close()
     if as_json:
         _print_state(answer, True)
         return
-    shown = safe_name(name)
+    shown = lock_shown(name)
     entry = next((e for e in answer.get("locks") or []
-                  if isinstance(e, dict) and safe_name(str(e.get("name"))) == shown), None)
+                  if isinstance(e, dict) and str(e.get("name")) == name), None)
     holder = entry.get("held_by") if isinstance(entry, dict) else None
     if isinstance(holder, str) and holder:
         click.echo(f"the job {printable_line(holder)} holds the lock `{shown}` now; it keeps it "
                    "until it stops, and then the lock is yours (`qex pause` shows when)")
     else:
         click.echo(f"the lock `{shown}` is yours: no job takes it until "
-                   f"`qex resume lock {shown}`")
+                   f"`qex resume lock {lock_arg(name)}`")
 
 
 def _wait_quiet(conn: Any) -> None:

@@ -8,11 +8,19 @@ job instead of running the new one).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 
+def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from qex.cli.complete_ids import complete_ids
+
+    return complete_ids(ctx, param, incomplete)
+
+
 @click.command("rerun")
-@click.argument("word", metavar="ID")
+@click.argument("word", metavar="ID", shell_complete=_complete)
 @click.option("--id-file", metavar="FILE",
               help="Write the new id here (atomically) before anything else happens.")
 def command(word: str, id_file: str | None) -> None:

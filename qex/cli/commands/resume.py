@@ -54,11 +54,11 @@ def resume_queue(*, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the remaining pauses as JSON.")
 def resume_lock(*, name: str, as_json: bool) -> None:
     """Give the lock NAME back; the next job that needs it takes it."""
-    from qex.core.names import safe_name
+    from qex.core.names import lock_shown
 
     answer = _resume({"kind": "lock", "name": name})
     if as_json:
         _json(answer)
     else:
-        click.echo(f"the lock `{safe_name(name)}` is free again; the next job that needs it "
+        click.echo(f"the lock `{lock_shown(name)}` is free again; the next job that needs it "
                    "takes it")

@@ -18,8 +18,14 @@ from qex.cli.status_core import show_status
 from qex.core.states import Exit
 
 
+def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from qex.cli.complete_ids import complete_ids
+
+    return complete_ids(ctx, param, incomplete)
+
+
 @click.command("status")
-@click.argument("word", metavar="ID")
+@click.argument("word", metavar="ID", shell_complete=_complete)
 @click.option("--json", "as_json", is_flag=True,
               help="Print the record as JSON (an array for a group).")
 @click.option("--show-env", is_flag=True,

@@ -28,6 +28,25 @@ class _Feed:
     conn: Any = None
     timed_out: bool = False
     samples: dict[int, Any] = field(default_factory=dict)
+    #: The config's budget (or why it is unknown), read once when a page comes from disk.
+    budget: Any = None
+
+    def disk_budget(self) -> Any:
+        """The budget of the config file for this machine; a sentence when it is unusable."""
+        if self.budget is None:
+            from qex.cli.top_page import DiskBudget
+            from qex.core.config import ConfigError
+            from qex.platform.machine import machine
+            from qex.store.config_file import load_config
+
+            try:
+                config = load_config(self.paths)
+            except ConfigError as exc:
+                self.budget = str(exc)
+            else:
+                here = machine()
+                self.budget = DiskBudget(cpu=config.cpu_budget(here), mem=config.mem_budget(here))
+        return self.budget
 
     def fetch(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any] | None]:
         """(records, info or None, pauses or None); a coordinator that fails falls back to disk."""
@@ -53,8 +72,10 @@ class _Feed:
     def _from_disk(self) -> tuple[list[dict[str, Any]], None, dict[str, Any]]:
         from qex.cli.commands.pause import disk_pause_state
         from qex.cli.resolve import disk_records
+        from qex.cli.stale import settle
 
-        return disk_records(self.paths), None, disk_pause_state(self.paths, time.time())
+        records, _stale = settle(self.paths, disk_records(self.paths))
+        return records, None, disk_pause_state(self.paths, time.time())
 
     def measure(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         """Sample every running job's group; the live view uses the previous sample too."""
@@ -87,7 +108,8 @@ def _render(feed: _Feed, *, width: int | None, color: bool) -> list[str]:
     note = None
     if feed.timed_out and info is None:
         note = "the coordinator did not answer in time, so this page comes from disk"
-    return page(records, live, info, pauses, width=width, color=color, note=note)
+    budget = feed.disk_budget() if info is None else None
+    return page(records, live, info, pauses, width=width, color=color, note=note, budget=budget)
 
 
 def _once(feed: _Feed, color: bool) -> None:

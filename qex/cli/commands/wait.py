@@ -8,14 +8,22 @@ a running job still writes the final record there.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from qex.cli.common import get_paths, print_json, warn
 from qex.core.states import Exit, exit_code_for, first_nonzero
 
 
+def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from qex.cli.complete_ids import complete_ids
+
+    return complete_ids(ctx, param, incomplete)
+
+
 @click.command("wait")
-@click.argument("words", metavar="ID...", nargs=-1, required=True)
+@click.argument("words", metavar="ID...", nargs=-1, required=True, shell_complete=_complete)
 @click.option("--timeout", "timeout_text", metavar="TIME",
               help="Stop waiting after this time (exit 124); the jobs go on.")
 @click.option("--next", "next_only", is_flag=True,
@@ -58,7 +66,7 @@ def _wait(words: list[str], timeout: float | None, next_only: bool, quiet: bool,
     seen: set[str] = set()
     group: str | None = None
     for word in words:
-        found = resolve(conn, paths, word)
+        found = resolve(conn, paths, word, recover=True)
         if found.group is not None and len(words) == 1:
             group = found.group
         for record in found.jobs:

@@ -77,7 +77,7 @@ Exit codes
   124      your wait ran out of time; the job is still going
   125      the job was stopped: qex kill, qex cancel, or its --timeout
   126      the job never ran because a job it needed did not succeed
-  127      no job has that id
+  127      the id or word names no job, or several; qex lists them
   128+     qex ITSELF was killed by a signal; the job may still be
            running, so attach again
 

@@ -20,7 +20,7 @@ One table, obeyed by every command that reports the result of a job.
   124     your wait reached its own time limit; the job carries on
   125     something stopped the job: qex kill, qex cancel, or --timeout
   126     a job it depended on did not succeed, so it never ran
-  127     no job has that id
+  127     the id or word names no job, or more than one (qex lists them)
   128+    qex ITSELF was killed by a signal. Nothing is known about the
           job, which may well still be running; attach again.
 

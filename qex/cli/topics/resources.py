@@ -43,12 +43,13 @@ list of devices.
   --gpu N           N devices from the pool `gpu`
   --vram SIZE       SIZE on EACH of the GPUs the job receives
   --claim NAME=N    N units of the pool NAME (NAME=N:SIZE adds a size)
-  --lock NAME       the same as --claim NAME=1
+  --lock NAME       the same as --claim NAME=1; NAME is any text you can type,
+                    a path too (`--lock target/debug`); `--lock NAME:N` takes N
 
   qex submit --cpu 8 --mem 24GB --gpu 1 --vram 16GB -- python fit.py
   qex submit --cpu 16 --mem 64GB --gpu 2 -- python fit.py    # two whole GPUs
   qex submit --claim net=1 -- ./mirror.sh
-  qex run --lock builddir -- make -j4
+  qex run --lock target/debug -- cargo build
 
 Pools are declared in `~/.config/qex.toml`; `qex help config` shows how.
 
