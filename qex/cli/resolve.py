@@ -280,7 +280,7 @@ def fetch_records(
 
 
 def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
-           recover: bool = False) -> Resolved:
+           recover: bool = False, until: float | None = None) -> Resolved:
     """Like `resolve`, but raises ResolveError or CoordinatorError instead of exiting."""
     stripped = word.strip()
     if conn is not None and is_uuid(stripped):
@@ -303,15 +303,15 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
     found = match_word(records, word, one_job=one_job, history=history)
     found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
     if found.judged and recover:
-        _recover_judged(paths, found)
+        _recover_judged(paths, found, until)
     return found
 
 
-def _recover_judged(paths: Paths, found: Resolved) -> None:
+def _recover_judged(paths: Paths, found: Resolved, until: float | None) -> None:
     """Let a coordinator write what the reader judged, and take its records instead."""
     from qex.cli.stale import recover_now
 
-    written = recover_now(paths, found.judged)
+    written = recover_now(paths, found.judged, until=until)
     if written is None:
         return
     by_id = {str(r.get("id")): r for r in written}
@@ -320,16 +320,17 @@ def _recover_judged(paths: Paths, found: Resolved) -> None:
 
 
 def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
-            recover: bool = False) -> Resolved:
+            recover: bool = False, until: float | None = None) -> Resolved:
     """The jobs `word` names. On failure raises what `qex.cli.exits` turns into the sentence
     and the code: 127 when it names nothing or more than one job where one is needed, 124 on
     a coordinator timeout, and otherwise 121 in a job-speaking command or 1.
 
     `recover`: when a named record is stale (its processes are gone, and no coordinator ran
-    to say so), start a coordinator so that the record is written, not only shown."""
+    to say so), start a coordinator so that the record is written, not only shown; `until`
+    (the person's --timeout, a time.monotonic() instant) bounds that start."""
     from qex.cli.exits import Failure
 
     try:
-        return lookup(conn, paths, word, one_job=one_job, recover=recover)
+        return lookup(conn, paths, word, one_job=one_job, recover=recover, until=until)
     except ResolveError as exc:
         raise Failure(exc.message, not_found=exc.not_found) from None

@@ -135,13 +135,14 @@ def settle(paths: Paths, records: list[dict[str, Any]]) -> tuple[list[dict[str, 
     return out, stale
 
 
-def recover_now(paths: Paths, ids: list[str]) -> list[dict[str, Any]] | None:
+def recover_now(paths: Paths, ids: list[str], *,
+                until: float | None = None) -> list[dict[str, Any]] | None:
     """Start a coordinator (it recovers every record at start) and return the written records
     of `ids`; None when no coordinator could be started (the caller keeps its judged copies)."""
     from qex.client.connection import ClientError, connect
 
     try:
-        conn = connect(paths, start=True)
+        conn = connect(paths, start=True, until=until)
     except ClientError:
         return None
     if conn is None:

@@ -17,7 +17,7 @@ def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs
     # The person's --timeout bounds the whole command, the look-up of the word included.
     until = deadline_of(timeout) if (wait or follow) else None
     conn = open_connection(paths, start=False, until=until)
-    found = resolve(conn, paths, word, recover=wait or follow)
+    found = resolve(conn, paths, word, recover=wait or follow, until=until)
     records = found.jobs
     if follow:
         if len(records) != 1:

@@ -121,3 +121,24 @@ def test_timeout_caps_starting_a_coordinator(qex_env: Env) -> None:
         proc = qex_env.run("status", job, "--wait", "--timeout", "2s", timeout=90,
                            extra_env={"QEX_COORDINATOR_CEILING_SECS": "300"})
     assert proc.returncode == 124, proc.stderr
+
+
+def test_timeout_caps_the_recovery_start_of_a_stale_wait(qex_env: Env) -> None:
+    """A stale record (its supervisor is gone) makes a wait start a coordinator to write the
+    truth; with another command holding the spawn lock, --timeout bounds that start too, and
+    the wait still ends with the outcome judged from the record."""
+    import fcntl
+    import json
+
+    paths = Paths.from_env(qex_env.env)
+    job = str(uuid.uuid4())
+    paths.job_dir(job).mkdir(parents=True)
+    (paths.job_dir(job) / "status.json").write_text(json.dumps({
+        "id": job, "name": "gone", "state": "running", "submitted_at": 0, "started_at": 1,
+        "boot_id": "an-earlier-boot", "supervisor_pid": 1, "pid": 1}))
+    paths.run_dir.mkdir(parents=True, exist_ok=True)
+    with open(paths.spawn_lock, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = qex_env.run("wait", job, "--timeout", "2s", timeout=90,
+                           extra_env={"QEX_COORDINATOR_CEILING_SECS": "300"})
+    assert proc.returncode not in (0, 124), proc.stderr

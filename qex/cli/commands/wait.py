@@ -61,12 +61,13 @@ def _wait(words: list[str], timeout: float | None, next_only: bool, quiet: bool,
 
     paths = get_paths(Exit.QEX_FAILED)
     # --timeout bounds the whole command: connecting, the look-up of each word, the wait.
-    conn = open_connection(paths, start=False, until=deadline_of(timeout))
+    until = deadline_of(timeout)
+    conn = open_connection(paths, start=False, until=until)
     records: list[dict[str, object]] = []
     seen: set[str] = set()
     group: str | None = None
     for word in words:
-        found = resolve(conn, paths, word, recover=True)
+        found = resolve(conn, paths, word, recover=True, until=until)
         if found.group is not None and len(words) == 1:
             group = found.group
         for record in found.jobs:
