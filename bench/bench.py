@@ -11,6 +11,11 @@ benchmark never touches a user's queue. Baselines:
   drain rate       a 2-worker pool of subprocess `true` (what 2 slots could do with no bookkeeping)
   50 ms jobs       the ideal time: jobs x 50 ms / 2 slots
   memory           RSS of a bare `python -c` that sleeps (the interpreter's own floor)
+
+The shell-loop section (`--shell`, also part of the full run) measures qex as a user's shell
+loop or an agent uses it: one `qex` process per call, each call timed beside the floor
+`python -S -c pass` in the same round (interleaved), so load on the machine hits both alike.
+`--only NAME[,NAME]` runs only some sections: hot, loop, drain, cold, scale, idle.
 """
 
 from __future__ import annotations
@@ -30,8 +35,34 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
-QEX_BIN = Path(PY).parent / "qex"
+# QEX_BENCH_BIN names another program (an older build's console script, say) to measure.
+QEX_BIN = Path(os.environ.get("QEX_BENCH_BIN") or Path(PY).parent / "qex")
 QEX = [str(QEX_BIN)] if QEX_BIN.exists() else [PY, "-m", "qex"]
+#: In an environment made for `--before DIR`, the program to run (the older checkout's).
+PROGRAM_KEY = "QEX_BENCH_PROGRAM"
+
+
+def prog(env: dict[str, str] | None) -> list[str]:
+    """The qex program that serves this environment."""
+    if env and PROGRAM_KEY in env:
+        return list(json.loads(env[PROGRAM_KEY]))
+    return QEX
+
+
+def before_env(root: Path, tree: Path) -> dict[str, str]:
+    """An environment that runs the qex of the checkout `tree` through a console-script
+    wrapper of the installer's kind (it imports `re` first, as entry points did)."""
+    env = make_env(root)
+    wrapper = root / "qex-console-script"
+    wrapper.write_text(
+        f"#!{PY}\nimport re\nimport sys\nfrom qex.cli.main import main\n"
+        "if __name__ == '__main__':\n"
+        "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+        "    sys.exit(main())\n")
+    wrapper.chmod(0o755)
+    env["PYTHONPATH"] = str(tree)
+    env[PROGRAM_KEY] = json.dumps([str(wrapper)])
+    return env
 
 
 def make_env(root: Path, cpu_budget: int = 2) -> dict[str, str]:
@@ -52,7 +83,7 @@ def make_env(root: Path, cpu_budget: int = 2) -> dict[str, str]:
 
 
 def qex(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([*QEX, *args], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*prog(env), *args], env=env, capture_output=True, text=True, timeout=600)
     if check and proc.returncode not in (0,):
         raise SystemExit(f"qex {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
@@ -129,16 +160,300 @@ def pool_drain(count: int, argv: list[str], workers: int = 2) -> float:
     return time.perf_counter() - start
 
 
+FLOOR = [PY, "-S", "-c", "pass"]
+
+
+def cpu_timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU (user + system of the child) suffers less from a
+    busy machine than the wall clock does."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(argv, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+CPU: dict[str, float] = {}
+
+
+def interleaved(reps: int, argvs: dict[str, list[str]],
+                env: dict[str, str] | dict[str, dict[str, str]]) -> dict[str, float]:
+    """Median ms of each argv, and of the floor, each round running every one once (the
+    CPU-time medians go to CPU)."""
+    samples: dict[str, list[float]] = {name: [] for name in ["floor", *argvs]}
+    cpu: dict[str, list[float]] = {name: [] for name in ["floor", *argvs]}
+    for _ in range(reps):
+        for name, argv in [("floor", FLOOR), *argvs.items()]:
+            own = env.get(name) if isinstance(env.get(name), dict) else env
+            wall, used = cpu_timed(argv, None if name == "floor" else own)  # type: ignore[arg-type]
+            samples[name].append(wall)
+            cpu[name].append(used)
+    CPU.clear()
+    CPU.update({name: statistics.median(values) * 1000 for name, values in cpu.items()})
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
+
+
+def floor_row(name: str, value: float, floor: float, target: float | None,
+              cpu: tuple[float, float] | None = None) -> None:
+    ratio = value / floor if floor else float("nan")
+    aim = f"target <= {target:g} x" if target is not None else ""
+    flag = "" if target is None or ratio <= target else "  MISSED"
+    used = f"  (cpu {cpu[0]:.1f} / {cpu[1]:.1f} ms x{cpu[0] / cpu[1]:.2f})" if cpu and cpu[1] else ""
+    print(f"{name:<34} {value:>8.1f} ms  floor {floor:>6.1f} ms  x{ratio:>5.2f}  {aim}{flag}{used}")
+
+
+def submit_id(env: dict[str, str], *args: str) -> str:
+    return qex(env, "submit", *args).stdout.strip()
+
+
+def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
+    done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "echo", "hello")
+    qex(env, "wait", "-q", done, check=False)
+    return {
+        "submit -- true": [*prog(env), "submit", "--", "true"],
+        "submit --cpu 1 --mem 16MB -- true": [*prog(env), "submit", "--cpu", "1", "--mem", "16MB", "--", "true"],
+        "wait ID (finished)": [*prog(env), "wait", done],
+        "status ID": [*prog(env), "status", done],
+        "status ID --json": [*prog(env), "status", done, "--json"],
+        "status --wait ID": [*prog(env), "status", "--wait", done],
+        "list": [*prog(env), "list"],
+        "list --json": [*prog(env), "list", "--json"],
+        "logs ID": [*prog(env), "logs", done],
+        "kill ID (finished: refused)": [*prog(env), "kill", done],
+        "cancel ID (finished: refused)": [*prog(env), "cancel", done],
+    }
+
+
+def hot_commands(envs: dict[str, dict[str, str]], reps: int) -> None:
+    """Each hot command as one process, beside `python -S -c pass` (target 2 x); with
+    several programs (`--before`), their runs are interleaved in the same rounds."""
+    argvs: dict[str, list[str]] = {}
+    owner: dict[str, dict[str, str]] = {}
+    for label, env in envs.items():
+        for name, argv in hot_argvs(env).items():
+            key = f"{label}{name}"
+            argvs[key] = argv
+            owner[key] = env
+    found = interleaved(reps, argvs, owner)
+    print(f"-- hot commands, one process each (load {os.getloadavg()[0]:.2f}) --")
+    for key in argvs:
+        floor_row(f"qex {key}", found[key], found["floor"], 2.0, (CPU[key], CPU["floor"]))
+    for env in envs.values():
+        settle(env)
+
+
+def settle(env: dict[str, str]) -> None:
+    """Wait for every job to stop (the hot-command submits leave jobs behind)."""
+    listing = json.loads(qex(env, "list", "--json").stdout)
+    jobs = listing if isinstance(listing, list) else listing.get("jobs", [])
+    ids = [j["id"] for j in jobs if j.get("state") in ("queued", "starting", "running")]
+    if ids:
+        qex(env, "wait", "-q", *ids, check=False)
+
+
+def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float]:
+    """ms of `qex submit -- true` then `qex wait ID` as two processes, and the floor."""
+    samples, floors = [], []
+    for _ in range(reps):
+        floors.append(timed(FLOOR))
+        start = time.perf_counter()
+        job = subprocess.run([*prog(env), "submit", "--", "true"], env=env, capture_output=True,
+                             text=True).stdout.strip()
+        subprocess.run([*prog(env), "wait", job], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000, statistics.median(floors) * 1000
+
+
+def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
+    """Seconds for a shell loop of `count` `qex submit -- JOB`, then one `qex wait` on all."""
+    script = root / "loop.sh"
+    ids = root / "loop-ids"
+    script.write_text(
+        f'i=0; : > {ids}\n'
+        f'while [ $i -lt {count} ]; do {" ".join(prog(env))} submit -- {job} >> {ids}; i=$((i+1)); done\n'
+        f'{" ".join(prog(env))} wait -q $(cat {ids})\n'
+    )
+    start = time.perf_counter()
+    subprocess.run(["sh", str(script)], env=env, check=False)
+    return time.perf_counter() - start
+
+
+def stop_coordinator(env: dict[str, str], root: Path) -> None:
+    pid_file = root / "state" / "qex" / "run" / "coordinator.pid"
+    sock = root / "state" / "qex" / "run" / "qex.sock"
+    try:
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, IndexError):
+        return
+    for _ in range(400):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.01)
+    for _ in range(100):
+        if not sock.exists():
+            break
+        time.sleep(0.01)
+
+
+def cold_start(env: dict[str, str], root: Path, reps: int) -> tuple[float, float]:
+    """submit-then-wait with no coordinator running (it is stopped before each round), in a
+    state directory of its own: recovery reads every record, and the other sections leave
+    thousands behind."""
+    root = root / "cold"
+    root.mkdir(exist_ok=True)
+    fresh = make_env(root)
+    env = {**env, **{k: v for k, v in fresh.items()
+                     if k.startswith("XDG_") or k in ("HOME", "QEX_PEERS_DIR", "TMPDIR")}}
+    samples, floors = [], []
+    for _ in range(reps):
+        stop_coordinator(env, root)
+        shutil.rmtree(root / "state" / "qex" / "jobs", ignore_errors=True)
+        time.sleep(0.2)
+        floors.append(timed(FLOOR))
+        start = time.perf_counter()
+        job = subprocess.run([*prog(env), "submit", "--", "true"], env=env, capture_output=True,
+                             text=True).stdout.strip()
+        subprocess.run([*prog(env), "wait", job], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    stop_coordinator(env, root)
+    return statistics.median(samples) * 1000, statistics.median(floors) * 1000
+
+
+def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> None:
+    """With the queue paused: one submit at 10 queued and at `queued`, `list --json`, RSS."""
+    qex(env, "pause", "queue", "--reason", "benchmark")
+    for _ in range(10):
+        submit_id(env, "--", "true")
+    pid = coordinator_pid(env)
+    rss_10 = rss_kb(pid)
+    few = interleaved(reps, {"submit": [*prog(env), "submit", "--", "true"],
+                             "list --json": [*prog(env), "list", "--json"]}, env)
+    lines = root / "scale-lines.txt"
+    have = 10 + reps
+    lines.write_text("".join(f"{i}\n" for i in range(queued - have)))
+    qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(queued), "--", "true", "{}")
+    time.sleep(1.0)
+    rss_many = rss_kb(pid)
+    many = interleaved(reps, {"submit": [*prog(env), "submit", "--", "true"],
+                              "list --json": [*prog(env), "list", "--json"]}, env)
+    print(f"-- scale: {queued} queued (load {os.getloadavg()[0]:.2f}) --")
+    floor_row("submit, 10 queued", few["submit"], few["floor"], 2.0)
+    floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
+    print(f"{'list --json, 10 queued':<34} {few['list --json']:>8.1f} ms")
+    print(f"{f'list --json, {queued} queued':<34} {many['list --json']:>8.1f} ms  (target <= 100 ms)")
+    grown = (rss_many - rss_10) / (queued - 10)
+    print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
+    stop_coordinator(env, root)
+    shutil.rmtree(root / "state" / "qex", ignore_errors=True)
+    qex(env, "info", "--json")
+
+
 def row(name: str, value: float, unit: str, base: float, base_name: str, target: str) -> None:
     ratio = value / base if base else float("nan")
     print(f"{name:<34} {value:>9.2f} {unit:<6} baseline {base:>8.2f} {unit:<6} "
           f"x{ratio:>6.2f}  ({base_name}; target {target})")
 
 
+SECTIONS = ("hot", "loop", "drain", "cold", "scale", "idle")
+
+
+def root_of(env: dict[str, str]) -> Path:
+    return Path(env["XDG_STATE_HOME"]).parent
+
+
+def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps: int,
+             n_true: int, n_50ms: int) -> None:
+    """The whole-workload sections for one program."""
+    root = root_of(env)
+    if "loop" in only:
+        t_sw, floor = submit_then_wait(env, max(reps, 15))
+        print(f"-- {label}shell loop, one process per call (load {os.getloadavg()[0]:.2f}) --")
+        floor_row("submit -- true; wait ID", t_sw, floor, 4.0)
+        t_loop = shell_loop(env, root, n_true, "true")
+        print(f"{f'{n_true} x submit -- true in a loop':<34} {n_true / t_loop:>8.1f} jobs/s  "
+              "(to all done; target >= 60 jobs/s)")
+        t_50l = shell_loop(env, root, n_50ms, "sleep 0.05")
+        ideal = n_50ms * 0.05 / 2
+        per = (t_50l - ideal) / n_50ms * 2 * 1000
+        print(f"{f'{n_50ms} x 50 ms in a loop, 2 slots':<34} {t_50l:>8.2f} s  ideal {ideal:.2f} s  "
+              f"x{t_50l / ideal:.2f}  ({per:.1f} ms per job and slot; target <= 1.1 x)")
+    if "drain" in only:
+        print(f"-- {label}batch: one fan-out, timed from the resume (load {os.getloadavg()[0]:.2f}) --")
+        t_drain = drain(env, root, n_true, ["true"])
+        b_drain = pool_drain(n_true, ["true"])
+        row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
+            "2-worker subprocess pool", ">= 60 jobs/s")
+        t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
+        ideal = n_50ms * 0.05 / 2
+        per = (t_50 - ideal) / n_50ms * 2 * 1000
+        row(f"{n_50ms} x 50 ms, 2 slots", t_50, "s", ideal, "ideal",
+            f"<= 1.05 x ideal; {per:.1f} ms per job and slot")
+    if "cold" in only:
+        t_cold, floor = cold_start(env, root, 7 if quick else 15)
+        print(f"-- {label}cold start (load {os.getloadavg()[0]:.2f}) --")
+        floor_row("no coordinator: submit; wait", t_cold, floor, None)
+        print(f"{'':<34} target <= 80 ms")
+    if "scale" in only:
+        print(f"-- {label}scale --")
+        scale(env, root, 5 if quick else 15, 500 if quick else 2000)
+
+
+def idle_figures(label: str, env: dict[str, str], quick: bool) -> None:
+    """Idle wake-ups and memory of the coordinator, and one supervisor's size."""
+    root = root_of(env)
+    print(f"-- {label}idle and memory --")
+    pid = coordinator_pid(env)
+    time.sleep(1.0)
+    window = 5.0 if quick else 20.0
+    c0, t0 = ctx_switches(pid), cpu_ticks(pid)
+    time.sleep(window)
+    c1, t1 = ctx_switches(pid), cpu_ticks(pid)
+    wakes = (c1 - c0) / window
+    hz = os.sysconf("SC_CLK_TCK")
+    print(f"{'idle coordinator wake-ups':<34} {wakes:>9.2f} /s     "
+          f"(cpu {100 * (t1 - t0) / hz / window:.3f}%; target: at most one every few seconds)")
+
+    bare = subprocess.Popen([PY, "-c", "import time; time.sleep(3)"])
+    time.sleep(0.5)
+    base_rss = rss_kb(bare.pid) / 1024
+    bare.kill()
+    bare.wait()
+    row("idle coordinator RSS", rss_kb(pid) / 1024, "MB", base_rss, "bare python", "small")
+
+    gate = root / "gate"
+    sid = qex(env, "submit", "--cpu", "1", "--mem", "16MB", "--", "sh", "-c",
+              f"while [ ! -e {gate} ]; do sleep 0.05; done").stdout.strip()
+    sup_pid = 0
+    for _ in range(200):
+        rec = json.loads((root / "state" / "qex" / "jobs" / sid / "status.json").read_text())
+        if rec.get("state") == "running" and rec.get("supervisor_pid"):
+            sup_pid = int(rec["supervisor_pid"])
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    sup_rss = rss_kb(sup_pid) / 1024 if sup_pid else float("nan")
+    sup_pss = pss_kb(sup_pid) / 1024 if sup_pid else float("nan")
+    gate.touch()
+    qex(env, "wait", "-q", sid, check=False)
+    row("supervisor RSS", sup_rss, "MB", base_rss, "bare python", "<= 15 MB")
+    row("supervisor PSS (shared pages split)", sup_pss, "MB", base_rss, "bare python RSS",
+        "<= 15 MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and jobs")
+    parser.add_argument("--only", default="", help="comma-separated sections: " + ",".join(SECTIONS))
+    parser.add_argument("--before", metavar="DIR", type=Path,
+                        help="also measure the qex of this checkout (an older tree), side by side")
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(","))) or set(SECTIONS)
     reps = 5 if args.quick else 21
     n_true = 100 if args.quick else 500
     n_50ms = 40 if args.quick else 200
@@ -150,80 +465,29 @@ def main() -> None:
     compileall.compile_dir(str(HERE.parent / "qex"), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="qxb", dir="/tmp"))
     env = make_env(root)
+    envs = {"": env}
+    if args.before is not None:
+        compileall.compile_dir(str(args.before / "qex"), quiet=1)
+        root_b = Path(tempfile.mkdtemp(prefix="qxb", dir="/tmp"))
+        envs = {"now: ": env, "before: ": before_env(root_b, args.before.resolve())}
     try:
-        print(f"qex benchmark, {os.cpu_count()} cores, python {sys.version.split()[0]}, medians\n")
+        print(f"qex benchmark, {os.cpu_count()} cores, python {sys.version.split()[0]}, medians, "
+              f"load {os.getloadavg()[0]:.2f}\n")
         # Warm the coordinator and one finished job for the read paths.
-        job = qex(env, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)
-        job_id = qex(env, "list", "--json")
-        first = json.loads(job_id.stdout)
-        jid = first[0]["id"] if isinstance(first, list) else first["jobs"][0]["id"]
-        del job
-
-        base_start = median_of(reps, lambda: timed([PY, "-c", "pass"])) * 1000
-        t_status = median_of(reps, lambda: timed([*QEX, "status", jid, "--json"], env)) * 1000
-        t_list = median_of(reps, lambda: timed([*QEX, "list", "--json"], env)) * 1000
-        row("qex status <id> --json", t_status, "ms", base_start, "python -c pass", "<= 50 ms")
-        row("qex list --json", t_list, "ms", base_start, "python -c pass", "<= 50 ms")
-
-        base_true = median_of(reps, lambda: timed(["true"])) * 1000
-        t_submit = median_of(reps, lambda: timed(
-            [*QEX, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true"], env)) * 1000
-        row("submit --wait -- true", t_submit, "ms", base_true + base_start, "spawn true + python start",
-            "<= 100 ms")
-
-        t_drain = drain(env, root, n_true, ["true"])
-        b_drain = pool_drain(n_true, ["true"])
-        row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
-            "2-worker subprocess pool", ">= 60 jobs/s")
-
-        t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
-        ideal = n_50ms * 0.05 / 2
-        row(f"{n_50ms} x 50 ms, 2 slots", t_50, "s", ideal, "ideal", "<= 1.2 x ideal")
-
-        pid = coordinator_pid(env)
-        time.sleep(1.0)
-        window = 5.0 if args.quick else 20.0
-        c0, t0 = ctx_switches(pid), cpu_ticks(pid)
-        time.sleep(window)
-        c1, t1 = ctx_switches(pid), cpu_ticks(pid)
-        wakes = (c1 - c0) / window
-        hz = os.sysconf("SC_CLK_TCK")
-        print(f"{'idle coordinator wake-ups':<34} {wakes:>9.2f} /s     "
-              f"(cpu {100 * (t1 - t0) / hz / window:.3f}%; target: at most one every few seconds)")
-
-        bare = subprocess.Popen([PY, "-c", "import time; time.sleep(3)"])
-        time.sleep(0.5)
-        base_rss = rss_kb(bare.pid) / 1024
-        bare.kill()
-        bare.wait()
-        row("idle coordinator RSS", rss_kb(pid) / 1024, "MB", base_rss, "bare python", "small")
-
-        gate = root / "gate"
-        sid = qex(env, "submit", "--cpu", "1", "--mem", "16MB", "--", "sh", "-c",
-                  f"while [ ! -e {gate} ]; do sleep 0.05; done").stdout.strip()
-        sup_pid = 0
-        for _ in range(200):
-            rec = json.loads((root / "state" / "qex" / "jobs" / sid / "status.json").read_text())
-            if rec.get("state") == "running" and rec.get("supervisor_pid"):
-                sup_pid = int(rec["supervisor_pid"])
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
-        sup_rss = rss_kb(sup_pid) / 1024 if sup_pid else float("nan")
-        sup_pss = pss_kb(sup_pid) / 1024 if sup_pid else float("nan")
-        gate.touch()
-        qex(env, "wait", "-q", sid, check=False)
-        row("supervisor RSS", sup_rss, "MB", base_rss, "bare python", "<= 15 MB")
-        row("supervisor PSS (shared pages split)", sup_pss, "MB", base_rss, "bare python RSS",
-            "<= 15 MB")
+        for one in envs.values():
+            qex(one, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)
+        if "hot" in only:
+            hot_commands(envs, max(reps, 15))
+        for label, one in envs.items():
+            sections(label, one, only, args.quick, reps, n_true, n_50ms)
+        if "idle" not in only:
+            return
+        for label, one in envs.items():
+            idle_figures(label, one, args.quick)
     finally:
-        pid_file = root / "state" / "qex" / "run" / "coordinator.pid"
-        try:
-            os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
-        except (OSError, ValueError, IndexError):
-            pass
-        time.sleep(0.3)
-        shutil.rmtree(root, ignore_errors=True)
+        for one in envs.values():
+            stop_coordinator(one, root_of(one))
+            shutil.rmtree(root_of(one), ignore_errors=True)
 
 
 if __name__ == "__main__":

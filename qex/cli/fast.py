@@ -1,43 +1,238 @@
-"""Answers for the two requests that scripts and agents repeat most, without click.
+"""The hot commands without click: `submit`, `wait`, `status`, `list`, `logs`, `kill`, `cancel`
+(and `daemon`, so that a coordinator never loads click).
 
-`qex status <id> --json` and `qex list --json` are polled in loops; Python's start-up plus
-click's import is most of their cost on a small machine. These exact forms run the same code
-as the click commands (`qex.cli.status_core`, `qex.cli.list_core`); any other form, including
-every error path that needs click's usage messages, goes to the click application.
+A person's shell loop or an agent runs these one process per call, so each call pays for
+Python's start-up and its imports; click and the option framework alone cost more than the
+interpreter. Here the arguments are parsed by `qex.cli.fastargs` from a table GENERATED from
+the click commands (`qex.cli.fastgen`), and each command calls the same click-free body
+as its click command (`status_core`, `list_core`, `wait_core`, `logs_core`, `stop_core`).
+
+Whatever this module does not handle goes to click, unchanged: any form the parser does not
+fully understand, any mistake that needs click's usage message, `--help`, and every error
+check of a command's options (the handlers give up before acting when a check would fail).
+A handler returns None ONLY before it has changed anything, so click can start over.
+
+`qex submit` sends its options, environment and directory to the coordinator, which builds
+the spec with its warm config (`qex.coordinator.submit_words`); when no coordinator
+listens, or an older one does not know that request, the click path submits as before.
+`QEX_NO_FAST_PATH=1` turns this module off (the tests compare both paths).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+
+TYPE_CHECKING = False  # `typing` alone costs a third of the interpreter's start-up
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: Commands whose usage mistakes and interrupts use the exit-code band (as in `qex.cli.app`).
+_BAND = frozenset({"submit", "wait", "status"})
+
+#: submit's click parameter names -> `SubmitOptions` field names, where they differ.
+SPEC_RENAME = {"claim": "claims", "tag": "tags", "lock": "locks", "command_args": "command"}
+#: submit's parameters that are not part of the job.
+SUBMIT_ONLY = frozenset({"wait", "follow", "quiet", "wait_timeout", "as_json", "each_line",
+                         "max_jobs", "id_file", "job", "needs", "after"})
+#: The log-selection parameters of `status` and `logs`.
+SELECTION = ("tail", "head", "lines", "grep", "fixed", "context", "number", "max_matches",
+             "all_lines")
+
 
 def answer(args: list[str]) -> int | None:
     """The exit code when a fast form handled `args`; None to use the click application."""
-    if len(args) == 3 and args[0] == "status" and "--json" in args[1:]:
-        word = args[2] if args[1] == "--json" else args[1]
-        if word.startswith("-") or args.count("--json") != 1:
-            return None
-        return _status_json(word)
-    if args == ["list", "--json"]:
-        return _list_json()
-    return None
+    if not args or os.environ.get("QEX_NO_FAST_PATH") == "1":
+        return None
+    handler = HANDLERS.get(args[0])
+    if handler is None:
+        return None
+    from qex.cli.fastargs import parse
+
+    params = parse(args[0], args[1:])
+    if params is None:
+        return None
+    try:
+        return handler(params)
+    except (KeyboardInterrupt, EOFError):
+        sys.stderr.write("\n")
+        from qex.cli.exits import interrupted
+
+        return interrupted(args[0])
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
-def _status_json(word: str) -> int:
+def spec_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The `SubmitOptions` fields for parsed submit parameters (lists, not tuples)."""
+    fields: dict[str, Any] = {}
+    for key, value in params.items():
+        if key in SUBMIT_ONLY:
+            continue
+        fields[SPEC_RENAME.get(key, key)] = list(value) if isinstance(value, tuple) else value
+    return fields
+
+
+def selection(params: dict[str, Any]) -> Any:
+    """The log Selection for parsed parameters, or None when click must report a mistake."""
+    from qex.core.logsel import Selection, SelectionError, parse_range
+
+    try:
+        lines = parse_range(params["lines"]) if params.get("lines") else None
+        return Selection(
+            tail=params.get("tail"), head=params.get("head"), lines=lines,
+            grep=params.get("grep"), fixed=bool(params.get("fixed")),
+            context=int(params.get("context") or 0), number=bool(params.get("number")),
+            max_matches=params.get("max_matches"), all=bool(params.get("all_lines")),
+        )
+    except SelectionError:
+        return None
+
+
+def _duration(text: str | None, what: str) -> tuple[bool, float | None]:
+    if text is None:
+        return True, None
+    from qex.core.units import UnitError, parse_duration
+
+    try:
+        return True, parse_duration(text, what=what)
+    except UnitError:
+        return False, None
+
+
+# -- the commands ---------------------------------------------------------------------------
+
+def _status(p: dict[str, Any]) -> int | None:
+    from qex.cli import jobcmd
     from qex.cli.common import get_paths
     from qex.cli.status_core import show_status
-    from qex.core.logsel import Selection
     from qex.core.states import Exit
 
+    sel = selection(p)
+    quiet, follow, as_json, wait = p["quiet"], p["follow"], p["as_json"], p["wait"]
+    if sel is None or (quiet and (follow or as_json)) or (follow and as_json):
+        return None
+    if (p["only_stdout"] and p["only_stderr"]) or (p["timeout_text"] and not (wait or follow)):
+        return None
+    ok, timeout = _duration(p["timeout_text"], "--timeout")
+    if not ok:
+        return None
     paths = get_paths(Exit.QEX_FAILED)
-    try:
-        show_status(paths, word, as_json=True, show_env=False, no_logs=False, wait=False,
-                    follow=False, quiet=False, timeout=None, sel=Selection(),
-                    only_stdout=False, only_stderr=False)
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else 0
+    kwargs = {"as_json": as_json, "show_env": p["show_env"], "no_logs": p["no_logs"],
+              "wait": wait, "follow": follow, "quiet": quiet, "timeout": timeout, "sel": sel,
+              "only_stdout": p["only_stdout"], "only_stderr": p["only_stderr"]}
+    if wait or follow:
+        with jobcmd.interruptible([p["word"]]):
+            show_status(paths, p["word"], **kwargs)
+    show_status(paths, p["word"], **kwargs)
 
 
-def _list_json() -> int:
+def _list(p: dict[str, Any]) -> int | None:
     from qex.cli.list_core import show_list
+    from qex.core.states import State, parse_state_filter
 
-    show_list(as_json=True)
+    wanted: set[State] = set()
+    for word in p["states"]:
+        try:
+            wanted |= parse_state_filter(word)
+        except ValueError:
+            return None
+    show_list(as_json=p["as_json"], wanted=wanted, tags=p["tags"], group_word=p["group_word"],
+              cwd_dir=p["cwd_dir"], under_dir=p["under_dir"])
     return 0
+
+
+def _wait(p: dict[str, Any]) -> int | None:
+    words = list(p["words"])
+    if len(words) == 1 and not (p["timeout_text"] or p["next_only"] or p["as_json"]):
+        from qex.cli.fastwait import wait_finished
+
+        code = wait_finished(words[0], quiet=p["quiet"])
+        if code is not None:
+            return code
+    ok, timeout = _duration(p["timeout_text"], "--timeout")
+    if not ok or (p["quiet"] and p["as_json"]):
+        return None
+    from qex.cli import jobcmd
+    from qex.cli.wait_core import wait_words
+
+    with jobcmd.interruptible(words):
+        wait_words(words, timeout, p["next_only"], p["quiet"], p["as_json"])
+    return 0
+
+
+def _logs(p: dict[str, Any]) -> int | None:
+    from qex.cli.logs_core import UsageProblem, show_logs
+
+    sel = selection(p)
+    follow, as_json, hook = p["follow"], p["as_json"], p["hook"]
+    out, err = p["only_stdout"], p["only_stderr"]
+    if sel is None or (follow and as_json) or (out and err) or (hook and (follow or out or err)):
+        return None
+    if follow:
+        try:
+            sel.check_follow()
+        except ValueError:
+            return None
+    try:
+        show_logs(p["job"], sel, follow=follow, as_json=as_json, hook=hook, only_stdout=out,
+                  only_stderr=err)
+    except UsageProblem:
+        sys.stdout.flush()
+        return None  # read-only so far: click reads again and words the mistake
+    return 0
+
+
+def _kill(p: dict[str, Any]) -> int | None:
+    from qex.cli.stop_core import kill_jobs
+    from qex.platform.procs import parse_signal
+
+    try:
+        signum = parse_signal(p["signal_text"])
+    except ValueError:
+        return None
+    ok, grace = _duration(p["grace"], "grace time")
+    if not ok:
+        return None
+    kill_jobs(p["jobs"], signum, grace or 0.0)
+    return 0
+
+
+def _cancel(p: dict[str, Any]) -> int | None:
+    from qex.cli.stop_core import cancel_jobs
+
+    cancel_jobs(p["jobs"])
+    return 0
+
+
+def _submit(p: dict[str, Any]) -> int | None:
+    if p["job"] or p["each_line"] or p["follow"] or p["needs"] or p["after"]:
+        return None
+    wait, quiet, as_json = p["wait"], p["quiet"], p["as_json"]
+    if p["max_jobs"] is not None or not p["command_args"] or (quiet and (as_json or not wait)):
+        return None
+    if p["wait_timeout"] is not None and not wait:
+        return None
+    ok, wait_timeout = _duration(p["wait_timeout"], "--wait-timeout")
+    if not ok:
+        return None
+    from qex.cli import fastsubmit
+
+    return fastsubmit.submit(p, spec_options(p), wait=wait, quiet=quiet, as_json=as_json,
+                             wait_timeout=wait_timeout)
+
+
+def _daemon(p: dict[str, Any]) -> int | None:
+    from qex.cli.daemon_start import run_daemon
+
+    run_daemon()
+    return 0
+
+
+HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
+    "submit": _submit, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
+    "kill": _kill, "cancel": _cancel, "daemon": _daemon,
+}

@@ -7,9 +7,9 @@ happened to the queue or to the wait (`qex.cli.exits`). Connecting is `qex.cli.r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from qex.cli.common import die, warn
 from qex.core.names import safe_name, short_id
@@ -20,9 +20,17 @@ if TYPE_CHECKING:
     from qex.store.paths import Paths
 
 
+T = TypeVar("T")
+
+
 def fail(message: str) -> NoReturn:
     """qex could not do what was asked, and no job ran: 121."""
     die(message, Exit.QEX_FAILED)
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Run `action`. Its client errors go up to `qex.cli.exits`, which gives the code."""
+    return action()
 
 
 def label(record: dict[str, Any]) -> str:

@@ -1,5 +1,5 @@
-"""The `qex` entry point. It answers the hottest read requests without click (see
-`qex.cli.fast`) and hands everything else to the click application in `qex.cli.app`.
+"""The `qex` entry point. It answers the hot commands without click (see `qex.cli.fast`)
+and hands everything else to the click application in `qex.cli.app`.
 
 A status query must not pay for YAML, psutil or the other commands' modules, so the table
 below names modules, and `qex.cli.app.LazyGroup` imports one on demand. Each command module
@@ -53,9 +53,10 @@ def main(argv: list[str] | None = None) -> None:
     from qex.client.errors import ClientError
 
     try:
-        code = fast.answer(args)
-        if code is not None:
-            sys.exit(code)
+        if args and args[0] == first:
+            code = fast.answer(args)
+            if code is not None:
+                sys.exit(code)
         from qex.cli.app import run
 
         run(args, first)

@@ -288,6 +288,9 @@ def status_text(record: dict[str, Any], *, now: float, env: dict[str, str] | Non
         out.append(_line("locks", ", ".join(view["locks"])))
     if view.get("dedupe_key"):
         out.append(_line("dedupe", str(view["dedupe_key"])))
+    if raw.get("engine_id"):
+        engine = safe_name(str(raw.get("engine") or "engine"))
+        out.append(_line(engine, f"job {safe_name(str(raw['engine_id']))}"))
     claims = _claims(raw)
     if claims:
         out.append(_line("claims", claims))

@@ -81,8 +81,13 @@ def job_row(record: dict[str, Any], now: float) -> tuple[str, str, str, str, str
     """The seven cells of one job, as plain text."""
     mem = record.get("mem")
     cpu = record.get("cpu")
+    ident = short_id(str(record.get("id", "")))
+    if record.get("engine_id"):
+        # A job of another engine shows that engine's id beside qex's (`a1b2c3d4 slurm:123`).
+        ident = f"{ident} {safe_name(str(record.get('engine') or 'engine'))}:" \
+                f"{safe_name(str(record['engine_id']))}"
     return (
-        short_id(str(record.get("id", ""))),
+        ident,
         str(record.get("state", "?")),
         safe_name(str(record.get("name") or "job")),
         str(cpu) if isinstance(cpu, int) else "-",

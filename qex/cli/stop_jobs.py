@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from qex.cli.common import warn
 from qex.cli.exits import code_for
 
@@ -58,7 +56,7 @@ def send(outcome: Outcome, success: str, request: Callable[..., object], *args: 
         warn(printable_line(exc.message))
         outcome.fail(code_for(exc, outcome.command))
         return False
-    click.echo(success)
+    print(success, flush=True)
     return True
 
 

@@ -23,7 +23,6 @@ from qex.core.names import new_id
 from qex.core.states import exit_code_for
 
 if TYPE_CHECKING:
-    from qex.client.connection import Connection
     from qex.store.paths import Paths
 
 PLAIN, WAIT, FOLLOW = "plain", "wait", "follow"
@@ -33,7 +32,6 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
                as_json: bool = False, wait_timeout: float | None = None) -> NoReturn:
     """Submit the job that `values` (parsed submit options) describe, and finish the command."""
     from qex.cli.idfile import single_text
-    from qex.cli.reach import deadline_of
 
     job_file = read_job_file(values["job"]) if values.get("job") else None
     opts = submit_options_from(values)
@@ -47,8 +45,14 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
         warn(note)
     submitter.preflight([spec.to_dict()])
     answer = submitter.send(spec)
-    job_id = answer["id"]
-    deduplicated = answer["deduplicated"]
+    if mode == FOLLOW:
+        # Ctrl-C stops a followed job; one that arrives before `attach` listens (while we
+        # own the job and fetch its record) is held until then, not lost to a bare exit.
+        from qex.cli.wait_ends import hold_stop_signals
+
+        hold_stop_signals()
+    job_id = str(answer["id"])
+    deduplicated = bool(answer.get("deduplicated"))
     jobcmd.print_warnings(answer)
     if mode == PLAIN:
         write_id_file(values.get("id_file"), single_text(job_id))
@@ -60,25 +64,12 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
     announce(job_id)
     write_id_file(values.get("id_file"), single_text(job_id))
     conn = submitter.conn
-    # From here on the person's --wait-timeout bounds every request; the submit itself was
-    # not bounded by it, so a slow answer can never leave it unknown whether the job exists.
-    conn.until = deadline_of(wait_timeout)
     if mode == FOLLOW:
         from qex.cli.attaching import attach
-        from qex.cli.waiting import WaitInterrupted, stop_signals
 
-        # One handler from here to the end: a Ctrl-C that comes before the attach begins
-        # stops the job too, as `qex run` promises (attach's own handler nests inside).
-        with stop_signals():
-            record: dict[str, Any] = {"id": job_id, "name": spec.name, "state": "queued"}
-            owned = interrupted = False
-            try:
-                owned = not deduplicated and _own(conn, job_id)
-                record = _record(conn, job_id, spec.to_dict())
-            except WaitInterrupted:
-                interrupted = True
-            attach(paths, conn, record, timeout=wait_timeout, stop_job=not deduplicated,
-                   owned=owned, interrupted=interrupted)
+        owned = not deduplicated and _own(conn, job_id)
+        attach(paths, conn, _record(conn, job_id, spec.to_dict()), timeout=wait_timeout,
+               stop_job=not deduplicated, owned=owned)
     record = _record(conn, job_id, spec.to_dict())
     finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=wait_timeout,
                                 narrate=not (quiet or as_json), may_start=True)
@@ -89,7 +80,7 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
     raise SystemExit(exit_code_for(finals[0]))
 
 
-def _own(conn: Connection, job_id: str) -> bool:
+def _own(conn: Any, job_id: str) -> bool:
     """Ask the coordinator to cancel the job if this command vanishes before it starts."""
     from qex.client.errors import Refused
 
@@ -104,19 +95,19 @@ def _own(conn: Connection, job_id: str) -> bool:
     return True
 
 
-def _record(conn: Connection, job_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _record(conn: Any, job_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The current record of a job just submitted (a minimal one if the coordinator is slow)."""
     from qex.client.errors import Refused
     from qex.core.protocol import NO_SUCH_JOB
 
     try:
-        return conn.status(job_id)
+        return dict(conn.status(job_id))
     except Refused as exc:
-        if exc.kind == NO_SUCH_JOB:
-            jobcmd.fail(f"the coordinator accepted the job {job_id} and then did not know it; "
-                        "run `qex list` to look for it")
-    return {"id": job_id, "name": spec.get("name"), "state": "queued",
-            "submitted_at": spec.get("submitted_at")}
+        if exc.kind != NO_SUCH_JOB:
+            return {"id": job_id, "name": spec.get("name"), "state": "queued",
+                    "submitted_at": spec.get("submitted_at")}
+        jobcmd.fail(f"the coordinator accepted the job {job_id} and then did not know it; "
+                    "run `qex list` to look for it")
 
 
 def parse_wait_timeout(text: str | None) -> float | None:

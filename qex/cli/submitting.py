@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
-
 from qex.cli.common import warn
 from qex.cli.jobcmd import fail
 from qex.core.model import dataclass, field
@@ -37,6 +35,8 @@ COMMAND_SETTINGS = {"allow_interspersed_args": False}
 def spec_options(func: F) -> F:
     """Add the options of `qex submit` and `qex run` that describe the job: one per row of
     `qex.core.job_fields.FIELDS`, then `-- COMMAND...`."""
+    import click  # here, so that the fast path can use this module without click
+
     from qex.core import job_fields as jf
 
     kinds: dict[str, dict[str, Any]] = {

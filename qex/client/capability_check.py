@@ -27,6 +27,7 @@ from qex.core.names import safe_name
 OPTION_TEXT: dict[str, str] = {
     **options_needing(),
     "groups": "a group (qex pipeline or --each-line)",
+    "engine-slurm": "--engine slurm ([engine] kind = \"slurm\")",
 }
 
 
@@ -57,6 +58,8 @@ def required(spec: Mapping[str, Any]) -> list[str]:
         needs.append("politeness")
     if spec.get("dedupe_key"):
         needs.append("dedupe")
+    if spec.get("engine") == "slurm":
+        needs.append("engine-slurm")
     return needs
 
 

@@ -19,9 +19,9 @@ CLI alone turns them into exit codes. This module imports only the standard libr
 
 from __future__ import annotations
 
+import _socket as socket  # the C module: `socket` adds enums and selectors, unused here
 import errno
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -232,6 +232,11 @@ class Connection:
         self._send(message, deadline if deadline != NO_LIMIT else self._deadline(self.ceiling))
         return self._read_line(deadline, what, say_waiting=timeout is None)
 
+    def answer(self, op: str) -> dict[str, Any]:
+        """The answer to a request of `op` sent on this socket before it became a Connection."""
+        deadline = time.monotonic() + self.ceiling
+        return self._read_line(deadline, f"the request `{op}`", say_waiting=True)
+
     def send(self, message: dict[str, Any]) -> None:
         """Send a request without reading its answer (pair with `receive`, for select loops)."""
         self._send(message, self._deadline(self.ceiling))
@@ -376,6 +381,18 @@ class Connection:
         """Start the event stream for a select loop; the header line (read with `receive`)."""
         self.send(protocol.events(since))
         return self.receive()
+
+
+def adopt(fd: int, buffered: bytes, paths: Paths | None = None) -> Connection:
+    """A Connection over a socket that `qex.cli.wire` opened and sent one request on.
+
+    `buffered` is what was read of the answer so far; `Connection.answer` reads the rest
+    under the ceiling, as `request` would have.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    conn = Connection(sock, paths or Paths.from_env(), ceiling_from_env())
+    conn._buffer += buffered
+    return conn
 
 
 #: The name the earlier releases of this module gave `Refused`.

@@ -54,17 +54,29 @@ def handle_kill(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
     if job.final:
         return protocol.error(protocol.WRONG_STATE,
                               f"the job {job.id} already stopped; its state is `{record.state}`")
-    pid = record.pid
-    if not pid:
-        return protocol.error(protocol.WRONG_STATE, (
-            f"the job {job.id} is starting and has no process yet; try the command again in a "
-            "moment"))
     signum = message.get("signal", signal.SIGTERM)
     if isinstance(signum, bool) or not isinstance(signum, int) or not 1 <= signum <= 64:
         return protocol.error(protocol.INTERNAL, f"`{signum}` is not a signal number from 1 to 64")
     grace = message.get("grace_secs", 10)
     if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
         grace = 10
+    if record.engine:
+        from qex.engine.base import remote_engine
+
+        engine = remote_engine(coord, job)
+        if engine is not None:
+            return engine.kill(job, signum)
+    return signal_local(coord, job, signum, float(grace))
+
+
+def signal_local(coord: Coordinator, job: Job, signum: int, grace: float) -> dict[str, Any]:
+    """Signal the job group of a job that runs on this machine (the local engine's kill)."""
+    record = job.record
+    pid = record.pid
+    if not pid:
+        return protocol.error(protocol.WRONG_STATE, (
+            f"the job {job.id} is starting and has no process yet; try the command again in a "
+            "moment"))
     token = record.pid_start_token
     if not (procs.same_process(pid, token) and procs.leads_group(pid)):
         return protocol.error(protocol.WRONG_STATE, (
@@ -123,6 +135,12 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
 
 
 def cancel(coord: Coordinator, job: Job, *, error: str | None) -> None:
+    if job.record.engine:
+        from qex.engine.base import remote_engine
+
+        engine = remote_engine(coord, job)
+        if engine is not None:
+            engine.cancel(job)   # out of that engine's queue too (Slurm: scancel)
     log(f"the job {label(job.record)} left the queue (cancelled)")
     coord.finish(job, State.CANCELLED, error=error)
 

@@ -1,10 +1,12 @@
 """The coordinator's side of the supervisor fork server (`qex.supervisor.forkserver`).
 
-Started on the first job that needs a supervisor without a systemd scope, and kept for the
-coordinator's life. A request is a line and its answer a line, on the event loop's thread:
-the answer comes back in about a millisecond (one fork of a small process). Any fault turns
-the server off for this coordinator and the caller falls back to a fresh supervisor process,
-so a broken fork server can slow qex down but never stop a job from starting.
+Started with the coordinator when its config runs jobs without a systemd scope (so that
+the server imports while the first command is still talking to the coordinator), else on
+the first job that needs one, and kept for the coordinator's life. A request is a line
+and its answer a line, on the event loop's thread: the answer comes back in about a
+millisecond (one fork of a small process). Any fault turns the server off for this
+coordinator and the caller falls back to a fresh supervisor process, so a broken fork
+server can slow qex down but never stop a job from starting.
 
 Supervisors forked by the server are not the coordinator's children: the coordinator
 watches them with a pidfd (`reaper.watch_foreign`), and the server reaps them.
@@ -49,6 +51,14 @@ class ForkServer:
             )
         self._buffer = b""
         return self._proc
+
+    def warm(self) -> None:
+        """Start the server now, so that the first job finds its imports done (a cold start
+        otherwise waited for the whole start-up of the server inside the first launch)."""
+        try:
+            self._ensure()
+        except OSError as exc:
+            self._give_up(f"it could not start ({exc.strerror})")
 
     def _give_up(self, why: str) -> None:
         log(f"the supervisor fork server is off for this coordinator: {why}")

@@ -146,6 +146,8 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     coord.touch()
     make_hook_runner(coord)
     coord.forkserver = ForkServer(paths.daemon_log)
+    if config.enforce.mode == "off" or not config.enforce.use_systemd:
+        coord.forkserver.warm()
     # Children exit at any time from here on; reap them from the start.
     loop.add_signal_handler(signal.SIGCHLD, reap_children, coord)
     recover(coord)
@@ -181,6 +183,8 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:
     coord.kick()  # the first pass: recovered jobs may start, and `info` gets a queue state
 
     await runner.run()
+    for engine in coord.engines.values():
+        engine.close()
 
     # -- stop --------------------------------------------------------------------------------
     notify("STOPPING=1")

@@ -27,7 +27,7 @@ def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
 
 
 def handle_list(coord: Coordinator) -> dict[str, Any]:
-    for job in list(coord.active_jobs()):
+    for job in [job for job in coord.jobs.values() if job.active]:
         coord.refresh(job)
     return protocol.answer(Result.JOBS,
                            jobs=[record.to_dict() for record in coord.sorted_records()])
@@ -145,6 +145,7 @@ def handle_info(coord: Coordinator) -> dict[str, Any]:
         "enforcement": _enforcement(coord),
         "wakeups": coord.wakeups,
         "events_stream": coord.events.stream_id,
+        "engines": {kind: engine.describe() for kind, engine in coord.engines.items()},
     }
 
 

@@ -47,12 +47,16 @@ def recover(coord: Coordinator) -> None:
     for job in jobs:
         coord.jobs[job.id] = job
     coord.next_sequence = max((job.record.sequence for job in jobs), default=0) + 1
+    elsewhere = [job for job in jobs if job.record.engine and not job.final]
+    jobs = [job for job in jobs if not (job.record.engine and not job.final)]
     queued = [job for job in jobs if job.state == State.QUEUED]
     queued.sort(key=lambda j: (-j.priority, j.record.submitted_at, j.record.sequence))
     coord.queue = [job.id for job in queued]
     for job in jobs:
         if job.state in ACTIVE:
             _judge_active(coord, job)
+    if elsewhere:
+        _to_engines(coord, elsewhere)
     _rebuild_dedupe(coord)
     if expired_pause_end is not None:
         pausing.end_queue_pause(coord, expired_pause_end)
@@ -63,6 +67,21 @@ def recover(coord: Coordinator) -> None:
         counts["queued" if job.state == State.QUEUED else "final" if job.final else "active"] += 1
     log(f"recovered {len(coord.jobs)} job record(s): {counts['active']} active, "
         f"{counts['queued']} queued, {counts['final']} final")
+
+
+def _to_engines(coord: Coordinator, jobs: list[Job]) -> None:
+    """Jobs of another engine (Slurm) go back to it: it knows whether they still run."""
+    from qex.engine.base import known_kinds, remote_engine
+
+    for job in jobs:
+        if job.record.engine not in known_kinds():
+            coord.finish(job, State.FAILED, error=(
+                f"this qex knows no engine `{job.record.engine}`, so it cannot follow this job; "
+                "use the qex that submitted it"), hook=False)
+            continue
+        engine = remote_engine(coord, job)
+        if engine is not None:
+            engine.adopt(job)
 
 
 def _rebuild_dedupe(coord: Coordinator) -> None:

@@ -125,6 +125,7 @@ class Server:
             Op.INFO: self._info,
             Op.CAPABILITIES: self._capabilities,
             Op.SUBMIT: self._submit,
+            Op.SUBMIT_WORDS: self._submit_words,
             Op.OWN_JOB: self._own_job,
             Op.LIST: self._list,
             Op.STATUS: self._status,
@@ -232,6 +233,11 @@ class Server:
 
     async def _submit(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return handle_submit(self.coord, message)
+
+    async def _submit_words(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        from qex.coordinator.submit_words import handle_submit_words
+
+        return handle_submit_words(self.coord, message)
 
     async def _own_job(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         job_id = message.get("id")

@@ -133,6 +133,8 @@ class Coordinator:
     peer_refresher: Callable[[], PeerLoad] | None = None
     #: Set at start: forks ready supervisors (None: always start a fresh process).
     forkserver: ForkServer | None = None
+    #: The engines other than this machine's queue, by kind (`qex.engine.base.engine_for`).
+    engines: dict[str, Any] = field(default_factory=dict)
     _deferred: set[str] = field(default_factory=set)
     _flush_handle: asyncio.TimerHandle | None = None
 
@@ -163,7 +165,8 @@ class Coordinator:
     # -- views ---------------------------------------------------------------------------
 
     def active_jobs(self) -> Iterator[Job]:
-        return (job for job in self.jobs.values() if job.active)
+        """The active jobs that hold this machine's resources (another engine's hold none)."""
+        return (job for job in self.jobs.values() if job.active and not job.record.engine)
 
     def queued_jobs(self) -> Iterator[Job]:
         for job_id in self.queue:

@@ -205,6 +205,8 @@ def _submit(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
         holder = _dedupe_holder(coord, key, float(spec.dedupe_window or 0))
         if holder is not None:
             return _deduplicated(holder, key)
+    if spec.engine and spec.engine != "local":
+        return _submit_to_engine(coord, spec, key)
     warnings, reason = _pause_notes(coord, spec)
     problem = check_claim(spec.pool_claims(), spec.locks, coord.config.pools,
                           coord.config.defaults.vram)
@@ -232,3 +234,32 @@ def _submit(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
     coord.kick()
     return {"result": Result.SUBMITTED, "id": job.id, "warning": " ".join(warnings) or None,
             "deduplicated": False}
+
+
+def _submit_to_engine(coord: Coordinator, spec: JobSpec, key: str | None) -> dict[str, Any]:
+    """A job for another engine (Slurm): that engine admits it, so the budget, the peers and
+    the pause of this machine's queue do not apply; the engine refuses what it can never run."""
+    from qex.engine.base import engine_for, known_kinds
+
+    if spec.engine not in known_kinds():
+        raise Refusal(protocol.WRONG_STATE, (
+            f"this coordinator knows no engine `{safe_name(str(spec.engine))}`; the engines are "
+            f"{', '.join(known_kinds())}"))
+    engine = engine_for(coord, str(spec.engine))
+    problem = engine.refuse(spec)
+    if problem is not None:
+        raise Refusal(protocol.WRONG_STATE, problem)
+    record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=coord.config.retry.on_oom)
+    record.sequence = coord.next_sequence
+    job = _write_job(coord, spec, record)
+    coord.next_sequence += 1
+    coord.jobs[job.id] = job
+    if key:
+        coord.dedupe[key] = job.id
+    engine.accept(job)
+    coord.publish(job)
+    try:
+        history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
+    except OSError as exc:
+        log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
+    return {"result": "submitted", "id": job.id, "warning": None, "deduplicated": False}

@@ -149,6 +149,23 @@ class HooksSection:
 
 
 @dataclass(frozen=True)
+class EngineSection:
+    """Where jobs run: `local` (this machine's queue) or `slurm` (see docs/slurm.md)."""
+
+    kind: str = "local"
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    sbatch_options: tuple[str, ...] = ()
+    #: A directory that every node sees at the same path; qex's state dir must be inside it.
+    shared_dir: str | None = None
+    #: Seconds between two looks at Slurm's queue (one `squeue` for all jobs).
+    poll: float = 5.0
+    #: The Python that runs qex on the nodes (None: the coordinator's own interpreter).
+    python: str | None = None
+
+
+@dataclass(frozen=True)
 class Pool:
     """`count` units, or `devices` (a capacity each); `size` names the quantity (e.g. vram)."""
 
@@ -184,6 +201,7 @@ class Config:
     gc: GcSection = GcSection()
     defaults: DefaultsSection = DefaultsSection()
     hooks: HooksSection = HooksSection()
+    engine: EngineSection = EngineSection()
     pools: tuple[Pool, ...] = field(default_factory=tuple)
     #: Warnings about the file that do not stop qex: settings of the earlier qex that have no
     #: effect here, and a `[politeness]` fault (the defaults are used). Commands that read

@@ -41,6 +41,12 @@ def _budget_out(value: BudgetValue) -> int | str:
     return _percent_text(0.75 if value.fraction is None else value.fraction)
 
 
+def _engine_out(config: Config) -> dict[str, Any]:
+    from qex.core.engine_config import engine_to_dict
+
+    return engine_to_dict(config.engine)
+
+
 def config_to_dict(config: Config) -> dict[str, Any]:
     """The resolved config as plain data that TOML and JSON can both hold.
 
@@ -111,6 +117,7 @@ def config_to_dict(config: Config) -> dict[str, Any]:
             "on_stop_states": list(config.hooks.on_stop_states),
             "timeout": _num(config.hooks.timeout),
         },
+        "engine": _engine_out(config),
     }
     if pools:
         data["pool"] = pools

@@ -48,6 +48,7 @@ from qex.core.config_reader import (
     legacy_note,
     no_limit,
 )
+from qex.core.engine_config import parse_engine
 from qex.core.hints import ALSO_CHOICES
 from qex.core.names import visible
 from qex.core.states import FINAL, parse_state
@@ -127,6 +128,7 @@ def parse_config(data: Mapping[str, Any], source: str) -> Config:
         gc=GcSection(keep=_keep(r["gc"])),
         defaults=_parse_defaults(r["defaults"]),
         hooks=_parse_hooks(r["hooks"]),
+        engine=parse_engine(r["engine"]),
         pools=parse_pools(data, source),
     )
     for reader in r.values():

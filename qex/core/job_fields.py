@@ -91,6 +91,8 @@ FIELDS: tuple[JobField, ...] = (
     JobField("dedupe_window", "--dedupe-window", "dedupe_window", TEXT, "TIME",
              "Keep the key of a job that succeeded for this long.", "dedupe_window",
              stage=False),
+    JobField("engine", "--engine", "engine", TEXT, "local|slurm",
+             "Where the job runs: this machine, or Slurm ([engine] kind).", None),
     JobField(None, "--id-file", "id_file", TEXT, "FILE",
              "Write the id here (atomically) before anything else happens.", None),
 )

@@ -82,6 +82,7 @@ class SubmitOptions:
     dedupe_window: str | None = None
     group: str | None = None
     group_name: str | None = None
+    engine: str | None = None
 
 
 def default_resolve_dir(path: str) -> str:
@@ -134,10 +135,11 @@ def build_spec(
         opts, jf, config=config, machine=machine, learned=learned, learn_key=learn_key,
         warnings=warnings,
     )
+    engine = _engine(opts, config)
     try:
         claims, locks = pool_claims(
             jf, claim_options=opts.claims, gpu_option=opts.gpu, vram_option=opts.vram,
-            lock_options=opts.locks, config=config,
+            lock_options=opts.locks, config=config, check=engine is None,
         )
         check_pool_env(claims, own_env, config)
     except ClaimError as exc:
@@ -178,8 +180,18 @@ def build_spec(
         learn_key=list(learn_key) if learn_key is not None else None,
         hint_keys=hint_keys,
         explicit_claim=explicit,
+        engine=engine,
     )
     return spec, warnings
+
+
+def _engine(opts: SubmitOptions, config: Config) -> str | None:
+    """None for this machine, or the engine that `--engine` or `[engine] kind` names."""
+    word = opts.engine if opts.engine is not None else config.engine.kind
+    word = word.strip().lower()
+    if word not in ("local", "slurm"):
+        raise SpecError(f"`--engine {visible(word)}` names no engine; give local or slurm")
+    return None if word == "local" else word
 
 
 def _command(opts: SubmitOptions, job_file: JobFile | None) -> list[str]:

@@ -35,7 +35,7 @@ from qex import __version__
 CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
-    "job-changed", "oom-retry", "enforce",
+    "job-changed", "oom-retry", "enforce", "engine-slurm",
 )
 
 #: A coordinator below this version cannot say what it can do, so the CLI refuses it.
@@ -57,6 +57,7 @@ class Op:
     INFO: Final = "info"
     CAPABILITIES: Final = "capabilities"
     SUBMIT: Final = "submit"
+    SUBMIT_WORDS: Final = "submit_words"
     OWN_JOB: Final = "own_job"
     LIST: Final = "list"
     STATUS: Final = "status"
@@ -91,6 +92,7 @@ ANSWERS: dict[str, str] = {
     Op.INFO: Result.INFO,
     Op.CAPABILITIES: Result.CAPABILITIES,
     Op.SUBMIT: Result.SUBMITTED,
+    Op.SUBMIT_WORDS: Result.SUBMITTED,
     Op.OWN_JOB: Result.OK,
     Op.LIST: Result.JOBS,
     Op.STATUS: Result.STATUS,

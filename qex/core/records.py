@@ -101,6 +101,8 @@ class JobSpec:
     hint_keys: list[str] = field(default_factory=list)
     #: True when the user gave both --cpu and --mem (claim hints are written only then).
     explicit_claim: bool = False
+    #: Where the job runs: None (this machine) or "slurm" (`[engine] kind`, `--engine`).
+    engine: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
@@ -172,6 +174,9 @@ class JobStatus:
     #: False once the job has run: --max-queue-time never expires a later attempt.
     queue_time_applies: bool = True
     note: str | None = None
+    #: The engine that runs the job (None: this machine) and its own id there (Slurm's job id).
+    engine: str | None = None
+    engine_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
@@ -189,6 +194,7 @@ class JobStatus:
             needs=list(spec.needs), after=list(spec.after), locks=list(spec.locks),
             dedupe_key=spec.dedupe_key, claims=dict(spec.claims), tags=list(spec.tags),
             retries_left=spec.retries, oom_retries_left=oom_retries, boot_id=boot_id,
+            engine=spec.engine,
         )
 
     @property

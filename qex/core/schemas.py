@@ -173,10 +173,13 @@ STATUS_PROPERTIES: dict[str, Schema] = {
     "logs_dropped": _nullable(_LOGS_DROPPED),
     "tags": _STRINGS,
     "enforcement": _nullable(_ENFORCEMENT),
-    "oom_evidence": _described(_nullable({"enum": ["cgroup", "session"]}),
-                               "cgroup = proven by the job's own cgroup"),
+    "oom_evidence": _described(_nullable({"enum": ["cgroup", "session", "slurm"]}),
+                               "cgroup = proven by the job's own cgroup; slurm = Slurm's "
+                               "OUT_OF_MEMORY"),
     "queue_time_applies": {"type": "boolean"},
     "note": _nullable(_STRING),
+    "engine": _described(_nullable({"enum": ["slurm"]}), "where the job runs; null = this machine"),
+    "engine_id": _described(_nullable(_STRING), "the engine's own id of the job (Slurm's job id)"),
 }
 
 

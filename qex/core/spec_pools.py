@@ -27,8 +27,10 @@ def pool_claims(
     vram_option: str | int | None,
     lock_options: Sequence[str],
     config: Config,
+    check: bool = True,
 ) -> tuple[dict[str, PoolClaim], list[str]]:
-    """The pool claims and the plain locks of one job, checked against `[[pool]]`.
+    """The pool claims and the plain locks of one job, checked against `[[pool]]` (not with
+    `check=False`: a job for another engine, whose devices are that engine's to judge).
 
     The command line replaces the job file per pool; `--gpu`/`--vram` build the claim on
     the pool `gpu`; `--lock NAME` stays a lock and `--lock NAME:N` (N > 1) becomes a claim.
@@ -71,7 +73,7 @@ def pool_claims(
             claims[name] = PoolClaim(count=count)
     locks = sorted(set(locks))
 
-    problem = check_claim(claims, locks, config.pools, config.defaults.vram)
+    problem = check_claim(claims, locks, config.pools, config.defaults.vram) if check else None
     if problem is not None:
         raise ClaimError(problem)
     return claims, locks

@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+from collections.abc import Callable
 
 from qex.core.config import Config, ConfigError
 from qex.core.names import is_uuid
@@ -63,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     return supervise(paths, job_id)
 
 
-def supervise(paths: Paths, job_id: str) -> int:
+def supervise(paths: Paths, job_id: str, *,
+              open_sandbox: Callable[[str, Config], Sandbox] | None = None,
+              notes: list[str] | None = None,
+              env_overrides: dict[str, str | None] | None = None) -> int:
+    """Run the job. An engine's node program passes the sandbox of its allocation, and a
+    list of sentences for the record's `error` that it may add to while the job runs (the
+    supervisor reads the same list when it writes the end)."""
     job_dir = paths.job_dir(job_id)
     spec = jobs.read_spec(job_dir)
     status = jobs.read_status(job_dir)
@@ -80,7 +87,11 @@ def supervise(paths: Paths, job_id: str) -> int:
     if lock is None:
         say(f"another supervisor already runs the job {job_id}; this one stops")
         return 1
-    config, notes = _load_config(paths, job_id)
+    config, config_notes = _load_config(paths, job_id)
+    if notes is None:
+        notes = config_notes
+    else:
+        notes[:0] = config_notes
     if go is False:
         runner = Runner(paths, spec, status, config, notes=notes,
                         sandbox=_fallback_sandbox("no scope"))
@@ -90,8 +101,9 @@ def supervise(paths: Paths, job_id: str) -> int:
             "`[enforce] mode` = \"off\" to run jobs without a memory limit"
         )
         return 0
-    sandbox = _open_sandbox(job_id, config)
-    runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox)
+    sandbox = (open_sandbox or _open_sandbox)(job_id, config)
+    runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox,
+                    env_overrides=env_overrides)
     try:
         runner.run()
     except Exception as exc:

@@ -64,7 +64,8 @@ def say(message: str) -> None:
 class Runner:
     def __init__(self, paths: Paths, spec: JobSpec, status: JobStatus, config: Config, *,
                  notes: list[str], sandbox: Sandbox,
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time,
+                 env_overrides: dict[str, str | None] | None = None) -> None:
         self.paths = paths
         self.job_dir = paths.job_dir(spec.id)
         self.spec = spec
@@ -74,6 +75,9 @@ class Runner:
         self.notes = notes
         self.sandbox = sandbox
         self.now = now
+        #: Set (a text) or remove (None) in the job's environment on top of spec.json: an
+        #: engine's allocation (Slurm's SLURM_* variables and the GPUs it gave).
+        self.env_overrides = env_overrides or {}
         self.children: ChildWatch | None = None
         self.reaper = Reaper()
         self.pid: int | None = None
@@ -193,6 +197,11 @@ class Runner:
                 else:
                     pool = Pool(name=name, count=max(1, assignment.units))
             env.update(job_env_for_assignment(pool, assignment))
+        for key, value in self.env_overrides.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         return env
 
     def _open_logs(self, number: int) -> tuple[CappedLog, CappedLog]:

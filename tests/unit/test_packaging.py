@@ -43,7 +43,16 @@ def test_the_project_is_what_the_recipes_assume() -> None:
     project = _pyproject()["project"]
     assert isinstance(project, dict)
     assert project["name"] == "qex"
-    assert project["scripts"] == {"qex": "qex.cli.main:main"}
+    # The program is a wheel script (no entry-point wrapper, which imports `re` first).
+    assert "scripts" not in project
+    wheel = _pyproject()["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["shared-scripts"] == {"scripts/qex": "qex"}
+    script = PKG.parent / "scripts" / "qex"
+    assert script.stat().st_mode & 0o111, "scripts/qex must be executable"
+    lines = script.read_text().splitlines()
+    assert lines[0].startswith("#!") and "python" in lines[0]
+    assert "from qex.cli.main import main" in lines
+    assert not any(line.startswith(("import re", "from re ")) for line in lines)
     assert set(_dependencies()) == {"click", "psutil", "pyyaml", "tomli-w"}
     assert set(project["optional-dependencies"]) >= {"systemd", "udev"}
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 
@@ -18,13 +16,7 @@ def command(supervised: bool, foreground: bool) -> None:
     The coordinator is normally started for you: by the first command that needs it, or by
     the systemd socket unit (`qex systemd install`). Its log is `<state>/run/daemon.log`.
     """
-    # asyncio loads the TLS module only to offer TLS servers, which the coordinator never
-    # runs; blocking that import saves about 4MB of resident memory for the coordinator's
-    # whole life (asyncio treats a missing `ssl` as "no TLS", a supported configuration).
-    if "ssl" not in sys.modules:
-        sys.modules["ssl"] = None  # type: ignore[assignment]
-    from qex.cli.common import get_paths
-    from qex.coordinator.main import run
+    from qex.cli.daemon_start import run_daemon
 
     del supervised, foreground  # readiness is sent whenever NOTIFY_SOCKET is set
-    sys.exit(run(get_paths(code=1)))
+    run_daemon()

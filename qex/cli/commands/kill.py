@@ -3,12 +3,9 @@ take its queued stages out of the queue)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
-
-from qex.cli.common import get_paths
 
 
 def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -27,11 +24,8 @@ def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> li
 def command(jobs: tuple[str, ...], signal_text: str, grace: str) -> None:
     """Stop jobs that run. The job's whole process group gets the signal, and qex records
     the job as `killed`. A queued job is not killed: `qex cancel` takes it out of the queue."""
-    from qex.cli.reach import open_connection
-    from qex.cli.stop_jobs import Outcome, already_stopped, resolve_all, send
-    from qex.core.states import FINAL
     from qex.core.units import UnitError, parse_duration
-    from qex.platform.procs import parse_signal, signal_name
+    from qex.platform.procs import parse_signal
 
     try:
         signum = parse_signal(signal_text)
@@ -42,24 +36,6 @@ def command(jobs: tuple[str, ...], signal_text: str, grace: str) -> None:
     except UnitError as exc:
         raise click.BadParameter(str(exc), param_hint="--grace") from None
 
-    paths = get_paths()
-    conn = open_connection(paths, start=True)
-    assert conn is not None
-    final = {s.value for s in FINAL}
-    outcome = Outcome("kill")
-    with conn:
-        for found in resolve_all(conn, paths, jobs):
-            for record in found.jobs:
-                job_id = str(record.get("id"))
-                if not outcome.first_time(job_id):
-                    continue
-                state = str(record.get("state"))
-                if found.group is not None and state in final:
-                    click.echo(already_stopped(record))
-                    continue
-                if found.group is not None and state == "queued":
-                    send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
-                    continue
-                send(outcome, f"{job_id} received the signal {signal_name(signum)}",
-                     conn.kill, job_id, signum, grace_secs)
-    sys.exit(outcome.code)
+    from qex.cli.stop_core import kill_jobs
+
+    kill_jobs(jobs, signum, grace_secs)

@@ -91,6 +91,14 @@ All keys, with their defaults
                     "timeout", "expired", "oom"]
   timeout = "30s"                 # how long the hook may run
 
+  [engine]                        # where jobs run (see docs/slurm.md)
+  kind = "local"                  # "local", or "slurm" for a Slurm cluster
+  partition = "..."               # sbatch --partition (also account, qos)
+  sbatch_options = []             # more sbatch options, added last
+  shared_dir = "..."              # nodes see it; the state dir must be inside
+  poll = 5                        # seconds between looks at squeue
+  python = "..."                  # the interpreter with qex on the nodes
+
 Numbers with or without quotes
 ------------------------------
 

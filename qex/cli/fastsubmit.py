@@ -1,0 +1,159 @@
+"""`qex submit` on the fast path: the coordinator builds the spec (`submit_words`).
+
+The command sends what only it knows (its options, environment, directory and version);
+the coordinator reads the config, measures the machine, asks the learner and builds the
+spec with the same code the click path runs here. The output, the id file, the order of
+the warnings and the exit codes are those of `qex.cli.submit_flow`.
+
+A plain submit (the id on stdout) talks through `qex.cli.wire` and imports nothing else
+unless the answer carries a warning or an error. This is the one place that speaks the
+`submit_words` request, so it can move onto a typed client method on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from qex.client.connection import Connection
+
+#: The sentence start of an older coordinator's answer to a request it does not know.
+_UNKNOWN_REQUEST = "this coordinator does not know the request"
+
+
+def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet: bool,
+           as_json: bool, wait_timeout: float | None) -> int | None:
+    """Submit one job; None (having sent nothing) when the click path must do it."""
+    from qex import __version__
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    request = {"op": "submit_words", "options": options, "environ": dict(os.environ),
+               "cwd": cwd, "client_version": __version__}
+    conn: Connection | None = None
+    if not wait:
+        answer = _lean_request(request)
+    else:
+        conn = _connect()
+        if conn is None:
+            return None
+        answer = _guarded(lambda: conn.request(request) if conn else {})
+    if answer is None:
+        return None
+    message = str(answer.get("message") or "the coordinator gave no reason")
+    if answer.get("result") == "error" and message.startswith(_UNKNOWN_REQUEST):
+        if conn is not None:
+            conn.close()
+        return None
+    plain = not (answer.get("build_warnings") or answer.get("warning") or params["id_file"])
+    if not wait and not as_json and plain and answer.get("result") == "submitted":
+        job_id = answer.get("id")
+        if isinstance(job_id, str):
+            sys.stdout.write(job_id + "\n")
+            sys.stdout.flush()
+            return 0
+    return _finish(params, answer, conn, wait=wait, quiet=quiet, as_json=as_json,
+                   wait_timeout=wait_timeout)
+
+
+def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer through `qex.cli.wire`, or through the full client when that cannot."""
+    from qex.cli.wire import Wire
+
+    wire = Wire.connect()
+    if wire is None:
+        conn = _connect()
+        return None if conn is None else _guarded(lambda: conn.request(request))
+    answer = wire.request(request)
+    if isinstance(answer, dict):
+        wire.close()
+        return answer
+    return _guarded(lambda: answer.answer("submit_words"))
+
+
+def _connect() -> Connection | None:
+    """A connection through the full client; with nobody listening, the config is checked
+    HERE and a coordinator started, in the click path's order (a broken config file is 121
+    and starts nothing; the coordinator itself would refuse to start on it)."""
+    from qex.cli.common import die, get_paths
+    from qex.client.connection import connect
+    from qex.core.config import ConfigError
+    from qex.core.states import Exit
+    from qex.store.config_file import load_config
+
+    paths = get_paths(Exit.QEX_FAILED)
+    try:
+        conn = connect(paths, start=False)
+        if conn is None:
+            load_config(paths)  # its notes come back with the coordinator's answer
+            conn = connect(paths, start=True)
+    except ConfigError as exc:
+        die(str(exc), Exit.QEX_FAILED)
+    return conn
+
+
+def _guarded(action: Any) -> dict[str, Any]:
+    from qex.cli.jobcmd import guarded
+
+    answer: dict[str, Any] = guarded(action)
+    return answer
+
+
+def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | None, *,
+            wait: bool, quiet: bool, as_json: bool, wait_timeout: float | None) -> int:
+    """Everything but the plainest submission: warnings, refusals, the id file, the wait."""
+    from qex.cli import jobcmd
+    from qex.cli.common import die, get_paths, warn
+    from qex.core.states import Exit
+
+    message = str(answer.get("message") or "the coordinator gave no reason")
+    for note in answer.get("build_warnings") or ():
+        warn(str(note))
+    if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
+        if answer.get("build"):
+            die(message, Exit.QEX_FAILED)
+        from qex.core.names import printable_line
+
+        die(printable_line(message),
+            Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
+    job_id = str(answer["id"])
+    jobcmd.print_warnings(answer)
+    if not wait or conn is None:
+        _id_file(params["id_file"], job_id)
+        if as_json:
+            from qex.cli.common import print_json
+
+            print_json({"id": job_id, "deduplicated": bool(answer.get("deduplicated"))})
+        else:
+            print(job_id, flush=True)
+        return 0
+    from qex.cli.submit_flow import _record
+    from qex.cli.submitting import announce
+    from qex.core.states import exit_code_for
+
+    paths = get_paths(Exit.QEX_FAILED)
+    announce(job_id)
+    _id_file(params["id_file"], job_id)
+    record = _record(conn, job_id, {})
+    finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=wait_timeout,
+                                narrate=not (quiet or as_json), may_start=True)
+    if not quiet:
+        from qex.cli.render_status import print_records
+
+        print_records(paths, finals, as_json=as_json)
+    return exit_code_for(finals[0])
+
+
+def _id_file(path_text: str | None, job_id: str) -> None:
+    if not path_text:
+        return
+    from qex.cli.idfile import single_text
+    from qex.cli.submitting import write_id_file
+
+    write_id_file(path_text, single_text(job_id))

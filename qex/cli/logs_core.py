@@ -1,0 +1,156 @@
+"""The body of `qex logs`, without click: the click command and the fast path both call it.
+
+A mistake that only shows once the log is read (a bad selection) raises `UsageProblem`; the
+click command turns it into its usage error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qex.cli.common import get_paths, print_json, warn
+
+
+class UsageProblem(ValueError):
+    """A usage mistake found while reading; the click command reports it as one."""
+
+
+def show_logs(job: str, sel: Any, *, follow: bool, as_json: bool, hook: bool,
+              only_stdout: bool, only_stderr: bool) -> None:
+    """Print (or follow) the selected output of the job that `job` names."""
+    from qex.cli.reach import open_connection
+    from qex.cli.resolve import resolve
+
+    paths = get_paths()
+    conn = open_connection(paths, start=False)
+    try:
+        found = resolve(conn, paths, job, one_job=True)
+    finally:
+        if conn is not None:
+            conn.close()
+    record = found.jobs[0]
+    job_id = str(record.get("id"))
+    job_dir = paths.job_dir(job_id)
+
+    from qex.store import atomic
+    from qex.store.jobs import HOOK_LOG, STATUS
+
+    fresh = atomic.read_json(job_dir / STATUS)
+    if isinstance(fresh, dict):
+        from qex.cli.stale import settle
+
+        record = settle(paths, [fresh])[0][0]
+    if hook:
+        _show_hook(job_dir / HOOK_LOG, record, sel, as_json)
+        return
+    streams = ["stdout"] if only_stdout else ["stderr"] if only_stderr else ["stdout", "stderr"]
+    if follow:
+        _follow(job_dir, streams, sel, record)
+        return
+    _show(job_dir, streams, sel, record, as_json)
+
+
+def _notes(job_dir: Any, stream: str, record: dict[str, Any], tagged: bool) -> list[str]:
+    from qex.cli.log_files import dropped_note, pending_tail_note
+
+    tag = f"[{stream}] " if tagged else ""
+    notes = [dropped_note(record, stream), pending_tail_note(job_dir, stream)]
+    return [f"{tag}{n}" for n in notes if n]
+
+
+def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
+          as_json: bool) -> None:
+    from qex.cli.log_files import incomplete_note, log_path, select_file, stream_json, write_out
+    from qex.cli.record_view import display_record
+    from qex.core.logsel import SelectionError
+
+    results = {}
+    for stream in streams:
+        try:
+            results[stream] = select_file(log_path(job_dir, stream), sel)
+        except SelectionError as exc:
+            raise UsageProblem(str(exc)) from None
+    if as_json:
+        shown = display_record(record)
+        document: dict[str, Any] = {"id": shown.get("id"), "name": shown.get("name"),
+                                    "state": shown.get("state")}
+        for stream, selected in results.items():
+            document[stream] = stream_json(log_path(job_dir, stream), selected, record, stream)
+        document["incomplete"] = incomplete_note(record) is not None
+        print_json(document)
+        return
+    tagged = len(streams) > 1
+    for stream, selected in results.items():
+        if tagged:
+            write_out(f"==> {stream} <==\n")
+        write_out(selected.text)
+        for note in _notes(job_dir, stream, record, tagged):
+            warn(note)
+        notice = selected.notice()
+        if notice:
+            warn(("[" + stream + "] " if tagged else "") + notice.removeprefix("... "))
+    extra = incomplete_note(record)
+    if extra:
+        warn(extra)
+    if record.get("state") == "queued" and not record.get("started_at"):
+        warn("the job waits in the queue and has not run, so its logs are empty; "
+             "`qex status` says what it waits for")
+
+
+def _show_hook(path: Any, record: dict[str, Any], sel: Any, as_json: bool) -> None:
+    from qex.cli.log_files import select_file, stream_json, write_out
+
+    if not path.exists():
+        if as_json:
+            print_json({"id": record.get("id"), "hook": None})
+            return
+        warn("qex ran no stop hook for this job, so there is no hook log to read; "
+             "`[hooks] on_stop` in the configuration names the hook")
+        return
+    selected = select_file(path, sel)
+    if as_json:
+        print_json({"id": record.get("id"), "hook": stream_json(path, selected, {}, "hook")})
+        return
+    write_out(selected.text)
+    notice = selected.notice()
+    if notice:
+        warn(notice.removeprefix("... "))
+
+
+def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) -> None:
+    from qex.cli.log_files import incomplete_note
+    from qex.cli.log_follow import follow
+    from qex.core.logsel import FOLLOW_LEAD, SelectionError
+    from qex.core.states import FINAL
+    from qex.store import atomic
+    from qex.store.jobs import STATUS
+
+    for stream in streams:
+        for note in _notes(job_dir, stream, record, len(streams) > 1):
+            warn(note)
+
+    def job_state() -> str | None:
+        data = atomic.read_json(job_dir / STATUS)
+        if isinstance(data, dict):
+            from qex.cli.stale import settle
+
+            # A job whose processes are gone writes no more output, record or not.
+            return str(settle(get_paths(), [data])[0][0].get("state"))
+        return None if not job_dir.exists() else str(record.get("state"))
+
+    def final(state: str) -> bool:
+        return state in {s.value for s in FINAL}
+
+    lead = sel.tail if sel.tail is not None else FOLLOW_LEAD
+    try:
+        follow(job_dir, streams, sel, lead=lead, job_state=job_state, is_final=final)
+    except SelectionError as exc:
+        raise UsageProblem(str(exc)) from None
+    except KeyboardInterrupt:
+        # The reader chose to stop reading; the job is not touched.
+        raise SystemExit(0) from None
+    if not job_dir.exists():
+        raise SystemExit(1)  # follow() said that the record went away
+    extra = incomplete_note(atomic.read_json(job_dir / STATUS) or {})
+    if extra:
+        warn(extra)

@@ -1,0 +1,123 @@
+"""The fast path and the click path of the real program give the same results.
+
+Each argument list runs twice, once as users run it and once with `QEX_NO_FAST_PATH=1`
+(click only); the exit codes and the output must match (ids masked where a run makes a new
+job). Submissions also compare the spec that the coordinator built (`submit_words`) with
+the one the click path built in the command.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from conftest import Env
+
+CLICK_ONLY = {"QEX_NO_FAST_PATH": "1"}
+UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|\b[0-9a-f]{8}\b")
+#: Fields of a spec that differ between two submissions of the same command line.
+PER_SUBMISSION = {"id", "submitted_at"}
+
+
+def _mask(text: str) -> str:
+    return UUID.sub("<id>", text)
+
+
+def _both(env: Env, *args: str) -> tuple[Any, Any]:
+    fast = env.run(*args)
+    slow = env.run(*args, extra_env=CLICK_ONLY)
+    return fast, slow
+
+
+def _same(env: Env, *args: str) -> None:
+    fast, slow = _both(env, *args)
+    assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+        slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
+
+
+def _spec(env: Env, job_id: str) -> dict[str, Any]:
+    data = json.loads((env.state / "jobs" / job_id / "spec.json").read_text())
+    if isinstance(data.get("env"), dict):
+        data["env"].pop("QEX_NO_FAST_PATH", None)  # the switch itself is captured
+    return {k: v for k, v in data.items() if k not in PER_SUBMISSION}
+
+
+def test_read_commands_agree(qex_env: Env) -> None:
+    done = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "echo", "hello")
+    qex_env.run("wait", done, check=True)
+    failed = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "sh", "-c",
+                            "echo oops >&2; exit 3")
+    qex_env.run("wait", failed)
+    for args in (
+        ["wait", done], ["wait", failed], ["wait", "--json", done], ["wait", "-q", failed],
+        ["wait", done, failed], ["wait", "no-such-job"], ["wait", "-q", "--json", done],
+        ["wait", "--timeout", "nonsense", done],
+        ["status", done], ["status", done, "--json"], ["status", "--wait", failed],
+        ["status", "-q", failed], ["status", "no-such-job", "--json"],
+        ["status", failed, "--tail", "1"], ["status", done, "--timeout", "1s"],
+        ["list"], ["list", "--json"], ["list", "--state", "failed"], ["list", "--state", "x"],
+        ["logs", done], ["logs", failed, "--stderr"], ["logs", done, "--json"],
+        ["logs", done, "--stdout", "--stderr"], ["logs", done, "--lines", "x"],
+        ["kill", done], ["kill", "--signal", "NOPE", done], ["cancel", done],
+        ["cancel", "no-such-job"], ["status", "--bogus", done], ["wait"],
+    ):
+        _same(qex_env, *args)
+
+
+def test_submissions_agree(qex_env: Env) -> None:
+    qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
+    qex_env.run("pause", "queue", check=True)
+    for args in (
+        ["--", "true"],
+        ["--cpu", "1", "--mem", "64MB", "--name", "nm", "--tag", "a", "--env", "A=1", "--",
+         "sh", "-c", "echo $A"],
+        ["--priority", "-3", "--retries", "2", "--nice", "5", "--timeout", "1h",
+         "--env-capture", "minimal", "--no-limit-env-hints", "--", "true"],
+        ["--cwd", "/tmp", "--lock", "l1", "--max-queue-time", "1d", "--", "true"],
+        ["--json", "--", "true"],
+    ):
+        fast, slow = _both(qex_env, "submit", *args)
+        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
+        ids = [UUID.search(p.stdout) for p in (fast, slow)]
+        assert all(ids), args
+        fast_id, slow_id = (m.group(0) for m in ids if m)
+        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
+    for args in (
+        ["--cpu", "abc", "--", "true"], ["--mem", "lots", "--", "true"],
+        ["--quiet", "--", "true"], ["--", ], ["--cwd", "/no/such/dir", "--", "true"],
+        ["--mem", "99999TB", "--", "true"], ["--retries", "-1", "--", "true"],
+        ["--wait-timeout", "1s", "--", "true"],
+    ):
+        _same(qex_env, "submit", *args)
+
+
+def test_a_deduplicated_submission_reads_the_same(qex_env: Env) -> None:
+    qex_env.run("pause", "queue", check=True)
+    qex_env.run("submit", "--dedupe-key", "k", "--", "true", check=True)
+    _same(qex_env, "submit", "--dedupe-key", "k", "--", "true")
+    _same(qex_env, "submit", "--dedupe-key", "k", "--json", "--", "true")
+
+
+def test_a_broken_config_refuses_the_same_way(qex_env: Env) -> None:
+    qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
+    qex_env.write_config("[budget]\ncpu = \n")
+    _same(qex_env, "submit", "--", "true")
+    fast = qex_env.run("submit", "--", "true")
+    assert fast.returncode == 121
+    assert not fast.stdout
+
+
+def test_config_notes_come_first_both_ways(qex_env: Env) -> None:
+    qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
+    qex_env.write_config("[politeness]\nnice = 50\n")
+    _same(qex_env, "submit", "--mem", "99999TB", "--", "true")
+
+
+def test_submit_then_wait_through_the_fast_path(qex_env: Env) -> None:
+    job = qex_env.submit("--", "sh", "-c", "exit 7")
+    assert qex_env.run("wait", job).returncode == 7
+    done = qex_env.run("submit", "--wait", "-q", "--", "sh", "-c", "exit 5")
+    assert done.returncode == 5
+    assert not done.stdout
