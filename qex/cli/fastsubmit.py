@@ -34,8 +34,10 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
         cwd = os.getcwd()
     except OSError:
         return None
-    request = {"op": "submit_words", "options": options, "environ": dict(os.environ),
-               "cwd": cwd, "client_version": __version__}
+    from qex.core import protocol
+
+    request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
+                                    client_version=__version__)
     conn: Connection | None = None
     if not wait:
         answer = _lean_request(request)

