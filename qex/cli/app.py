@@ -13,7 +13,8 @@ import sys
 import click
 
 from qex import __version__
-from qex.cli.main import BAND_COMMANDS, COMMANDS
+from qex.cli import exits
+from qex.cli.main import COMMANDS
 
 
 class LazyGroup(click.Group):
@@ -91,12 +92,12 @@ def run(args: list[str], first: str | None) -> None:
     except NO_ARGS_IS_HELP as exc:
         ctx = getattr(exc, "ctx", None)
         click.echo(ctx.get_help() if ctx else str(exc))
-        sys.exit(121 if first in BAND_COMMANDS else 2)
+        sys.exit(exits.usage(first))
     except click.UsageError as exc:
         exc.show()
-        sys.exit(121 if first in BAND_COMMANDS else 2)
+        sys.exit(exits.usage(first))
     except click.exceptions.Abort:
-        sys.exit(122 if first in BAND_COMMANDS else 1)
+        sys.exit(exits.interrupted(first))
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -12,6 +12,7 @@ to someone else's job only stop watching (122).
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli.common import die, warn
@@ -70,7 +71,8 @@ def final_sentence(record: dict[str, Any], *, stopped_by_us: str | None) -> str 
 
 def _stop(paths: Paths, job_id: str) -> str | None:
     """Stop the job this command started: cancel it while queued, else TERM then KILL."""
-    from qex.client.connection import CoordinatorError, connect
+    from qex.cli.reach import refusal
+    from qex.client.connection import CoordinatorError, Refused, connect
 
     try:
         # A new connection: the old one is busy with its `wait` request.
@@ -80,27 +82,31 @@ def _stop(paths: Paths, job_id: str) -> str | None:
                  f"run `qex kill {job_id}`")
             return None
         with conn:
-            answer = conn.request({"op": "status", "id": job_id})
-            record = answer.get("status") if answer.get("result") == "status" else None
-            if isinstance(record, dict) and record.get("state") == "queued":
-                answer = conn.request({"op": "cancel", "id": job_id})
-                if answer.get("result") == "ok":
-                    return "cancel"
-            answer = conn.request({"op": "kill", "id": job_id, "signal": 15,
-                                   "grace_secs": KILL_GRACE})
-            if answer.get("result") == "ok":
+            try:
+                record: dict[str, Any] | None = conn.status(job_id)
+            except Refused:
+                record = None
+            if (record is not None and record.get("state") == "queued"
+                    and refusal(conn.cancel, job_id) is None):
+                return "cancel"
+            failed = refusal(conn.kill, job_id, int(signal.SIGTERM), KILL_GRACE)
+            if failed is None:
                 return "kill"
-            message = printable_line(str(answer.get("message") or ""))
-            if message:
-                warn(message)
+            if failed.message:
+                warn(failed.message)
     except CoordinatorError as exc:
         warn(f"this command could not stop the job {job_id}: {exc.message}")
     return None
 
 
 def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
-           timeout: float | None, stop_job: bool, owned: bool = False) -> NoReturn:
-    """Copy the output until the job is final, then exit with its band code."""
+           timeout: float | None, stop_job: bool, owned: bool = False,
+           interrupted: bool = False) -> NoReturn:
+    """Copy the output until the job is final, then exit with its band code.
+
+    `interrupted`: the first Ctrl-C came before the attach began (`qex run` between its
+    submit and here), so it is acted on at once, as if it came during the wait.
+    """
     from qex.cli.follow_output import OutputFollower
     from qex.cli.waiting import (
         JobGone,
@@ -125,6 +131,8 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
         if owned:
             waiter.on_reconnect = lambda new: _own(new, job_id)
         try:
+            if interrupted:
+                raise WaitInterrupted(signal.SIGINT)
             with stop_signals():
                 final = waiter.wait_all()[0]
         except WaitInterrupted:
@@ -153,8 +161,6 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
     except JobGone as exc:
         follower.finish()
         die(exc.message, Exit.NO_SUCH_JOB)
-    except CoordinatorError as exc:
-        die(exc.message, exc.code)
     follower.finish()
     sentence = final_sentence(final, stopped_by_us=stopped)
     if sentence:
@@ -164,10 +170,10 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
 
 def _own(conn: Connection, job_id: str) -> None:
     """Tell a new coordinator that this command owns the job (it cancels it if we vanish)."""
-    from qex.client.connection import CoordinatorError
+    from qex.client.errors import ClientError
 
     try:
         if "own-job" in conn.capabilities():
-            conn.request({"op": "own_job", "id": job_id})
-    except CoordinatorError:
+            conn.own_job(job_id)
+    except ClientError:
         pass

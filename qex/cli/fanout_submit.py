@@ -49,7 +49,8 @@ def _abort(message: str, code: int, group: str, done: list[tuple[str, str]],
 
 
 def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs: int) -> NoReturn:
-    from qex.client.connection import CoordinatorError
+    from qex.cli.exits import code_for
+    from qex.client.errors import ClientError
 
     data, shown = read_input(source)
     try:
@@ -83,14 +84,11 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
     seen_warnings: dict[str, int] = {}
     for spec in specs:
         try:
-            answer = submitter.conn.request({"op": "submit", "spec": spec.to_dict()})
-        except CoordinatorError as exc:
-            _abort(exc.message, exc.code, group, done, len(specs))
-        if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
-            reason = printable_line(str(answer.get("message") or "the coordinator gave no reason"))
-            _abort(reason, 121, group, done, len(specs))
-        warning = answer.get("warning")
-        if isinstance(warning, str) and warning.strip():
+            answer = submitter.conn.submit(spec.to_dict())
+        except ClientError as exc:
+            _abort(printable_line(exc.message), code_for(exc, "submit"), group, done, len(specs))
+        warning = answer["warning"]
+        if warning is not None and warning.strip():
             if warning not in seen_warnings:
                 jobcmd.print_warnings(answer)
             seen_warnings[warning] = seen_warnings.get(warning, 0) + 1

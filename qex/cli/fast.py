@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-#: The command word being run, for the exit-code rule of `qex.client.connection`.
-current_command: str | None = None
-
 #: Commands whose usage mistakes and interrupts use the exit-code band (as in `qex.cli.app`).
 _BAND = frozenset({"submit", "wait", "status"})
 
@@ -60,7 +57,9 @@ def answer(args: list[str]) -> int | None:
         return handler(params)
     except (KeyboardInterrupt, EOFError):
         sys.stderr.write("\n")
-        return 122 if args[0] in _BAND else 1
+        from qex.cli.exits import interrupted
+
+        return interrupted(args[0])
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -110,6 +109,7 @@ def _status(p: dict[str, Any]) -> int | None:
     from qex.cli import jobcmd
     from qex.cli.common import get_paths
     from qex.cli.status_core import show_status
+    from qex.core.states import Exit
 
     sel = selection(p)
     quiet, follow, as_json, wait = p["quiet"], p["follow"], p["as_json"], p["wait"]
@@ -120,7 +120,7 @@ def _status(p: dict[str, Any]) -> int | None:
     ok, timeout = _duration(p["timeout_text"], "--timeout")
     if not ok:
         return None
-    paths = get_paths(121)
+    paths = get_paths(Exit.QEX_FAILED)
     kwargs = {"as_json": as_json, "show_env": p["show_env"], "no_logs": p["no_logs"],
               "wait": wait, "follow": follow, "quiet": quiet, "timeout": timeout, "sel": sel,
               "only_stdout": p["only_stdout"], "only_stderr": p["only_stderr"]}

@@ -34,8 +34,10 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
         cwd = os.getcwd()
     except OSError:
         return None
-    request = {"op": "submit_words", "options": options, "environ": dict(os.environ),
-               "cwd": cwd, "client_version": __version__}
+    from qex.core import protocol
+
+    request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
+                                    client_version=__version__)
     conn: Connection | None = None
     if not wait:
         answer = _lean_request(request)
@@ -82,20 +84,19 @@ def _connect() -> Connection | None:
     HERE and a coordinator started, in the click path's order (a broken config file is 121
     and starts nothing; the coordinator itself would refuse to start on it)."""
     from qex.cli.common import die, get_paths
-    from qex.client.connection import CoordinatorError, connect
+    from qex.client.connection import connect
     from qex.core.config import ConfigError
+    from qex.core.states import Exit
     from qex.store.config_file import load_config
 
-    paths = get_paths(121)
+    paths = get_paths(Exit.QEX_FAILED)
     try:
         conn = connect(paths, start=False)
         if conn is None:
             load_config(paths)  # its notes come back with the coordinator's answer
             conn = connect(paths, start=True)
     except ConfigError as exc:
-        die(str(exc), 121)
-    except CoordinatorError as exc:
-        die(exc.message, exc.code)
+        die(str(exc), Exit.QEX_FAILED)
     return conn
 
 
@@ -111,16 +112,18 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
     """Everything but the plainest submission: warnings, refusals, the id file, the wait."""
     from qex.cli import jobcmd
     from qex.cli.common import die, get_paths, warn
+    from qex.core.states import Exit
 
     message = str(answer.get("message") or "the coordinator gave no reason")
     for note in answer.get("build_warnings") or ():
         warn(str(note))
     if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
         if answer.get("build"):
-            die(message, 121)
+            die(message, Exit.QEX_FAILED)
         from qex.core.names import printable_line
 
-        die(printable_line(message), 127 if answer.get("kind") == "no_such_job" else 121)
+        die(printable_line(message),
+            Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
     job_id = str(answer["id"])
     jobcmd.print_warnings(answer)
     if not wait or conn is None:
@@ -136,7 +139,7 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
     from qex.cli.submitting import announce
     from qex.core.states import exit_code_for
 
-    paths = get_paths(121)
+    paths = get_paths(Exit.QEX_FAILED)
     announce(job_id)
     _id_file(params["id_file"], job_id)
     record = _record(conn, job_id, {})

@@ -1,13 +1,13 @@
-"""Shared plumbing of the commands that speak for a job (the exit-code band).
+"""Shared parts of the commands that speak for a job (the exit-code band): the wait and its
+ends, the result line, the coordinator's warnings.
 
 These commands give the job's own code for a job that ran, and 97..127 for everything that
-happened to the queue or to the wait. So a failure of qex itself is 121 here (never 1), a
-coordinator that does not answer is 124, and an id that names nothing is 127.
+happened to the queue or to the wait (`qex.cli.exits`). Connecting is `qex.cli.reach`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from qex.client.connection import Connection
     from qex.store.paths import Paths
 
+
 T = TypeVar("T")
 
 
@@ -27,23 +28,9 @@ def fail(message: str) -> NoReturn:
     die(message, Exit.QEX_FAILED)
 
 
-def open_connection(paths: Paths, *, start: bool) -> Connection | None:
-    from qex.client.connection import CoordinatorError, connect
-
-    try:
-        return connect(paths, start=start)
-    except CoordinatorError as exc:
-        die(exc.message, exc.code)
-
-
 def guarded(action: Callable[[], T]) -> T:
-    """Run `action`; a coordinator failure becomes its sentence and code (124 or 121)."""
-    from qex.client.connection import CoordinatorError
-
-    try:
-        return action()
-    except CoordinatorError as exc:
-        die(exc.message, exc.code)
+    """Run `action`. Its client errors go up to `qex.cli.exits`, which gives the code."""
+    return action()
 
 
 def label(record: dict[str, Any]) -> str:
@@ -70,7 +57,8 @@ def wait_for(paths: Paths, conn: Connection | None, records: list[dict[str, Any]
     """Wait (all jobs, or the next one); the final records and the ids still pending.
 
     Handles the ends that are not the job's: Ctrl-C (122), the reader's timeout (124), a record
-    that vanished (127), a coordinator failure (its code). The job is never touched.
+    that vanished (127); a coordinator failure goes up to `qex.cli.exits`. The job is never
+    touched.
     """
     from qex.cli.waiting import (
         JobGone,
@@ -82,8 +70,6 @@ def wait_for(paths: Paths, conn: Connection | None, records: list[dict[str, Any]
         report_timeout,
         stop_signals,
     )
-    from qex.client.connection import CoordinatorError
-
     ids = [str(r["id"]) for r in records]
     settings = WaitSettings(timeout=timeout, narrate=narrate, may_start=may_start)
     try:
@@ -101,8 +87,6 @@ def wait_for(paths: Paths, conn: Connection | None, records: list[dict[str, Any]
         raise SystemExit(Exit.WAIT_TIMEOUT) from None
     except JobGone as exc:
         die(exc.message, Exit.NO_SUCH_JOB)
-    except CoordinatorError as exc:
-        die(exc.message, exc.code)
 
 
 @contextmanager
@@ -121,7 +105,7 @@ def interruptible(words: list[str]) -> Iterator[None]:
         raise SystemExit(Exit.WAIT_INTERRUPTED) from None
 
 
-def print_warnings(answer: dict[str, Any]) -> None:
+def print_warnings(answer: Mapping[str, Any]) -> None:
     """The coordinator's warning on a submit answer, as `qex: ...` lines."""
     from qex.core.names import printable
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from qex.cli.common import die, get_paths, print_json, warn
-from qex.core.states import State
+from qex.core.states import Exit, State
 
 
 def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable[str] = (),
@@ -18,7 +18,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     """Print the jobs (all, or those the filters keep) as a table or one JSON array."""
     from qex.cli import job_filters as jf
     from qex.cli.queue_lines import pause_lines
-    from qex.cli.reach import list_jobs, open_connection, pause_state
+    from qex.cli.reach import open_connection, pause_state
     from qex.cli.record_view import display_record, sort_key, typed
     from qex.cli.render_table import render_jobs, terminal_width, use_color
 
@@ -27,7 +27,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     assert conn is not None
     damaged: list[dict[str, Any]] = []
     with conn:
-        records = list_jobs(conn, damaged)
+        records = conn.list_jobs(damaged)
         pauses = pause_state(conn)
     now = time.time()
     for line in pause_lines(pauses, now):
@@ -40,7 +40,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
         groups = jf.groups_named(records, group_word)
         if not groups:
             die(f"there is no group with the id or the name `{group_word}`; run `qex list` to "
-                "see the groups", 127)
+                "see the groups", Exit.NO_SUCH_JOB)
         if len(groups) > 1 and not as_json:
             ids = ", ".join(sorted(groups))
             warn(f"`{group_word}` names {len(groups)} groups, and this list shows all of them: "

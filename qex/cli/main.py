@@ -44,21 +44,22 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "__complete": ("qex.cli.commands.complete", "List completion candidates.", True),
 }
 
-#: Commands that give the result of a job use the exit-code band, so a usage error there
-#: is 121 and not click's 2 (`qex help exit-codes`).
-BAND_COMMANDS = frozenset({"submit", "run", "pipeline", "wait", "status", "rerun"})
-
 
 def main(argv: list[str] | None = None) -> None:
+    """Run one command. A failure that reaches this far (the client's errors, a command's
+    `exits.Failure`) becomes its sentence and the code that `qex.cli.exits` gives it."""
     args = sys.argv[1:] if argv is None else argv
     first = next((a for a in args if not a.startswith("-")), None)
-    from qex.cli import fast
+    from qex.cli import exits, fast
+    from qex.client.errors import ClientError
 
-    fast.current_command = first
-    if args and args[0] == first:
-        code = fast.answer(args)
-        if code is not None:
-            sys.exit(code)
-    from qex.cli.app import run
+    try:
+        if args and args[0] == first:
+            code = fast.answer(args)
+            if code is not None:
+                sys.exit(code)
+        from qex.cli.app import run
 
-    run(args, first)
+        run(args, first)
+    except (ClientError, exits.Failure) as exc:
+        exits.report(exc, first)

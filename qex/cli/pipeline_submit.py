@@ -17,6 +17,7 @@ from qex.cli import jobcmd
 from qex.cli.common import print_json, warn
 from qex.cli.submitting import Submitter, write_id_file
 from qex.core.names import is_safe_name, new_id, printable_line, safe_name, visible
+from qex.core.states import Exit
 
 
 def _group_name(given: str | None, file_name: str | None, path: str) -> str:
@@ -38,7 +39,7 @@ def _refused(message: str, stage: str, group: str, done: list[tuple[str, str]]) 
         for name, job_id in done:
             warn(f"  {safe_name(name)}: {job_id}")
         warn(f"remove them with `qex cancel {group}`, or keep them and submit the rest yourself")
-    raise SystemExit(121)
+    raise SystemExit(Exit.QEX_FAILED)
 
 
 def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
@@ -50,10 +51,9 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
         pipeline_refusal,
         version_warning,
     )
-    from qex.client.connection import CoordinatorError
+    from qex.client.errors import ClientError
     from qex.core.jobfile import UNSET, JobFileError, parse_pipeline
     from qex.core.jobspec import SpecError, stage_options
-    from qex.core.states import Exit
     from qex.store.structured import StructuredError, read_structured
 
     paths = get_paths(Exit.QEX_FAILED)
@@ -82,8 +82,8 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
         if stage.max_queue_time is UNSET and spec.max_queue_time is not None:
             from_config.add("max-queue-time")
         checks.append(Stage(stage_name, spec.to_dict(), from_config))
-    info = jobcmd.guarded(submitter.conn.info)
-    capabilities = jobcmd.guarded(submitter.conn.capabilities)
+    info = submitter.conn.info()
+    capabilities = submitter.conn.capabilities()
     refusal = floor_refusal(info) or pipeline_refusal(checks, capabilities, info)
     if refusal:
         jobcmd.fail(refusal)
@@ -93,12 +93,9 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
     done: list[tuple[str, str]] = []
     for stage_name, spec in built:
         try:
-            answer = submitter.conn.request({"op": "submit", "spec": spec.to_dict()})
-        except CoordinatorError as exc:
-            _refused(exc.message, stage_name, group, done)
-        if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
-            reason = printable_line(str(answer.get("message") or "the coordinator gave no reason"))
-            _refused(reason, stage_name, group, done)
+            answer = submitter.conn.submit(spec.to_dict())
+        except ClientError as exc:
+            _refused(printable_line(exc.message), stage_name, group, done)
         jobcmd.print_warnings(answer)
         done.append((stage_name, str(answer["id"])))
         warn(f"{safe_name(stage_name)}: {answer['id']}")

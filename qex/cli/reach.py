@@ -1,71 +1,43 @@
-"""Talking to the coordinator from the commands that do not speak for a job.
+"""Reaching the coordinator from any command: one connection helper for all of them.
 
-Those commands use the ordinary codes (0, 1, 2, 127, and 124 for a coordinator that does
-not answer in time), never the band. This module turns every failure into one `qex: ...`
-sentence and that code, so each command reads as a list of requests.
+Failures are not handled here: the client raises what happened (`qex.client.errors`), and
+`qex.cli.main` turns it into the sentence and the exit code of the command that runs
+(`qex.cli.exits`). So each command reads as a list of requests.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from qex.cli.common import die
-from qex.core import protocol
+from qex.cli.exits import Failure
 from qex.core.names import printable_line
 
 if TYPE_CHECKING:
     from qex.client.connection import Connection
+    from qex.client.errors import Refused
     from qex.store.paths import Paths
 
-NOT_FOUND = 127
-FAILURE = 1
+
+def open_connection(paths: Paths, *, start: bool = True,
+                    until: float | None = None) -> Connection | None:
+    """A connection, or None when `start` is False and no coordinator runs.
+
+    `until` (a time.monotonic() instant) is the person's `--timeout`: connecting, starting a
+    coordinator and every request on the connection end by then.
+    """
+    from qex.client.connection import connect
+
+    return connect(paths, start=start, until=until)
 
 
-def open_connection(paths: Paths, *, start: bool = True) -> Connection | None:
-    """A connection, or None when `start` is False and no coordinator runs."""
-    from qex.client.connection import CoordinatorError, connect
-
-    try:
-        return connect(paths, start=start)
-    except CoordinatorError as exc:
-        die(exc.message, 124 if exc.timeout else FAILURE)
-
-
-def ask(conn: Connection, message: dict[str, Any], *,
-        timeout: float | None = None) -> dict[str, Any]:
-    """One request and its answer (an `error` answer is returned, not raised)."""
-    from qex.client.connection import CoordinatorError
-
-    try:
-        return conn.request(message, timeout)
-    except CoordinatorError as exc:
-        die(exc.message, 124 if exc.timeout else FAILURE)
-
-
-def error_of(answer: dict[str, Any]) -> tuple[str, str] | None:
-    """(kind, printable message) of an `error` answer, else None."""
-    if answer.get("result") != "error":
+def deadline_of(timeout: float | None) -> float | None:
+    """The time.monotonic() instant at which a `--timeout` of `timeout` seconds runs out."""
+    if timeout is None:
         return None
-    kind = str(answer.get("kind") or protocol.INTERNAL)
-    message = printable_line(str(answer.get("message") or "the coordinator gave no reason"))
-    return kind, message
+    import time
 
-
-def code_for(kind: str) -> int:
-    return NOT_FOUND if kind == protocol.NO_SUCH_JOB else FAILURE
-
-
-def expect(conn: Connection, message: dict[str, Any], result: str) -> dict[str, Any]:
-    """The answer when its `result` is `result`; any other answer ends the command."""
-    answer = ask(conn, message)
-    failed = error_of(answer)
-    if failed is not None:
-        die(failed[1], code_for(failed[0]))
-    if answer.get("result") != result:
-        die(f"the coordinator answered `{message.get('op')}` with `{answer.get('result')}`, not "
-            f"`{result}`; a coordinator of a different qex may be running, so run `qex version`",
-            FAILURE)
-    return answer
+    return time.monotonic() + timeout
 
 
 def require(conn: Connection, capability: str, what: str) -> None:
@@ -75,28 +47,35 @@ def require(conn: Connection, capability: str, what: str) -> None:
     info = conn.info()
     pid = info.get("pid") or 0
     version = printable_line(str(info.get("version") or "unknown"))
-    die(
+    raise Failure(
         f"the coordinator (pid {pid}, version {version}) cannot {what}, so this command stops "
         f"here; stop that coordinator with `kill {pid}` (its jobs continue, and the next qex "
-        "command starts a new one that reads the same records), then run this command again",
-        FAILURE,
-    )
-
-
-def list_jobs(conn: Connection, damaged: list[dict[str, Any]] | None = None
-              ) -> list[dict[str, Any]]:
-    """The records; `damaged` (when given) receives the unreadable records the coordinator
-    found, as `{id, path}`."""
-    answer = expect(conn, {"op": "list"}, "jobs")
-    jobs = answer.get("jobs")
-    if damaged is not None and isinstance(answer.get("damaged"), list):
-        damaged.extend(d for d in answer["damaged"] if isinstance(d, dict))
-    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+        "command starts a new one that reads the same records), then run this command again")
 
 
 def pause_state(conn: Connection) -> dict[str, Any] | None:
     """The coordinator's pauses, or None when it cannot say (no `pause` capability)."""
     if "pause" not in conn.capabilities():
         return None
-    answer = ask(conn, {"op": "pause_state"})
-    return answer if answer.get("result") == "pause_state" else None
+    from qex.client.errors import Refused
+
+    try:
+        return conn.pause_state()
+    except Refused:
+        return None
+
+
+def refusal(request: Callable[..., object], *args: Any) -> Refused | None:
+    """Make one request; None when it succeeded, the coordinator's refusal when it did not.
+
+    For commands that act on many jobs and report each refusal; any other failure (no
+    answer, a lost line) still ends the command.
+    """
+    from qex.client.errors import Refused
+
+    try:
+        request(*args)
+    except Refused as exc:
+        exc.message = printable_line(exc.message)
+        return exc
+    return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from qex.core.model import dataclass, field
 from qex.core.names import is_uuid, printable_line, safe_name, short_id
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from qex.client.connection import Connection
     from qex.store.history import HistoryEntry
     from qex.store.paths import Paths
-
-NOT_FOUND = 127
-
 
 @dataclass
 class Resolved:
@@ -273,22 +270,27 @@ def fetch_records(
     """Every status record the coordinator knows, or the disk's records without one."""
     if conn is None:
         return disk_records(paths, word)
-    answer = conn.request({"op": "list"})
-    if answer.get("result") != "jobs" or not isinstance(answer.get("jobs"), list):
-        message = printable_line(str(answer.get("message") or "the coordinator gave no job list"))
-        raise ResolveError(f"the coordinator could not list the jobs: {message}")
-    return [r for r in answer["jobs"] if isinstance(r, dict)]
+    from qex.client.errors import Refused
+
+    try:
+        return conn.list_jobs()
+    except Refused as exc:
+        raise ResolveError(
+            f"the coordinator could not list the jobs: {printable_line(exc.message)}") from None
 
 
 def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
-           recover: bool = False) -> Resolved:
+           recover: bool = False, until: float | None = None) -> Resolved:
     """Like `resolve`, but raises ResolveError or CoordinatorError instead of exiting."""
     stripped = word.strip()
     if conn is not None and is_uuid(stripped):
         # The common case (a script that kept an id) asks for one record, not the list.
-        answer = conn.request({"op": "status", "id": stripped.lower()})
-        if answer.get("result") == "status" and isinstance(answer.get("status"), dict):
-            return Resolved(jobs=[answer["status"]], word=word)
+        from qex.client.errors import Refused
+
+        try:
+            return Resolved(jobs=[conn.status(stripped.lower())], word=word)
+        except Refused:
+            pass
     records = fetch_records(conn, paths, stripped)
     judged: list[str] = []
     if conn is None:
@@ -301,15 +303,15 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
     found = match_word(records, word, one_job=one_job, history=history)
     found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
     if found.judged and recover:
-        _recover_judged(paths, found)
+        _recover_judged(paths, found, until)
     return found
 
 
-def _recover_judged(paths: Paths, found: Resolved) -> None:
+def _recover_judged(paths: Paths, found: Resolved, until: float | None) -> None:
     """Let a coordinator write what the reader judged, and take its records instead."""
     from qex.cli.stale import recover_now
 
-    written = recover_now(paths, found.judged)
+    written = recover_now(paths, found.judged, until=until)
     if written is None:
         return
     by_id = {str(r.get("id")): r for r in written}
@@ -318,24 +320,17 @@ def _recover_judged(paths: Paths, found: Resolved) -> None:
 
 
 def resolve(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = False,
-            recover: bool = False) -> Resolved:
-    """The jobs `word` names. Prints `qex: ...` and exits on failure: 127 when it names
-    nothing or more than one job where one is needed, 124 on a coordinator timeout, and
-    otherwise 121 in a job-speaking command or 1.
+            recover: bool = False, until: float | None = None) -> Resolved:
+    """The jobs `word` names. On failure raises what `qex.cli.exits` turns into the sentence
+    and the code: 127 when it names nothing or more than one job where one is needed, 124 on
+    a coordinator timeout, and otherwise 121 in a job-speaking command or 1.
 
     `recover`: when a named record is stale (its processes are gone, and no coordinator ran
-    to say so), start a coordinator so that the record is written, not only shown."""
-    from qex.client.connection import CoordinatorError, failure_code
+    to say so), start a coordinator so that the record is written, not only shown; `until`
+    (the person's --timeout, a time.monotonic() instant) bounds that start."""
+    from qex.cli.exits import Failure
 
     try:
-        return lookup(conn, paths, word, one_job=one_job, recover=recover)
-    except CoordinatorError as exc:
-        _die(exc.message, exc.code)
+        return lookup(conn, paths, word, one_job=one_job, recover=recover, until=until)
     except ResolveError as exc:
-        _die(exc.message, NOT_FOUND if exc.not_found else failure_code())
-
-
-def _die(message: str, code: int) -> NoReturn:
-    from qex.cli.common import die
-
-    die(message, code)
+        raise Failure(exc.message, not_found=exc.not_found) from None

@@ -135,26 +135,23 @@ def settle(paths: Paths, records: list[dict[str, Any]]) -> tuple[list[dict[str, 
     return out, stale
 
 
-def recover_now(paths: Paths, ids: list[str]) -> list[dict[str, Any]] | None:
+def recover_now(paths: Paths, ids: list[str], *,
+                until: float | None = None) -> list[dict[str, Any]] | None:
     """Start a coordinator (it recovers every record at start) and return the written records
     of `ids`; None when no coordinator could be started (the caller keeps its judged copies)."""
-    from qex.client.connection import CoordinatorError, connect
+    from qex.client.connection import ClientError, connect
 
     try:
-        conn = connect(paths, start=True)
-    except CoordinatorError:
+        conn = connect(paths, start=True, until=until)
+    except ClientError:
         return None
     if conn is None:
         return None
     records: list[dict[str, Any]] = []
     try:
         for job_id in ids:
-            answer = conn.request({"op": "status", "id": job_id})
-            status = answer.get("status")
-            if answer.get("result") != "status" or not isinstance(status, dict):
-                return None
-            records.append(status)
-    except CoordinatorError:
+            records.append(conn.status(job_id))
+    except ClientError:
         return None
     finally:
         conn.close()

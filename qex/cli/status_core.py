@@ -11,26 +11,31 @@ from qex.core.states import FINAL, exit_code_for, first_nonzero
 def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs: bool, wait: bool,
             follow: bool, quiet: bool, timeout: float | None, sel: Any, only_stdout: bool,
             only_stderr: bool) -> NoReturn:
-    from qex.cli import jobcmd
+    from qex.cli.reach import deadline_of, open_connection
     from qex.cli.resolve import resolve
 
-    conn = jobcmd.open_connection(paths, start=False)
-    found = resolve(conn, paths, word, recover=wait or follow)
+    # The person's --timeout bounds the whole command, the look-up of the word included.
+    until = deadline_of(timeout) if (wait or follow) else None
+    conn = open_connection(paths, start=False, until=until)
+    found = resolve(conn, paths, word, recover=wait or follow, until=until)
     records = found.jobs
     if follow:
         if len(records) != 1:
-            jobcmd.fail(f"`{word}` is a group of {len(records)} jobs, and --follow copies the "
-                        "output of one; give the id of one job, or use --wait")
+            from qex.cli.jobcmd import fail
+
+            fail(f"`{word}` is a group of {len(records)} jobs, and --follow copies the "
+                 "output of one; give the id of one job, or use --wait")
         from qex.cli.attaching import attach
 
         attach(paths, conn, records[0], timeout=timeout, stop_job=False)
     if wait:
         if conn is None and any(r.get("state") not in FINAL for r in records):
             # A queued job needs a coordinator to start; a status wait may start one.
-            conn = jobcmd.open_connection(paths, start=True)
-        records, _ = jobcmd.wait_for(paths, conn, [dict(r) for r in records], timeout=timeout,
-                                     narrate=not (quiet or as_json), may_start=True,
-                                     group=found.group)
+            conn = open_connection(paths, start=True, until=until)
+        from qex.cli.jobcmd import wait_for
+
+        records, _ = wait_for(paths, conn, [dict(r) for r in records], timeout=timeout,
+                              narrate=not (quiet or as_json), may_start=True, group=found.group)
     streams = ("stdout",) if only_stdout else ("stderr",) if only_stderr else ("stderr", "stdout")
     if not quiet:
         from qex.cli.render_status import print_records

@@ -19,7 +19,7 @@ def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
     conn = open_connection(paths, start=True)
     assert conn is not None
     final = {s.value for s in FINAL}
-    outcome = Outcome()
+    outcome = Outcome("kill")
     with conn:
         for found in resolve_all(conn, paths, jobs):
             for record in found.jobs:
@@ -31,12 +31,10 @@ def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
                     print(already_stopped(record), flush=True)
                     continue
                 if found.group is not None and state == "queued":
-                    send(conn, outcome, {"op": "cancel", "id": job_id},
-                         f"{job_id} left the queue")
+                    send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
                     continue
-                send(conn, outcome,
-                     {"op": "kill", "id": job_id, "signal": signum, "grace_secs": grace_secs},
-                     f"{job_id} received the signal {signal_name(signum)}")
+                send(outcome, f"{job_id} received the signal {signal_name(signum)}",
+                     conn.kill, job_id, signum, grace_secs)
     sys.exit(outcome.code)
 
 
@@ -50,7 +48,7 @@ def cancel_jobs(jobs: Sequence[str]) -> None:
     conn = open_connection(paths, start=True)
     assert conn is not None
     final = {s.value for s in FINAL}
-    outcome = Outcome()
+    outcome = Outcome("cancel")
     with conn:
         for found in resolve_all(conn, paths, jobs):
             for record in found.jobs:
@@ -60,5 +58,5 @@ def cancel_jobs(jobs: Sequence[str]) -> None:
                 if found.group is not None and str(record.get("state")) in final:
                     print(already_stopped(record), flush=True)
                     continue
-                send(conn, outcome, {"op": "cancel", "id": job_id}, f"{job_id} left the queue")
+                send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
     sys.exit(outcome.code)

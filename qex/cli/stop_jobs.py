@@ -7,11 +7,11 @@ are treated by state: a stage that already stopped is reported and left alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from qex.cli.common import warn
-from qex.cli.reach import ask, code_for, error_of
+from qex.cli.exits import code_for
 
 if TYPE_CHECKING:
     from qex.cli.resolve import Resolved
@@ -28,7 +28,8 @@ def resolve_all(conn: Connection, paths: Paths, words: Iterable[str]) -> list[Re
 class Outcome:
     """The exit code of a command that acts on several jobs: the first failure decides."""
 
-    def __init__(self) -> None:
+    def __init__(self, command: str) -> None:
+        self.command = command
         self.code = 0
         self.done: set[str] = set()
 
@@ -43,13 +44,17 @@ class Outcome:
         return True
 
 
-def send(conn: Connection, outcome: Outcome, message: dict[str, Any], success: str) -> bool:
-    """Send one request; print `success` on stdout or the coordinator's sentence on stderr."""
-    answer = ask(conn, message)
-    failed = error_of(answer)
-    if failed is not None:
-        warn(failed[1])
-        outcome.fail(code_for(failed[0]))
+def send(outcome: Outcome, success: str, request: Callable[..., object], *args: Any) -> bool:
+    """Make one request; print `success` on stdout, or the coordinator's refusal on stderr
+    (and note its code). Any other failure ends the command."""
+    from qex.client.errors import Refused
+    from qex.core.names import printable_line
+
+    try:
+        request(*args)
+    except Refused as exc:
+        warn(printable_line(exc.message))
+        outcome.fail(code_for(exc, outcome.command))
         return False
     print(success, flush=True)
     return True

@@ -109,25 +109,32 @@ def output_hint(paths: Paths, record: dict[str, Any]) -> str | None:
 
 def _own(conn: Any, job_id: str) -> bool:
     """Ask the coordinator to cancel the job if this command vanishes before it starts."""
-    if "own-job" not in jobcmd.guarded(conn.capabilities):
+    from qex.client.errors import Refused
+
+    if "own-job" not in conn.capabilities():
         warn("the coordinator cannot tie this job to this command, so the job stays queued "
              "even if this command is stopped before it starts")
         return False
-    answer = jobcmd.guarded(lambda: conn.request({"op": "own_job", "id": job_id}))
-    return bool(answer.get("result") == "ok")
+    try:
+        conn.own_job(job_id)
+    except Refused:
+        return False
+    return True
 
 
 def _record(conn: Any, job_id: str, spec: dict[str, Any]) -> dict[str, Any]:
     """The current record of a job just submitted (a minimal one if the coordinator is slow)."""
-    answer = jobcmd.guarded(lambda: conn.request({"op": "status", "id": job_id}))
-    record = answer.get("status") if answer.get("result") == "status" else None
-    if isinstance(record, dict):
-        return record
-    if answer.get("kind") == "no_such_job":
+    from qex.client.errors import Refused
+    from qex.core.protocol import NO_SUCH_JOB
+
+    try:
+        return dict(conn.status(job_id))
+    except Refused as exc:
+        if exc.kind != NO_SUCH_JOB:
+            return {"id": job_id, "name": spec.get("name"), "state": "queued",
+                    "submitted_at": spec.get("submitted_at")}
         jobcmd.fail(f"the coordinator accepted the job {job_id} and then did not know it; "
                     "run `qex list` to look for it")
-    return {"id": job_id, "name": spec.get("name"), "state": "queued",
-            "submitted_at": spec.get("submitted_at")}
 
 
 def parse_wait_timeout(text: str | None) -> float | None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from qex.core.config import Config, Machine
     from qex.core.jobfile import JobFile
     from qex.core.jobspec import SubmitOptions
+    from qex.core.protocol import Submitted
     from qex.core.records import JobSpec
     from qex.store.paths import Paths
 
@@ -32,81 +33,46 @@ COMMAND_SETTINGS = {"allow_interspersed_args": False}
 
 
 def spec_options(func: F) -> F:
-    """Add the options of `qex submit` and `qex run` that describe the job."""
+    """Add the options of `qex submit` and `qex run` that describe the job: one per row of
+    `qex.core.job_fields.FIELDS`, then `-- COMMAND...`."""
     import click  # here, so that the fast path can use this module without click
 
-    decorators = [
-        click.option("--cpu", metavar="N|WORD",
-                     help="Cores this job claims: a number, or half/guess or full/max."),
-        click.option("--mem", metavar="SIZE|WORD",
-                     help="Memory this job claims: 512MB, 8GB, or half/guess or full/max."),
-        click.option("--gpu", metavar="N", help="Devices claimed from the pool `gpu`."),
-        click.option("--vram", metavar="SIZE", help="Memory claimed on EACH GPU the job gets."),
-        click.option("--claim", multiple=True, metavar="NAME=N[:SIZE]",
-                     help="Units of a declared pool (repeatable)."),
-        click.option("--lock", multiple=True, metavar="NAME",
-                     help="A lock that no two jobs hold at once, any text such as "
-                          "target/debug; NAME:N takes N units (repeatable)."),
-        click.option("--name", metavar="NAME",
-                     help="A name for `qex list`, usable in place of the id."),
-        click.option("--cwd", metavar="DIR", help="The directory the job runs in."),
-        click.option("--env", multiple=True, metavar="K=V",
-                     help="Add or replace one environment variable (repeatable)."),
-        click.option("--env-capture", metavar="all|minimal|none",
-                     help="How much of this shell's environment the job gets."),
-        click.option("--no-env-capture", is_flag=True,
-                     help="Give the job none of this shell's environment."),
-        click.option("--tag", multiple=True, metavar="TAG", help="A tag for `qex list --tag`."),
-        click.option("--priority", type=int, metavar="N",
-                     help="A larger number starts earlier (negative numbers are fine)."),
-        click.option("--timeout", metavar="TIME",
-                     help="Stop the JOB after this time (30s, 5m, 4h, 2d; 0 = no limit)."),
-        click.option("--max-queue-time", metavar="TIME",
-                     help="Give up (state expired) if the job has not started after this time."),
-        click.option("--needs", multiple=True, metavar="ID[,ID]",
-                     help="Wait for these jobs, and do not run unless they succeed."),
-        click.option("--after", multiple=True, metavar="ID[,ID]",
-                     help="Wait for these jobs to stop, whatever their result."),
-        click.option("--job", metavar="FILE", help="Read the job from a TOML, YAML or JSON file."),
-        click.option("--retries", type=click.IntRange(min=0), metavar="N",
-                     help="Run the job again up to N times when it fails."),
-        click.option("--nice", type=int, metavar="N",
-                     help="-20 to 19; a larger number gives way to people (default 10)."),
-        click.option("--no-limit-env-hints", is_flag=True,
-                     help="Do not tell the job its claim (QEX_CPU, OMP_NUM_THREADS, ...)."),
-        click.option("--dedupe-key", metavar="KEY",
-                     help="Start nothing while a job with this key waits or runs; give its id."),
-        click.option("--dedupe-window", metavar="TIME",
-                     help="Keep the key of a job that succeeded for this long."),
-        click.option("--engine", metavar="local|slurm",
-                     help="Where the job runs: this machine, or Slurm ([engine] kind)."),
-        click.option("--id-file", metavar="FILE",
-                     help="Write the id here (atomically) before anything else happens."),
-        click.argument("command_args", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND..."),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
+    from qex.core import job_fields as jf
+
+    kinds: dict[str, dict[str, Any]] = {
+        jf.TEXT: {},
+        jf.INT: {"type": int},
+        jf.COUNT: {"type": click.IntRange(min=0)},
+        jf.FLAG: {"is_flag": True},
+        jf.MULTI: {"multiple": True},
+    }
+    func = click.argument("command_args", nargs=-1, type=click.UNPROCESSED,
+                          metavar="-- COMMAND...")(func)
+    for row in reversed(jf.FIELDS):
+        settings: dict[str, Any] = {"help": row.help, **kinds[row.kind]}
+        if row.metavar is not None:
+            settings["metavar"] = row.metavar
+        func = click.option(row.option, row.dest, **settings)(func)
     return func
 
 
 def submit_options_from(values: dict[str, Any]) -> SubmitOptions:
-    """The jobspec options for parsed click values (needs/after left as words)."""
+    """The jobspec options for parsed option values keyed by `dest` (needs/after left as
+    words); a parser without click gives the same dictionary."""
+    from qex.core import job_fields as jf
     from qex.core.jobspec import SubmitOptions
 
-    return SubmitOptions(
-        command=list(values.get("command_args") or ()),
-        cpu=values.get("cpu"), mem=values.get("mem"), gpu=values.get("gpu"),
-        vram=values.get("vram"), claims=list(values.get("claim") or ()),
-        name=values.get("name"), cwd=values.get("cwd"), env=list(values.get("env") or ()),
-        env_capture=values.get("env_capture"),
-        no_env_capture=bool(values.get("no_env_capture")),
-        tags=list(values.get("tag") or ()), priority=values.get("priority"),
-        timeout=values.get("timeout"), max_queue_time=values.get("max_queue_time"),
-        retries=values.get("retries"), locks=list(values.get("lock") or ()),
-        nice=values.get("nice"), no_limit_env_hints=bool(values.get("no_limit_env_hints")),
-        dedupe_key=values.get("dedupe_key"), dedupe_window=values.get("dedupe_window"),
-        engine=values.get("engine"),
-    )
+    given: dict[str, Any] = {"command": list(values.get("command_args") or ())}
+    for row in jf.FIELDS:
+        if row.name is None:
+            continue
+        value = values.get(row.dest)
+        if row.kind == jf.MULTI:
+            value = list(value or ())
+        elif row.kind == jf.FLAG:
+            value = bool(value)
+        given[row.name] = value
+    return SubmitOptions(**given)
 
 
 def read_job_file(path_text: str) -> JobFile:
@@ -137,13 +103,13 @@ class Submitter:
 
     @classmethod
     def open(cls, paths: Paths) -> Submitter:
-        from qex.cli import jobcmd
         from qex.cli.common import load_config
+        from qex.cli.reach import open_connection
         from qex.core.states import Exit
         from qex.platform.machine import machine
 
         config = load_config(paths, Exit.QEX_FAILED)
-        conn = jobcmd.open_connection(paths, start=True)
+        conn = open_connection(paths, start=True)
         assert conn is not None
         return cls(paths=paths, config=config, machine=machine(), conn=conn)
 
@@ -151,21 +117,17 @@ class Submitter:
         from qex.cli.resolve import fetch_records
 
         if self._records is None:
-            self._records = self._guard(lambda: fetch_records(self.conn, self.paths))
+            from qex.cli.resolve import ResolveError
+
+            try:
+                self._records = fetch_records(self.conn, self.paths)
+            except ResolveError as exc:
+                fail(exc.message)
         return self._records
-
-    def _guard(self, action: Callable[[], Any]) -> Any:
-        from qex.cli.jobcmd import guarded
-        from qex.cli.resolve import ResolveError
-
-        try:
-            return guarded(action)
-        except ResolveError as exc:
-            fail(exc.message)
 
     def dependency_ids(self, words: Iterable[str], option: str) -> list[str]:
         """Resolve `--needs`/`--after` words (names, ids, groups) to job ids."""
-        from qex.cli.common import die
+        from qex.cli.exits import Failure
         from qex.cli.resolve import ResolveError, dependency_ids
         from qex.store.history import read_all
 
@@ -176,7 +138,7 @@ class Submitter:
         try:
             return dependency_ids(self.records(), words, option=option, history=history)
         except ResolveError as exc:
-            die(exc.message, 127 if exc.not_found else 121)
+            raise Failure(exc.message, not_found=exc.not_found) from None
 
     def build(self, opts: SubmitOptions, job_file: JobFile | None, *, job_id: str,
               now: float | None = None, learn_key: list[str] | None = None,
@@ -218,32 +180,21 @@ class Submitter:
 
     def preflight(self, specs: list[dict[str, Any]]) -> None:
         """Refuse what the coordinator cannot obey (121); print the version note."""
-        from qex.cli.jobcmd import guarded
         from qex.client.capability_check import CapabilityRefusal, preflight
 
-        info = guarded(self.conn.info)
-        capabilities = guarded(self.conn.capabilities)
+        info = self.conn.info()
+        capabilities = self.conn.capabilities()
         try:
             for note in preflight(info, capabilities, specs):
                 warn(note)
         except CapabilityRefusal as exc:
             fail(exc.message)
 
-    def send(self, spec: JobSpec) -> dict[str, Any]:
-        """Submit one spec; the `submitted` answer. A refusal ends the command (121/127)."""
-        from qex.cli.common import die
-        from qex.cli.jobcmd import guarded
-        from qex.core.names import printable_line
-
-        answer: dict[str, Any] = guarded(
-            lambda: self.conn.request({"op": "submit", "spec": spec.to_dict()})
-        )
-        if answer.get("result") == "submitted" and isinstance(answer.get("id"), str):
-            self._records = None
-            return answer
-        message = printable_line(str(answer.get("message") or "the coordinator gave no reason"))
-        code = 127 if answer.get("kind") == "no_such_job" else 121
-        die(message, code)
+    def send(self, spec: JobSpec) -> Submitted:
+        """Submit one spec; the `submitted` answer. A refusal raises `Refused` (121/127)."""
+        answer = self.conn.submit(spec.to_dict())
+        self._records = None
+        return answer
 
 
 def announce(job_id: str) -> None:

@@ -10,16 +10,19 @@ def wait_words(words: list[str], timeout: float | None, next_only: bool, quiet: 
                as_json: bool) -> None:
     """Wait for the jobs that `words` name and end the command with their code."""
     from qex.cli import jobcmd
+    from qex.cli.reach import deadline_of, open_connection
     from qex.cli.resolve import resolve
     from qex.cli.waiting import pause_notice
 
     paths = get_paths(Exit.QEX_FAILED)
-    conn = jobcmd.open_connection(paths, start=False)
+    # --timeout bounds the whole command: connecting, the look-up of each word, the wait.
+    until = deadline_of(timeout)
+    conn = open_connection(paths, start=False, until=until)
     records: list[dict[str, object]] = []
     seen: set[str] = set()
     group: str | None = None
     for word in words:
-        found = resolve(conn, paths, word, recover=True)
+        found = resolve(conn, paths, word, recover=True, until=until)
         if found.group is not None and len(words) == 1:
             group = found.group
         for record in found.jobs:

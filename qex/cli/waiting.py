@@ -33,9 +33,11 @@ from qex.cli.wait_ends import (
     say,
     stop_signals,
 )
-from qex.client.connection import NO_LIMIT, Connection, CoordinatorError, connect
+from qex.client.connection import NO_LIMIT, Connection, CoordinatorError, Refused, connect
+from qex.core import protocol
 from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id
+from qex.core.protocol import Result
 from qex.core.states import FINAL
 from qex.store.paths import Paths
 
@@ -183,14 +185,13 @@ class Waiter:
         try:
             if "events" not in self.conn.capabilities():
                 return None
-            events = connect(self.paths, start=False)
+            events = connect(self.paths, start=False, until=self.deadline)
             if events is None:
                 return None
-            events.send({"op": "events", "since": "now"})
-            header = events.receive()
+            header = events.open_events("now")
         except CoordinatorError:
             return None
-        if header.get("result") != "event":
+        if header.get("result") != Result.EVENT:
             events.close()
             return None
         self._events = events
@@ -205,7 +206,7 @@ class Waiter:
             self._events.close()
             self._events = None
             return False
-        event = line.get("event") if line.get("result") == "event" else line
+        event = line.get("event") if line.get("result") == Result.EVENT else line
         if not isinstance(event, dict):
             return True
         kind = event.get("event")
@@ -229,15 +230,15 @@ class Waiter:
         pending = self._pending()
         if len(pending) <= STATUS_EACH_LIMIT:
             for job_id in pending:
-                answer = self.conn.request({"op": "status", "id": job_id})
-                if answer.get("result") == "status" and isinstance(answer.get("status"), dict):
-                    self._update(answer["status"])
-                elif answer.get("kind") == "no_such_job":
-                    raise self._gone(job_id)
+                try:
+                    self._update(self.conn.status(job_id))
+                except Refused as exc:
+                    if exc.kind == protocol.NO_SUCH_JOB:
+                        raise self._gone(job_id) from None
             return
-        answer = self.conn.request({"op": "list"})
-        jobs = answer.get("jobs") if answer.get("result") == "jobs" else None
-        if not isinstance(jobs, list):
+        try:
+            jobs = self.conn.list_jobs()
+        except Refused:
             return
         seen = set()
         for record in jobs:
@@ -275,7 +276,7 @@ class Waiter:
 
     def _recover(self, done: Callable[[], bool]) -> None:  # noqa: C901, PLR0912 (one recovery, step by step)
         """The coordinator went away: use the records on disk until one answers again."""
-        from qex.cli.filewatch import DirWatch
+        from qex.platform.filewatch import RECORD_MASK, Watcher, open_watcher
 
         self._drop()
         if self.settings.narrate and not self._lost_said:
@@ -290,7 +291,7 @@ class Waiter:
                 say("no coordinator runs, so a queued job cannot start until one does ("
                     f"{later}); qex watches the records meanwhile", self.settings.out)
         lost_at = time.monotonic()
-        watch: DirWatch | None = None
+        watch: Watcher | None = None
         try:
             while True:
                 stale = self._refresh_from_disk()
@@ -323,7 +324,8 @@ class Waiter:
                     self._sleep(0.25)
                     continue
                 if watch is None:
-                    watch = DirWatch([self.paths.job_dir(i) for i in self._pending()])
+                    watch = open_watcher([self.paths.job_dir(i) for i in self._pending()],
+                                         RECORD_MASK)
                 end = time.monotonic() + RECONNECT_EVERY
                 while time.monotonic() < end:
                     left = min(end - time.monotonic(), self._remaining())
@@ -347,7 +349,7 @@ class Waiter:
             return
         try:
             self._ensure_events()
-            self.conn.send({"op": "wait", "id": job_id})
+            self.conn.send_wait(job_id)
             while True:
                 conns = [self.conn] + ([self._events] if self._events is not None else [])
                 ready = self._select(conns)
@@ -355,19 +357,17 @@ class Waiter:
                     self._read_event()
                 if self.conn not in ready:
                     continue
-                answer = self.conn.receive()
-                result = answer.get("result")
-                if result == "status" and isinstance(answer.get("status"), dict):
-                    self._update(answer["status"])
-                    if is_final(self.records[job_id]):
-                        return
-                    self.conn.send({"op": "wait", "id": job_id})
-                elif answer.get("kind") == "no_such_job":
-                    raise self._gone(job_id)
-                else:
-                    message = printable_line(str(answer.get("message") or "no reason given"))
-                    raise CoordinatorError(f"the coordinator refused the wait: {message}",
-                                           code=121 if answer.get("result") == "error" else None)
+                try:
+                    record = self.conn.receive_status()
+                except Refused as exc:
+                    if exc.kind == protocol.NO_SUCH_JOB:
+                        raise self._gone(job_id) from None
+                    exc.message = f"the coordinator refused the wait: {printable_line(exc.message)}"
+                    raise
+                self._update(record)
+                if is_final(self.records[job_id]):
+                    return
+                self.conn.send_wait(job_id)
         except CoordinatorError as exc:
             if not (exc.lost or exc.timeout):
                 raise
@@ -407,7 +407,7 @@ class Waiter:
                 if self._events is None and not any_final():
                     self._events_tried = False  # the stream ended: a new one, or recovery
                     if self.conn is not None:
-                        self.conn.request({"op": "ping"})
+                        self.conn.ping()
             except CoordinatorError as exc:
                 if not (exc.lost or exc.timeout):
                     raise

@@ -18,19 +18,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qex.core import protocol
+from qex.core.job_fields import options_needing
 from qex.core.model import dataclass, field
 from qex.core.names import safe_name
 
-#: capability -> the options a person would recognise, in the order they are reported.
+#: capability -> the options a person would recognise: from the table of job fields, and the
+#: one capability that no option gives.
 OPTION_TEXT: dict[str, str] = {
-    "dependencies": "--needs and --after",
-    "locks": "--lock",
-    "pools": "--gpu, --vram and --claim",
-    "retries": "--retries",
-    "max-queue-time": "--max-queue-time",
+    **options_needing(),
     "groups": "a group (qex pipeline or --each-line)",
-    "politeness": "--nice",
-    "dedupe": "--dedupe-key",
     "engine-slurm": "--engine slurm ([engine] kind = \"slurm\")",
 }
 

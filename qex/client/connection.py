@@ -10,8 +10,11 @@ Two failures look alike from outside and must never be confused:
   and then fails with 124. A timeout is never reported as "there is no such job".
 
 Every answer is bounded by a ceiling (300 s, or `QEX_COORDINATOR_CEILING_SECS`), because an
-agent that calls qex must always get control back. This module imports only the standard
-library and `qex.core.protocol`, so `qex status <id> --json` stays fast.
+agent that calls qex must always get control back, and by the person's own `--timeout` when a
+command has one (`until`: it caps connecting, starting a coordinator and every request).
+Failures are raised as the exceptions of `qex.client.errors`, which say what happened; the
+CLI alone turns them into exit codes. This module imports only the standard library and
+`qex.core.protocol`, so `qex status <id> --json` stays fast.
 """
 
 from __future__ import annotations
@@ -24,8 +27,23 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from qex.client.errors import (
+    ClientError,
+    CoordinatorError,
+    Lost,
+    Refused,
+    TimedOut,
+    Unreachable,
+)
 from qex.core import protocol
+from qex.core.protocol import Result
+from qex.core.units import env_seconds
 from qex.store.paths import Paths
+
+__all__ = [
+    "NO_LIMIT", "ClientError", "Connection", "CoordinatorError", "Lost", "Refused",
+    "RequestError", "TimedOut", "Unreachable", "ceiling_from_env", "connect",
+]
 
 DEFAULT_CEILING = 300.0
 #: A request that takes longer than this prints one "still waiting" line (1..10 s by env).
@@ -40,69 +58,15 @@ SANDBOX_ERRNOS = frozenset({
 NO_LIMIT = float("inf")
 
 
-class CoordinatorError(Exception):
-    """The coordinator could not be reached, did not answer in time, or went away.
-
-    `code` is the exit code a command should use: 124 for a timeout, otherwise 121 in a
-    command that speaks for a job and 1 elsewhere (decided from the running click command
-    unless the raiser fixed it). `lost` is True when an open connection ended, which a wait
-    treats as "the coordinator restarted", not as a failure of the job.
-    """
-
-    def __init__(self, message: str, *, timeout: bool = False, lost: bool = False,
-                 code: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.timeout = timeout
-        self.lost = lost
-        self._code = code
-
-    @property
-    def code(self) -> int:
-        if self.timeout:
-            return 124
-        if self._code is not None:
-            return self._code
-        return failure_code()
-
-
-def failure_code() -> int:
-    """121 inside a job-speaking command (the exit-code band), 1 in every other command."""
-    click = sys.modules.get("click")
-    if click is None:
-        from qex.cli import fast
-        from qex.cli.main import BAND_COMMANDS as band
-
-        return 121 if fast.current_command in band else 1
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return 1
-    name = ctx.find_root().invoked_subcommand or ctx.info_name
-    from qex.cli.main import BAND_COMMANDS
-
-    return 121 if name in BAND_COMMANDS else 1
-
-
 def ceiling_from_env(env: dict[str, str] | None = None) -> float:
     """The answer ceiling in seconds: `QEX_COORDINATOR_CEILING_SECS` (1..86400) or 300."""
-    source = os.environ if env is None else env
-    raw = source.get("QEX_COORDINATOR_CEILING_SECS", "").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_CEILING
-    if 1 <= value <= 86400:
-        return value
-    return DEFAULT_CEILING
+    return env_seconds(os.environ if env is None else env, "QEX_COORDINATOR_CEILING_SECS",
+                       DEFAULT_CEILING, low=1.0, high=86400.0)
 
 
 def _say_waiting_step() -> float:
-    raw = os.environ.get("QEX_SAY_WAITING_AFTER_SECS", "").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_SAY_WAITING
-    return min(max(value, 1.0), 10.0)
+    return env_seconds(os.environ, "QEX_SAY_WAITING_AFTER_SECS", DEFAULT_SAY_WAITING,
+                       low=1.0, high=10.0)
 
 
 def seconds_text(value: float) -> str:
@@ -113,11 +77,12 @@ class Connection:
     """One open line to the coordinator; many requests may use it, one after the other.
 
     After a timeout or a cut answer the line is poisoned: the answer to the old request could
-    still arrive and be mistaken for the answer to the next one.
+    still arrive and be mistaken for the answer to the next one. `until` (a time.monotonic()
+    instant, or None) is the person's own limit: no request waits past it.
     """
 
     def __init__(self, sock: socket.socket, paths: Paths, ceiling: float, *,
-                 spawned: bool = False) -> None:
+                 spawned: bool = False, until: float | None = None) -> None:
         self._sock = sock
         self._buffer = bytearray()
         self._poisoned: str | None = None
@@ -125,6 +90,7 @@ class Connection:
         self._capabilities: set[str] | None = None
         self.paths = paths
         self.ceiling = ceiling
+        self.until = until
         #: True when this command started the coordinator.
         self.spawned = spawned
 
@@ -145,9 +111,18 @@ class Connection:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    def _deadline(self, limit: float) -> float:
+        """The instant a wait of `limit` seconds from now ends, never past `until`."""
+        deadline = NO_LIMIT if limit == NO_LIMIT else time.monotonic() + max(limit, 0.0)
+        return deadline if self.until is None else min(deadline, self.until)
+
+    def _capped(self, deadline: float) -> bool:
+        """True when `deadline` is the person's own limit rather than the ceiling."""
+        return self.until is not None and deadline >= self.until
+
     def _send(self, message: dict[str, Any], deadline: float) -> None:
         if self._poisoned is not None:
-            raise CoordinatorError(self._poisoned, lost=True)
+            raise Lost(self._poisoned)
         data = protocol.encode(message)
         remaining = deadline - time.monotonic()
         try:
@@ -159,16 +134,18 @@ class Connection:
                 view = view[sent:]
         except TimeoutError:
             self._poison("the coordinator did not take the request in time")
-            raise CoordinatorError(
+            if self._capped(deadline):
+                raise TimedOut(
+                    "the time given with --timeout ran out before the coordinator took the "
+                    "request; run `qex info --no-start` to see whether it is alive") from None
+            raise TimedOut(
                 f"the coordinator did not take the request in {seconds_text(self.ceiling)} "
-                "seconds; run `qex info --no-start` to see whether it is alive", timeout=True,
-            ) from None
+                "seconds; run `qex info --no-start` to see whether it is alive") from None
         except OSError as exc:
             self._poison("the coordinator closed the connection")
-            raise CoordinatorError(
+            raise Lost(
                 f"the coordinator closed the connection before it took the request "
-                f"({exc.strerror or exc}); run the command again", lost=True,
-            ) from None
+                f"({exc.strerror or exc}); run the command again") from None
 
     def _poison(self, why: str) -> None:
         self._poisoned = f"{why}, so this connection carries no further request; connect again"
@@ -188,32 +165,18 @@ class Connection:
                     return protocol.decode(line)
                 except protocol.ProtocolError as exc:
                     self._poison("the coordinator sent a line that qex cannot read")
-                    raise CoordinatorError(
+                    raise Unreachable(
                         f"the coordinator answered {what} with a line that qex cannot read "
                         f"({exc}); a coordinator from a different qex may be running, so run "
-                        "`qex version`",
-                    ) from None
+                        "`qex version`") from None
             if len(self._buffer) > protocol.MAX_LINE:
                 self._poison("the coordinator sent a line that is too long")
-                raise CoordinatorError(
-                    f"the coordinator answered {what} with a line longer than 64 MiB"
-                )
+                raise Unreachable(
+                    f"the coordinator answered {what} with a line longer than 64 MiB")
             now = time.monotonic()
             remaining = deadline - now
             if remaining <= 0:
-                waited = seconds_text(round(now - started, 1))
-                if self._buffer:
-                    self._poison("the coordinator left an answer unfinished")
-                    raise CoordinatorError(
-                        f"the coordinator began its answer to {what} and did not finish it in "
-                        f"{waited} seconds; run `qex info --no-start` to see whether it is "
-                        "alive", timeout=True,
-                    )
-                self._poison("the coordinator did not answer in time")
-                raise CoordinatorError(
-                    f"the coordinator took {what} and gave no answer in {waited} seconds; run "
-                    "`qex info --no-start` to see whether it is alive, and try again", timeout=True,
-                )
+                raise self._no_answer(what, now - started, deadline)
             wait = remaining if remaining == NO_LIMIT else min(remaining, step)
             try:
                 self._sock.settimeout(None if wait == NO_LIMIT else wait)
@@ -232,19 +195,31 @@ class Connection:
                 continue
             except OSError as exc:
                 self._poison("the connection to the coordinator broke")
-                raise CoordinatorError(
+                raise Lost(
                     f"the connection to the coordinator broke while it worked on {what} "
-                    f"({exc.strerror or exc}); run the command again", lost=True,
-                ) from None
+                    f"({exc.strerror or exc}); run the command again") from None
             if not chunk:
                 self._poison("the coordinator closed the connection")
-                raise CoordinatorError(
-                    f"the coordinator closed the connection before it answered {what}; it may have "
-                    "stopped or restarted, so run the command again", lost=True,
-                )
+                raise Lost(
+                    f"the coordinator closed the connection before it answered {what}; it may "
+                    "have stopped or restarted, so run the command again")
             self._buffer += chunk
 
-    # -- the API --------------------------------------------------------------------------
+    def _no_answer(self, what: str, waited_for: float, deadline: float) -> TimedOut:
+        waited = seconds_text(round(waited_for, 1))
+        unfinished = bool(self._buffer)
+        self._poison("the coordinator left an answer unfinished" if unfinished
+                     else "the coordinator did not answer in time")
+        limit = " (the time given with --timeout)" if self._capped(deadline) else ""
+        if unfinished:
+            return TimedOut(
+                f"the coordinator began its answer to {what} and did not finish it in "
+                f"{waited} seconds{limit}; run `qex info --no-start` to see whether it is alive")
+        return TimedOut(
+            f"the coordinator took {what} and gave no answer in {waited} seconds{limit}; run "
+            "`qex info --no-start` to see whether it is alive, and try again")
+
+    # -- the line: one request, one answer -------------------------------------------------
 
     def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send one request and return its one answer, `error` answers included.
@@ -252,10 +227,9 @@ class Connection:
         `timeout` None means the ceiling; `NO_LIMIT` waits as long as the line stays open
         (a `wait` request blocks until the job is final, which may be hours).
         """
-        limit = self.ceiling if timeout is None else timeout
-        deadline = NO_LIMIT if limit == NO_LIMIT else time.monotonic() + max(limit, 0.0)
+        deadline = self._deadline(self.ceiling if timeout is None else timeout)
         what = f"the request `{message.get('op', '?')}`"
-        self._send(message, deadline if deadline != NO_LIMIT else time.monotonic() + self.ceiling)
+        self._send(message, deadline if deadline != NO_LIMIT else self._deadline(self.ceiling))
         return self._read_line(deadline, what, say_waiting=timeout is None)
 
     def answer(self, op: str) -> dict[str, Any]:
@@ -265,7 +239,7 @@ class Connection:
 
     def send(self, message: dict[str, Any]) -> None:
         """Send a request without reading its answer (pair with `receive`, for select loops)."""
-        self._send(message, time.monotonic() + self.ceiling)
+        self._send(message, self._deadline(self.ceiling))
 
     def pending(self) -> bool:
         """True when a whole answer line is already buffered (select would not see it)."""
@@ -273,16 +247,14 @@ class Connection:
 
     def receive(self, timeout: float | None = None) -> dict[str, Any]:
         """The next line from the coordinator; `timeout` None means the ceiling."""
-        limit = self.ceiling if timeout is None else timeout
-        deadline = NO_LIMIT if limit == NO_LIMIT else time.monotonic() + max(limit, 0.0)
+        deadline = self._deadline(self.ceiling if timeout is None else timeout)
         return self._read_line(deadline, "the request", say_waiting=False)
 
     def call(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """Like `request`, but an `error` answer raises `RequestError`."""
+        """Like `request`, but an `error` answer raises `Refused`, and an answer of another
+        name than the request's (`protocol.ANSWERS`) raises `Unreachable`."""
         answer = self.request(message, timeout)
-        if answer.get("result") == "error":
-            raise RequestError(str(answer.get("kind", protocol.INTERNAL)),
-                               str(answer.get("message", "the coordinator gave no reason")))
+        check(message, answer)
         return answer
 
     def stream(
@@ -290,19 +262,24 @@ class Connection:
     ) -> Iterator[dict[str, Any]]:
         """Send a request that takes over the line (`events`) and yield each line until EOF.
 
-        `timeout` is an overall limit from now (a CoordinatorError with code 124 when passed);
-        None waits as long as lines keep coming. The iterator simply ends at EOF.
+        `timeout` is an overall limit from now (TimedOut when passed); None waits as long as
+        lines keep coming. The iterator simply ends at EOF.
         """
-        deadline = NO_LIMIT if timeout is None else time.monotonic() + timeout
-        self._send(message, time.monotonic() + self.ceiling if deadline == NO_LIMIT else deadline)
+        deadline = self._deadline(NO_LIMIT if timeout is None else timeout)
+        self._send(message, self._deadline(self.ceiling) if deadline == NO_LIMIT else deadline)
         what = f"the request `{message.get('op', '?')}`"
         while True:
             try:
                 yield self._read_line(deadline, what, say_waiting=False)
-            except CoordinatorError as exc:
-                if exc.lost and not self._buffer:
+            except Lost:
+                if not self._buffer:
                     return
                 raise
+
+    # -- the typed requests (protocol.Op), one method each --------------------------------
+
+    def ping(self) -> None:
+        self.call(protocol.ping())
 
     def info(self) -> dict[str, Any]:
         """The coordinator's `info` answer, asked once per connection.
@@ -311,20 +288,105 @@ class Connection:
         with pid 0, so the capability floor refuses it rather than trusting it.
         """
         if self._info is None:
-            answer = self.request({"op": "info"})
-            if answer.get("result") == "info":
+            answer = self.request(protocol.info())
+            if answer.get("result") == Result.INFO:
                 self._info = answer
             else:
-                self._info = {"result": "info", "version": "unknown", "pid": 0}
+                self._info = {"result": Result.INFO, "version": "unknown", "pid": 0}
+        return self._info
+
+    def fresh_info(self) -> dict[str, Any]:
+        """A new `info` answer (the cached one may be stale); an error answer raises."""
+        self._info = self.call(protocol.info())
         return self._info
 
     def capabilities(self) -> set[str]:
         """What the coordinator says it can obey; empty when it cannot say."""
         if self._capabilities is None:
-            answer = self.request({"op": "capabilities"})
-            names = answer.get("names") if answer.get("result") == "capabilities" else None
+            answer = self.request(protocol.capabilities())
+            names = answer.get("names") if answer.get("result") == Result.CAPABILITIES else None
             self._capabilities = {str(n) for n in names} if isinstance(names, list) else set()
         return self._capabilities
+
+    def capabilities_answer(self) -> dict[str, Any] | None:
+        """The whole `capabilities` answer, or None when the coordinator cannot give one."""
+        answer = self.request(protocol.capabilities())
+        return answer if answer.get("result") == Result.CAPABILITIES else None
+
+    def submit(self, spec: dict[str, Any]) -> protocol.Submitted:
+        """The `submitted` answer (id, warning, deduplicated); a refusal raises `Refused`."""
+        answer = protocol.submitted(self.call(protocol.submit(spec)))
+        if answer is None:
+            raise Unreachable(
+                "the coordinator accepted the job and gave no id for it; a coordinator of a "
+                "different qex may be running, so run `qex version`, then `qex list`")
+        return answer
+
+    def own_job(self, job_id: str) -> None:
+        self.call(protocol.own_job(job_id))
+
+    def list_jobs(self, damaged: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The records; `damaged` (when given) receives the unreadable records that the
+        coordinator found, as `{id, path}`."""
+        answer = self.call(protocol.list_jobs())
+        jobs = answer.get("jobs")
+        found = answer.get("damaged")
+        if damaged is not None and isinstance(found, list):
+            damaged.extend(d for d in found if isinstance(d, dict))
+        return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+
+    def status(self, job_id: str) -> dict[str, Any]:
+        """The status record of one job; `Refused` (no_such_job) when there is none."""
+        record = self.call(protocol.status(job_id)).get("status")
+        if not isinstance(record, dict):
+            raise Unreachable(
+                "the coordinator answered `status` without a record; a coordinator of a "
+                "different qex may be running, so run `qex version`")
+        return record
+
+    def send_wait(self, job_id: str) -> None:
+        """Ask for the job's record once it is final; read it with `receive_status`."""
+        self.send(protocol.wait(job_id))
+
+    def receive_status(self) -> dict[str, Any]:
+        """The answer to `send_wait`: the record, or `Refused` (no_such_job, ...)."""
+        answer = self.receive()
+        check(protocol.wait(""), answer)
+        record = answer.get("status")
+        if not isinstance(record, dict):
+            raise Unreachable("the coordinator answered `wait` without a record")
+        return record
+
+    def kill(self, job_id: str, signal: int, grace_secs: float | None) -> None:
+        self.call(protocol.kill(job_id, signal, grace_secs))
+
+    def cancel(self, job_id: str) -> None:
+        self.call(protocol.cancel(job_id))
+
+    def clean(self, job_id: str) -> None:
+        self.call(protocol.clean(job_id))
+
+    def pause(self, target: dict[str, Any] | str | None, *, reason: str | None,
+              until: float | None, by_pid: int | None, drain: bool) -> dict[str, Any]:
+        """The `pause_state` answer after the pause took effect."""
+        return self.call(protocol.pause(target, reason=reason, until=until, by_pid=by_pid,
+                                        drain=drain))
+
+    def resume(self, target: dict[str, Any] | str | None) -> dict[str, Any]:
+        return self.call(protocol.resume(target))
+
+    def pause_state(self) -> dict[str, Any]:
+        return self.call(protocol.pause_state())
+
+    def events(self, since: str | None, *, timeout: float | None = None
+               ) -> Iterator[dict[str, Any]]:
+        """The event stream: the header, then one `event` answer per change, until EOF."""
+        return self.stream(protocol.events(since), timeout=timeout)
+
+    def open_events(self, since: str | None) -> dict[str, Any]:
+        """Start the event stream for a select loop; the header line (read with `receive`)."""
+        self.send(protocol.events(since))
+        return self.receive()
 
 
 def adopt(fd: int, buffered: bytes, paths: Paths | None = None) -> Connection:
@@ -339,35 +401,51 @@ def adopt(fd: int, buffered: bytes, paths: Paths | None = None) -> Connection:
     return conn
 
 
-class RequestError(Exception):
-    """The coordinator answered `error`; `kind` is no_such_job, wrong_state, internal or refused."""
+#: The name the earlier releases of this module gave `Refused`.
+RequestError = Refused
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
+
+def check(message: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Raise `Refused` for an `error` answer, `Unreachable` for an answer of the wrong name."""
+    failed = protocol.error_of(answer)
+    if failed is not None:
+        raise Refused(*failed)
+    op = message.get("op")
+    expected = protocol.ANSWERS.get(op) if isinstance(op, str) else None
+    if expected is not None and answer.get("result") != expected:
+        raise Unreachable(
+            f"the coordinator answered `{op}` with `{answer.get('result')}`, not `{expected}`; "
+            "a coordinator of a different qex may be running, so run `qex version`")
 
 
 # -- connecting and starting ----------------------------------------------------------------
 
 CONNECTED, NOBODY_LISTENS, NO_ANSWER = "connected", "nobody", "no-answer"
 
+#: Connect errors that mean "something is there but did not take the call yet" (so waiting
+#: may help); every errno outside this set and `_NOBODY` can never succeed, and says so.
+_BUSY = frozenset({
+    errno.EAGAIN, errno.ETIMEDOUT, errno.EINTR, errno.EACCES, errno.EPERM, errno.ECONNRESET,
+    errno.EINPROGRESS, errno.EALREADY, errno.ENOBUFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE,
+})
+
 
 def attempt(paths: Paths, budget: float) -> tuple[str, socket.socket | None, OSError | None]:
-    """One connect attempt, classified. Raises CoordinatorError for a sandbox refusal."""
+    """One connect attempt, classified. Raises Unreachable when no attempt can succeed."""
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     except OSError as exc:
         if exc.errno in SANDBOX_ERRNOS:
             from qex.client.starting import sandbox_message
 
-            raise CoordinatorError(sandbox_message(paths.socket_dir, exc)) from None
-        raise CoordinatorError(
-            f"qex could not make a Unix socket ({exc.strerror or exc})"
-        ) from None
+            raise Unreachable(sandbox_message(paths.socket_dir, exc)) from None
+        raise Unreachable(f"qex could not make a Unix socket ({exc.strerror or exc})") from None
     try:
         sock.settimeout(max(min(budget, 1.0), 0.01))
         sock.connect(os.fspath(paths.socket_path))
+    except TimeoutError as exc:
+        sock.close()
+        return NO_ANSWER, None, exc
     except OSError as exc:
         sock.close()
         if exc.errno in _NOBODY:
@@ -377,37 +455,43 @@ def attempt(paths: Paths, budget: float) -> tuple[str, socket.socket | None, OSE
 
             refused = probe_socket_dir(paths.socket_dir)
             if refused is not None:
-                raise CoordinatorError(sandbox_message(paths.socket_dir, refused)) from None
+                raise Unreachable(sandbox_message(paths.socket_dir, refused)) from None
+        if exc.errno not in _BUSY:
+            raise Unreachable(
+                f"qex cannot use the socket {paths.socket_path} ({exc.strerror or exc}), and "
+                "waiting would not change that; a path that is too long can be made shorter "
+                "with a shorter XDG_STATE_HOME") from None
         return NO_ANSWER, None, exc
     sock.settimeout(None)
     return CONNECTED, sock, None
 
 
-def no_answer_error(paths: Paths, waited: float, exc: OSError | None) -> CoordinatorError:
+def no_answer_error(paths: Paths, waited: float, exc: OSError | None) -> TimedOut:
     cause = f" ({exc.strerror})" if exc is not None and exc.strerror else ""
-    return CoordinatorError(
+    return TimedOut(
         f"the socket {paths.socket_path} gave no answer in {seconds_text(round(waited))} "
         f"seconds{cause}; "
         "qex starts no second coordinator beside one that may be alive, so run "
-        "`qex info --no-start` to see it, or stop the process that holds the socket",
-        timeout=True,
-    )
+        "`qex info --no-start` to see it, or stop the process that holds the socket")
 
 
-def connect(paths: Paths, *, start: bool = True, ceiling: float | None = None) -> Connection | None:
+def connect(paths: Paths, *, start: bool = True, ceiling: float | None = None,
+            until: float | None = None) -> Connection | None:
     """A connection to the coordinator of `paths`.
 
     `start=False`: None when nobody listens, and nothing is ever spawned. `start=True`: a
-    coordinator is started when nobody listens. Raises CoordinatorError (124 on a timeout).
+    coordinator is started when nobody listens. `until` (a time.monotonic() instant) is the
+    person's own limit: connecting, starting and every later request on the connection end
+    by then. Raises the errors of `qex.client.errors`.
     """
     limit = ceiling_from_env() if ceiling is None else ceiling
     began = time.monotonic()
-    deadline = began + limit
+    deadline = began + limit if until is None else min(began + limit, until)
     pause = 0.02
     while True:
         outcome, sock, exc = attempt(paths, deadline - time.monotonic())
         if outcome == CONNECTED and sock is not None:
-            return Connection(sock, paths, limit)
+            return Connection(sock, paths, limit, until=until)
         if outcome == NOBODY_LISTENS:
             break
         if time.monotonic() + pause >= deadline:
@@ -418,6 +502,4 @@ def connect(paths: Paths, *, start: bool = True, ceiling: float | None = None) -
         return None
     from qex.client.starting import start_and_connect
 
-    return start_and_connect(paths, limit, began, deadline)
-
-
+    return start_and_connect(paths, limit, began, deadline, until=until)

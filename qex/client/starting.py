@@ -24,11 +24,11 @@ from qex.client.connection import (
     NO_ANSWER,
     SANDBOX_ERRNOS,
     Connection,
-    CoordinatorError,
     attempt,
     no_answer_error,
     seconds_text,
 )
+from qex.client.errors import TimedOut, Unreachable
 from qex.store.paths import Paths
 
 #: How long a freshly spawned coordinator may take to open its socket.
@@ -86,8 +86,8 @@ def _prepare_run_dir(paths: Paths) -> None:
             os.chmod(directory, 0o700)
     except OSError as exc:
         if exc.errno in SANDBOX_ERRNOS:
-            raise CoordinatorError(sandbox_message(paths.run_dir, exc)) from None
-        raise CoordinatorError(
+            raise Unreachable(sandbox_message(paths.run_dir, exc)) from None
+        raise Unreachable(
             f"qex could not make its directory {paths.run_dir} ({exc.strerror or exc}); "
             "check that the disk has room and that the directory is yours"
         ) from None
@@ -98,8 +98,8 @@ def _take_spawn_lock(paths: Paths, began: float, deadline: float) -> int:
         fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         if exc.errno in SANDBOX_ERRNOS:
-            raise CoordinatorError(sandbox_message(paths.run_dir, exc)) from None
-        raise CoordinatorError(
+            raise Unreachable(sandbox_message(paths.run_dir, exc)) from None
+        raise Unreachable(
             f"qex could not open its lock file {paths.spawn_lock} ({exc.strerror or exc})"
         ) from None
     while True:
@@ -110,18 +110,16 @@ def _take_spawn_lock(paths: Paths, began: float, deadline: float) -> int:
             pass
         except OSError as exc:
             os.close(fd)
-            raise CoordinatorError(
+            raise Unreachable(
                 f"qex could not lock {paths.spawn_lock} ({exc.strerror or exc})"
             ) from None
         if time.monotonic() >= deadline:
             os.close(fd)
-            raise CoordinatorError(
+            raise TimedOut(
                 f"a different qex command held the lock {paths.spawn_lock} for "
                 f"{seconds_text(round(time.monotonic() - began))} seconds while it started a "
                 "coordinator; "
-                "run `qex info --no-start`, and stop that command if it hangs",
-                timeout=True,
-            )
+                "run `qex info --no-start`, and stop that command if it hangs")
         time.sleep(0.02)
 
 
@@ -166,7 +164,7 @@ def spawn_coordinator(paths: Paths) -> Any:
             start_new_session=True, close_fds=True,
         )
     except OSError as exc:
-        raise CoordinatorError(
+        raise Unreachable(
             f"qex could not start a coordinator ({exc.strerror or exc}); check that "
             f"{sys.executable} still exists"
         ) from None
@@ -174,14 +172,15 @@ def spawn_coordinator(paths: Paths) -> Any:
         os.close(log)
 
 
-def start_and_connect(paths: Paths, limit: float, began: float, deadline: float) -> Connection:
+def start_and_connect(paths: Paths, limit: float, began: float, deadline: float, *,
+                      until: float | None = None) -> Connection:
     _prepare_run_dir(paths)
     lock = _take_spawn_lock(paths, began, deadline)
     try:
         # Another command may have started one while this one waited for the lock.
         outcome, sock, exc = attempt(paths, deadline - time.monotonic())
         if outcome == CONNECTED and sock is not None:
-            return Connection(sock, paths, limit)
+            return Connection(sock, paths, limit, until=until)
         if outcome == NO_ANSWER:
             raise no_answer_error(paths, time.monotonic() - began, exc)
         log_start = _log_size(paths.daemon_log)
@@ -193,24 +192,24 @@ def start_and_connect(paths: Paths, limit: float, began: float, deadline: float)
         while True:
             outcome, sock, exc = attempt(paths, spawn_deadline - time.monotonic())
             if outcome == CONNECTED and sock is not None:
-                return Connection(sock, paths, limit, spawned=True)
+                return Connection(sock, paths, limit, spawned=True, until=until)
             now = time.monotonic()
             if not probed and now - spawned_at >= SANDBOX_PROBE_AFTER:
                 probed = True
                 directory = paths.socket_dir if paths.socket_dir.is_dir() else paths.run_dir
                 refused = probe_socket_dir(directory)
                 if refused is not None:
-                    raise CoordinatorError(sandbox_message(directory, refused))
+                    raise Unreachable(sandbox_message(directory, refused))
             code = child.poll()
             if code not in (None, 0):
-                raise CoordinatorError(
+                raise Unreachable(
                     f"the coordinator stopped at once with the code {code}; its log "
                     f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log, since=log_start)}"
                 )
             if now >= spawn_deadline:
                 if now >= deadline:
                     raise no_answer_error(paths, now - began, exc)
-                raise CoordinatorError(
+                raise Unreachable(
                     f"the coordinator did not open its socket in {seconds_text(SPAWN_WAIT)} "
                     "seconds; its log "
                     f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log, since=log_start)}"

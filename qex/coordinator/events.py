@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from qex.core.model import dataclass
+from qex.core.protocol import Result
 from qex.core.states import State
 
 DEFAULT_RETAINED = 512
@@ -43,7 +44,7 @@ def retained_from_env(env: Mapping[str, str] | None = None) -> int:
 
 def wrap(event: dict[str, Any]) -> bytes:
     """One wire line for an event object."""
-    line = json.dumps({"result": "event", "event": event}, separators=(",", ":"))
+    line = json.dumps({"result": Result.EVENT, "event": event}, separators=(",", ":"))
     return line.encode("utf-8") + b"\n"
 
 

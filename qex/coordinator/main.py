@@ -36,12 +36,11 @@ BYE_GRACE_SECS = 1.0
 
 
 def idle_limit(env: dict[str, str] | None = None) -> float:
-    value = (os.environ if env is None else env).get("QEX_IDLE_EXIT_SECS", "")
-    try:
-        seconds = float(value) if value.strip() else DEFAULT_IDLE_SECS
-    except ValueError:
-        return DEFAULT_IDLE_SECS
-    return seconds if seconds > 0 else DEFAULT_IDLE_SECS
+    """How long an idle coordinator stays: `QEX_IDLE_EXIT_SECS` (more than 0), else an hour."""
+    from qex.core.units import env_seconds
+
+    return env_seconds(os.environ if env is None else env, "QEX_IDLE_EXIT_SECS",
+                       DEFAULT_IDLE_SECS, low=0.001)
 
 
 def run(paths: Paths) -> int:
@@ -164,9 +163,11 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
         listener.sock.close()
 
 
-async def _main(paths: Paths, config: Config, listener: Listener) -> int:  # noqa: PLR0915 (the start-up steps, in order)
+async def _main(  # noqa: PLR0915 (the start-up steps, in order)
+    paths: Paths, config: Config, listener: Listener,
+) -> int:
+    import qex
     from qex.coordinator.events import EventHub, retained_from_env
-    from qex.coordinator.filewatch import FileWatch
     from qex.coordinator.hooks import make_hook_runner
     from qex.coordinator.reaper import reap_children
     from qex.coordinator.recovery import recover
@@ -176,12 +177,13 @@ async def _main(paths: Paths, config: Config, listener: Listener) -> int:  # noq
     from qex.platform import machine as machine_info
     from qex.platform import procs
     from qex.platform.activation import notify
+    from qex.platform.filewatch import FileWatch
     from qex.platform.pollwatch import start_config_watch
     from qex.store.config_file import ConfigWatcher
 
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(calm_exception_handler)
-    remember_program()
+    remember_program(qex.__file__, __file__)
     coord = Coordinator(
         paths=paths, config=config, machine=machine_info.machine(),
         events=EventHub(retained=retained_from_env(), version=__version__, pid=os.getpid(),

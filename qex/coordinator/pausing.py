@@ -16,6 +16,7 @@ from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, label
 from qex.core import pause_text
 from qex.core.names import lock_shown
+from qex.core.protocol import Result
 from qex.core.recovery_rule import pause_credit
 from qex.core.scheduler_types import PauseView
 from qex.core.units import format_duration
@@ -206,7 +207,7 @@ def lock_holder(coord: Coordinator, name: str) -> str | None:
 def state_answer(coord: Coordinator) -> dict[str, Any]:
     """The `pause_state` answer: the queue record and each lock with its current holder."""
     return {
-        "result": "pause_state",
+        "result": Result.PAUSE_STATE,
         "queue": coord.pauses.queue.to_dict() if coord.pauses.queue else None,
         "locks": paused_locks(coord),
     }

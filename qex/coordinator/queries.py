@@ -17,20 +17,21 @@ from qex.coordinator.state import Coordinator, label
 from qex.core import protocol
 from qex.core.names import short_id
 from qex.core.pools import pool_usage
+from qex.core.protocol import Result
 from qex.core.records import Assignment
 from qex.platform.host import platform_info
 
 
 def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
-    return {"result": "capabilities", "names": list(protocol.CAPABILITIES),
-            "version": protocol.VERSION}
+    return protocol.answer(Result.CAPABILITIES, names=list(protocol.CAPABILITIES),
+                           version=protocol.VERSION)
 
 
 def handle_list(coord: Coordinator) -> dict[str, Any]:
     for job in [job for job in coord.jobs.values() if job.active]:
         coord.refresh(job)
-    answer: dict[str, Any] = {
-        "result": "jobs", "jobs": [record.to_dict() for record in coord.sorted_records()]}
+    answer = protocol.answer(Result.JOBS,
+                             jobs=[record.to_dict() for record in coord.sorted_records()])
     damaged = {job_id: path for job_id, path in coord.damaged.items()
                if job_id not in coord.jobs and os.path.isdir(os.path.dirname(path))}
     if damaged:
@@ -45,23 +46,19 @@ def handle_status(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
     if job is None:
         return protocol.error(protocol.NO_SUCH_JOB, f"there is no job with the id {job_id}")
     coord.refresh(job)
-    return {"result": "status", "status": job.record.to_dict()}
+    return protocol.answer(Result.STATUS, status=job.record.to_dict())
 
 
 def _enforcement(coord: Coordinator) -> dict[str, Any]:
-    from qex.platform.detect import detect
+    from qex.platform.detect import detect, enforcement_state
 
     mode = coord.config.enforce.mode
     try:
         caps = detect(use_systemd=coord.config.enforce.use_systemd)
     except Exception as exc:
-        return {"mode": mode, "active": False, "reason": f"the probe failed: {exc}",
-                "backend": None}
-    active = mode != "off" and bool(caps.enforcement_possible)
-    reason = None if active else (
-        "[enforce] mode is off, so claims steer the queue only" if mode == "off" else caps.reason)
-    return {"mode": mode, "active": active, "reason": reason, "backend": caps.scope_backend,
-            "fix": None if active or mode == "off" else caps.fix}
+        return {"mode": mode, "active": False, "possible": False,
+                "reason": f"the probe failed: {exc}", "fix": None, "backend": None}
+    return enforcement_state(mode, caps)
 
 
 def _pools(coord: Coordinator) -> list[dict[str, Any]]:
@@ -119,7 +116,7 @@ def handle_info(coord: Coordinator) -> dict[str, Any]:
     peers = coord.peer_refresher() if coord.peer_refresher is not None else coord.peer_load
     record = coord.pauses.queue
     return {
-        "result": "info",
+        "result": Result.INFO,
         "pid": os.getpid(),
         "version": protocol.VERSION,
         "started_at": coord.started_at,

@@ -53,13 +53,11 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return info.st_dev, info.st_ino, info.st_mtime_ns
 
 
-def remember_program() -> None:
-    """Note the files that make this program, so a replaced install can be noticed."""
-    import qex
-    import qex.coordinator.main as main_module
-
+def remember_program(*files: str | None) -> None:
+    """Note the files that make this program (the caller names them), so a replaced install
+    can be noticed."""
     _program.clear()
-    for path in (qex.__file__, main_module.__file__):
+    for path in files:
         if path:
             _program.append((path, _identity(path)))
 

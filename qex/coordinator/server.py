@@ -26,6 +26,7 @@ from qex.coordinator.log import log, log_exception
 from qex.coordinator.state import Coordinator, Job, label
 from qex.coordinator.submit import handle_submit
 from qex.core import protocol
+from qex.core.protocol import Op, Result
 
 #: The longest time one event line may take to leave; a reader that stalls longer is dropped.
 EVENT_WRITE_TIMEOUT = 30.0
@@ -118,23 +119,24 @@ class Server:
         self.coord = coord
         self.clients: set[Client] = set()
         self.streams: set[Client] = set()
+        #: One handler per request of `protocol.Op` but `events`, which takes over the line.
         self._handlers: dict[str, Handler] = {
-            "ping": self._ping,
-            "info": self._info,
-            "capabilities": self._capabilities,
-            "submit": self._submit,
-            "submit_words": self._submit_words,
-            "own_job": self._own_job,
-            "list": self._list,
-            "status": self._status,
-            "wait": self._wait,
-            "kill": self._kill,
-            "cancel": self._cancel,
-            "clean": self._clean,
-            "pause": self._pause,
-            "resume": self._resume,
-            "pause_state": self._pause_state,
-            "job_changed": self._job_changed,
+            Op.PING: self._ping,
+            Op.INFO: self._info,
+            Op.CAPABILITIES: self._capabilities,
+            Op.SUBMIT: self._submit,
+            Op.SUBMIT_WORDS: self._submit_words,
+            Op.OWN_JOB: self._own_job,
+            Op.LIST: self._list,
+            Op.STATUS: self._status,
+            Op.WAIT: self._wait,
+            Op.KILL: self._kill,
+            Op.CANCEL: self._cancel,
+            Op.CLEAN: self._clean,
+            Op.PAUSE: self._pause,
+            Op.RESUME: self._resume,
+            Op.PAUSE_STATE: self._pause_state,
+            Op.JOB_CHANGED: self._job_changed,
         }
 
     def active_count(self) -> int:
@@ -184,7 +186,7 @@ class Server:
                                                  f"qex could not read this request: {exc}"))
                 continue
             op = message.get("op")
-            if op == "events":
+            if op == Op.EVENTS:
                 await self._events(client, message)
                 return
             handler = self._handlers.get(op) if isinstance(op, str) else None
@@ -262,7 +264,7 @@ class Server:
                     f"the record of the job {job_id} was deleted while this command waited"))
             coord.refresh(job)
             if job.final:
-                return {"result": "status", "status": job.record.to_dict()}
+                return protocol.answer(Result.STATUS, status=job.record.to_dict())
             future = coord.add_waiter(job_id)
             try:
                 gone = await client.hung_up_or(future, WAIT_RECHECK_SECS)

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from qex.coordinator.log import log
+from qex.core import protocol
 
 #: How long to wait for the pid lock: a coordinator that is stopping holds it a moment longer.
 LOCK_WAIT_SECS = 3.0
@@ -87,7 +88,7 @@ def probe(path: Path, timeout: float = PROBE_SECS) -> str:
     sock.settimeout(timeout)
     try:
         sock.connect(str(path))
-        sock.sendall(b'{"op":"ping"}\n')
+        sock.sendall(protocol.encode(protocol.ping()))
         answer = sock.recv(4096)
         return "alive" if answer else "unknown"
     except (ConnectionRefusedError, FileNotFoundError):

@@ -19,6 +19,7 @@ from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
 from qex.core import protocol
 from qex.core.names import is_uuid, lock_arg, lock_shown, safe_name, short_id
+from qex.core.protocol import Result
 from qex.core.records import JobSpec, JobStatus
 from qex.core.states import State
 from qex.core.units import MAX_COUNT, MAX_DURATION, MAX_SIZE
@@ -139,7 +140,7 @@ def _deduplicated(holder: Job, key: str) -> dict[str, Any]:
         f"{holder.id}, which {where}. Wait for that job with `qex wait {short_id(holder.id)}`; "
         "its result answers for this submission too."
     )
-    return {"result": "submitted", "id": holder.id, "warning": warning, "deduplicated": True}
+    return protocol.answer(Result.SUBMITTED, id=holder.id, warning=warning, deduplicated=True)
 
 
 def _pause_notes(coord: Coordinator, spec: JobSpec) -> tuple[list[str], str | None]:
@@ -250,7 +251,7 @@ def _submit(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
     except OSError as exc:
         log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
     coord.kick()
-    return {"result": "submitted", "id": job.id, "warning": " ".join(warnings) or None,
+    return {"result": Result.SUBMITTED, "id": job.id, "warning": " ".join(warnings) or None,
             "deduplicated": False}
 
 

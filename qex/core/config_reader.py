@@ -26,26 +26,20 @@ from qex.core.units import (
 
 W = TypeVar("W", bound=str)
 
-#: Every key of every section, in the order of the config page.
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "budget": ("cpu", "mem"),
-    "system": ("reserve_mem", "max_pressure"),
-    "enforce": ("mode", "mem_overcommit", "use_systemd"),
-    "peers": ("enabled", "dir", "stale_after"),
-    "queue": ("oversized", "settle", "max_bypass"),
-    "politeness": ("nice", "io", "oom_score_adj"),
-    "submit": ("env_capture", "minimal_env"),
-    "claims": ("export_env", "also"),
-    "learn": ("enabled", "margin"),
-    "logs": ("max_bytes",),
-    "retry": ("on_oom", "growth"),
-    "history": ("keep",),
-    "gc": ("keep",),
-    "defaults": ("cpu", "mem", "timeout", "max_queue_time", "vram"),
-    "hooks": ("on_stop", "on_stop_states", "timeout"),
-    "engine": ("kind", "partition", "account", "qos", "sbatch_options", "shared_dir", "poll",
-               "python"),
-}
+def _sections() -> dict[str, tuple[str, ...]]:
+    """Every key of every section, read off the `Config` record: each field whose value is a
+    record is a section (`pools` are `[[pool]]` tables read on their own, `notes` is not from
+    the file), so a new setting is known the moment it has a field."""
+    from qex.core.config import Config
+    from qex.core.model import fields, is_record
+
+    defaults = {spec.name: spec.value() for spec in fields(Config)}
+    return {name: tuple(key.name for key in fields(value))
+            for name, value in defaults.items() if is_record(value)}
+
+
+#: Every key of every section, in the order of the `Config` record (and the config page).
+SECTIONS: dict[str, tuple[str, ...]] = _sections()
 
 
 #: Sections of the earlier qex that this qex does not use. A file written for it is read with

@@ -20,6 +20,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from qex.core.job_fields import file_keys
 from qex.core.jobfile_fields import (
     RESOURCE_FIELDS,
     UNSET,
@@ -48,12 +49,9 @@ __all__ = [
     "parse_pipeline",
 ]
 
-JOB_FIELDS: tuple[str, ...] = (
-    "name", "cwd", "command", "timeout", "max_queue_time", "tags", "priority", "needs",
-    "after", "env_capture", "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window",
-    "locks", "retries", "resources", "env",
-)
-STAGE_FIELDS: tuple[str, ...] = tuple(f for f in JOB_FIELDS if not f.startswith("dedupe_"))
+#: The keys of a job file and of a pipeline stage, from the one table of job fields.
+JOB_FIELDS: tuple[str, ...] = file_keys()
+STAGE_FIELDS: tuple[str, ...] = file_keys(stage=True)
 PIPELINE_FIELDS: tuple[str, ...] = ("name", "jobs")
 
 JOB_EXAMPLE = (

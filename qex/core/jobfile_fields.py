@@ -19,6 +19,7 @@ from qex.core.claims import (
     parse_mem_claim,
     resource_name_problem,
 )
+from qex.core.job_fields import RESOURCE_KEYS
 from qex.core.model import dataclass, field
 from qex.core.names import visible
 from qex.core.records import PoolClaim
@@ -33,7 +34,7 @@ class Unset(Enum):
 
 UNSET = Unset.UNSET
 
-RESOURCE_FIELDS: tuple[str, ...] = ("cpu", "mem", "gpu", "vram", "claims")
+RESOURCE_FIELDS: tuple[str, ...] = RESOURCE_KEYS
 
 
 class JobFileError(ValueError):

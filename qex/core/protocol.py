@@ -27,7 +27,7 @@ Errors: {"result": "error", "kind": no_such_job | wrong_state | internal | refus
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from qex import __version__
 
@@ -46,6 +46,170 @@ NO_SUCH_JOB = "no_such_job"
 WRONG_STATE = "wrong_state"
 INTERNAL = "internal"
 REFUSED = "refused"
+ERROR_KINDS = (NO_SUCH_JOB, WRONG_STATE, INTERNAL, REFUSED)
+
+
+class Op:
+    """The request names. Plain string constants, not an enum: the hot read paths import
+    this module, and a class body of strings costs nothing to build."""
+
+    PING: Final = "ping"
+    INFO: Final = "info"
+    CAPABILITIES: Final = "capabilities"
+    SUBMIT: Final = "submit"
+    SUBMIT_WORDS: Final = "submit_words"
+    OWN_JOB: Final = "own_job"
+    LIST: Final = "list"
+    STATUS: Final = "status"
+    WAIT: Final = "wait"
+    KILL: Final = "kill"
+    CANCEL: Final = "cancel"
+    CLEAN: Final = "clean"
+    EVENTS: Final = "events"
+    PAUSE: Final = "pause"
+    RESUME: Final = "resume"
+    PAUSE_STATE: Final = "pause_state"
+    JOB_CHANGED: Final = "job_changed"
+
+
+class Result:
+    """The answer names (`result` of an answer line)."""
+
+    OK: Final = "ok"
+    INFO: Final = "info"
+    CAPABILITIES: Final = "capabilities"
+    SUBMITTED: Final = "submitted"
+    JOBS: Final = "jobs"
+    STATUS: Final = "status"
+    PAUSE_STATE: Final = "pause_state"
+    EVENT: Final = "event"
+    ERROR: Final = "error"
+
+
+#: Each request and the answer it gets when it succeeds (`events` answers with a stream).
+ANSWERS: dict[str, str] = {
+    Op.PING: Result.OK,
+    Op.INFO: Result.INFO,
+    Op.CAPABILITIES: Result.CAPABILITIES,
+    Op.SUBMIT: Result.SUBMITTED,
+    Op.SUBMIT_WORDS: Result.SUBMITTED,
+    Op.OWN_JOB: Result.OK,
+    Op.LIST: Result.JOBS,
+    Op.STATUS: Result.STATUS,
+    Op.WAIT: Result.STATUS,
+    Op.KILL: Result.OK,
+    Op.CANCEL: Result.OK,
+    Op.CLEAN: Result.OK,
+    Op.EVENTS: Result.EVENT,
+    Op.PAUSE: Result.PAUSE_STATE,
+    Op.RESUME: Result.PAUSE_STATE,
+    Op.PAUSE_STATE: Result.PAUSE_STATE,
+    Op.JOB_CHANGED: Result.OK,
+}
+
+class Submitted(TypedDict):
+    """The `submitted` answer, checked: the job's id, the coordinator's warning (or None),
+    and whether an earlier job with the same dedupe key was handed back."""
+
+    id: str
+    warning: str | None
+    deduplicated: bool
+
+
+def submitted(answer: dict[str, Any]) -> Submitted | None:
+    """The typed `submitted` answer; None when the answer does not have the job's id."""
+    job_id = answer.get("id")
+    if not isinstance(job_id, str) or not job_id:
+        return None
+    warning = answer.get("warning")
+    return Submitted(id=job_id, warning=warning if isinstance(warning, str) else None,
+                     deduplicated=bool(answer.get("deduplicated")))
+
+
+#: Every request name, in the order of the table above.
+OPS: tuple[str, ...] = tuple(ANSWERS)
+
+
+# -- the requests, one builder each: the only place a request line is spelled out ------------
+
+def ping() -> dict[str, Any]:
+    return {"op": Op.PING}
+
+
+def info() -> dict[str, Any]:
+    return {"op": Op.INFO}
+
+
+def capabilities() -> dict[str, Any]:
+    return {"op": Op.CAPABILITIES}
+
+
+def submit(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"op": Op.SUBMIT, "spec": spec}
+
+
+def submit_words(options: dict[str, Any], *, environ: dict[str, str], cwd: str,
+                 client_version: str) -> dict[str, Any]:
+    """A submit that the coordinator builds from the options as given (the fast path)."""
+    return {"op": Op.SUBMIT_WORDS, "options": options, "environ": environ, "cwd": cwd,
+            "client_version": client_version}
+
+
+def own_job(job_id: str) -> dict[str, Any]:
+    return {"op": Op.OWN_JOB, "id": job_id}
+
+
+def list_jobs() -> dict[str, Any]:
+    return {"op": Op.LIST}
+
+
+def status(job_id: str) -> dict[str, Any]:
+    return {"op": Op.STATUS, "id": job_id}
+
+
+def wait(job_id: str) -> dict[str, Any]:
+    return {"op": Op.WAIT, "id": job_id}
+
+
+def kill(job_id: str, signal: int, grace_secs: float | None) -> dict[str, Any]:
+    return {"op": Op.KILL, "id": job_id, "signal": signal, "grace_secs": grace_secs}
+
+
+def cancel(job_id: str) -> dict[str, Any]:
+    return {"op": Op.CANCEL, "id": job_id}
+
+
+def clean(job_id: str) -> dict[str, Any]:
+    return {"op": Op.CLEAN, "id": job_id}
+
+
+def events(since: str | None) -> dict[str, Any]:
+    return {"op": Op.EVENTS, "since": since}
+
+
+def pause(target: dict[str, Any] | str | None, *, reason: str | None, until: float | None,
+          by_pid: int | None, drain: bool) -> dict[str, Any]:
+    return {"op": Op.PAUSE, "target": target, "reason": reason, "until": until,
+            "by_pid": by_pid, "drain": drain}
+
+
+def resume(target: dict[str, Any] | str | None) -> dict[str, Any]:
+    return {"op": Op.RESUME, "target": target}
+
+
+def pause_state() -> dict[str, Any]:
+    return {"op": Op.PAUSE_STATE}
+
+
+def job_changed(job_id: str, *, pending: dict[str, Any] | None = None,
+                note: str | None = None) -> dict[str, Any]:
+    """`pending` and `note`: a record that the disk refused, and the sentence that says so."""
+    message: dict[str, Any] = {"op": Op.JOB_CHANGED, "id": job_id}
+    if pending is not None:
+        message["pending"] = pending
+        message["note"] = note
+    return message
+
 
 MAX_LINE = 64 * 1024 * 1024
 
@@ -70,12 +234,29 @@ def decode(line: bytes) -> dict[str, Any]:
     return value
 
 
+# -- the answers ------------------------------------------------------------------------------
+
 def error(kind: str, message: str) -> dict[str, Any]:
-    return {"result": "error", "kind": kind, "message": message}
+    return {"result": Result.ERROR, "kind": kind, "message": message}
 
 
 def ok(**fields: Any) -> dict[str, Any]:
-    return {"result": "ok", **fields}
+    return {"result": Result.OK, **fields}
+
+
+def answer(result: str, **fields: Any) -> dict[str, Any]:
+    """An answer named `result` (one of `Result`) with its fields."""
+    return {"result": result, **fields}
+
+
+def error_of(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, message) when `message` is an `error` answer, else None."""
+    if message.get("result") != Result.ERROR:
+        return None
+    kind = message.get("kind")
+    text = message.get("message")
+    return (kind if isinstance(kind, str) and kind else INTERNAL,
+            text if isinstance(text, str) and text else "the coordinator gave no reason")
 
 
 def version_tuple(version: str) -> tuple[int, int, int]:

@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from decimal import Decimal
 
 KIB = 1024
@@ -237,3 +238,26 @@ def format_duration(seconds: float | None) -> str:
     if hours:
         return f"{hours}h{minutes}m" if minutes else f"{hours}h"
     return f"{minutes}m{secs}s" if secs else f"{minutes}m"
+
+
+# -- durations that the environment may override (`QEX_*_SECS`), read by one rule ----------
+#
+# The value is a plain number of seconds; when it is unset, empty, not a number, or outside
+# the bounds that the setting allows, the default applies (never an error: these variables
+# shorten waits in tests and tune a site, and a typo must not stop qex).
+
+#: The longest duration any `QEX_*_SECS` setting takes (a year).
+ENV_LONGEST = 365 * 86400.0
+
+
+def env_seconds(env: Mapping[str, str], name: str, default: float, *, low: float = 0.0,
+                high: float = ENV_LONGEST) -> float:
+    """`env[name]` as seconds from `low` to `high` (both included), else `default`."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        return default
+    return value if low <= value <= high else default

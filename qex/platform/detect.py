@@ -296,13 +296,41 @@ def reset_cache() -> None:
     _cached.clear()
 
 
-def enforcement_summary(mode: str, caps: Capabilities) -> str:
-    """One line for `config show` and `info`: what `[enforce] mode` really does here."""
+def enforcement_state(mode: str, caps: Capabilities) -> dict[str, Any]:
+    """What `[enforce] mode` does on this machine, as facts: the one summary that `qex info`
+    (through the coordinator) and `qex config show` both give."""
+    possible = bool(caps.enforcement_possible)
+    active = mode != "off" and possible
     if mode == "off":
-        return "off; a claim steers the queue only, and qex sets no limit on a job"
-    if caps.enforcement_possible:
-        what = ("memory.max = the claim, no swap" if mode == "hard"
-                else "memory.high = the claim, memory.max = the claim x mem_overcommit")
-        return (f"{mode}; each job gets its own cgroup in a systemd user scope "
-                f"({caps.scope_backend}): {what}")
-    return f"NOT ACTIVE ({mode} was asked): {caps.reason}. To fix: {caps.fix}"
+        reason: str | None = '[enforce] mode is "off", so a claim steers the queue only'
+        fix: str | None = ('set [enforce] mode = "hard" (or "soft") in the config file'
+                           if possible else None)
+    elif active:
+        reason, fix = None, None
+    else:
+        reason, fix = caps.reason, caps.fix
+    return {"mode": mode, "active": active, "possible": possible, "reason": reason, "fix": fix,
+            "backend": caps.scope_backend}
+
+
+def _sentence(text: str | None) -> str:
+    return (text or "no reason was given").rstrip(". ")
+
+
+def enforcement_summary(mode: str, caps: Capabilities, *, mem_overcommit: float = 1.5) -> str:
+    """The same facts as one line for people (`config show`)."""
+    state = enforcement_state(mode, caps)
+    if mode == "off":
+        if state["possible"]:
+            return ("mode: off — a claim steers the queue only and sets no limit on a job; "
+                    "soft or hard WOULD work here")
+        return ("mode: off — a claim steers the queue only and sets no limit on a job; soft or "
+                f"hard would not work here either: {_sentence(caps.reason)}")
+    if state["active"]:
+        what = ("the kernel stops a job at its memory claim" if mode == "hard" else
+                "the kernel slows a job at its memory claim and stops it at "
+                f"{mem_overcommit:g} times the claim")
+        return (f"mode: {mode} — active: {what}, each job in a cgroup of its own "
+                f"({caps.scope_backend})")
+    return (f"mode: {mode} — NOT ACTIVE: {_sentence(state['reason'])}. "
+            f"Fix: {_sentence(state['fix'])}. Until then jobs run with no memory limit")

@@ -16,6 +16,31 @@ from qex.core.model import dataclass
 MAX_SOCKET_PATH = 100
 
 
+#: The fallback directories are tried in this order; /tmp is last and always fits.
+_FALLBACK_BASES = ("XDG_RUNTIME_DIR", "TMPDIR")
+
+
+def fallback_socket(preferred: Path, env: Mapping[str, str]) -> Path:
+    """A short socket path for a state dir too deep for `sun_path`.
+
+    A private directory named by a hash of the preferred path, so every command of one state
+    dir finds the same socket, under the first of $XDG_RUNTIME_DIR, $TMPDIR and /tmp where
+    the whole path fits. It always fits: under /tmp it is `/tmp/qex-<uid>-<16 hex>/qex.sock`,
+    at most 46 bytes.
+    """
+    import hashlib  # only here: it loads OpenSSL, which the common case never needs
+
+    digest = hashlib.sha256(os.fsencode(preferred)).hexdigest()[:16]
+    leaf = Path(f"qex-{os.getuid()}-{digest}") / "qex.sock"
+    for name in _FALLBACK_BASES:
+        base = _env_path(env, name)
+        if base is not None and base.is_absolute():
+            candidate = base / leaf
+            if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
+                return candidate
+    return Path("/tmp") / leaf
+
+
 class PathError(RuntimeError):
     """The environment gives no usable place for qex's files."""
 
@@ -57,13 +82,7 @@ class Paths:
         run_dir = state_dir / "run"
         socket_path = run_dir / "qex.sock"
         if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
-            # A deep state dir does not fit sun_path: use a short private dir named by a hash
-            # of the preferred path, so every command of this state dir finds the same socket.
-            import hashlib  # only here: it loads OpenSSL, which the common case never needs
-
-            digest = hashlib.sha256(os.fsencode(socket_path)).hexdigest()[:16]
-            base = _env_path(env, "XDG_RUNTIME_DIR") or _env_path(env, "TMPDIR") or Path("/tmp")
-            socket_path = base / f"qex-{os.getuid()}-{digest}" / "qex.sock"
+            socket_path = fallback_socket(socket_path, env)
         return cls(
             config_file=config_home / "qex.toml",
             state_dir=state_dir,

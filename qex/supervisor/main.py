@@ -42,11 +42,9 @@ LOCK_FILE = "supervisor.lock"
 
 
 def main(argv: list[str] | None = None) -> int:
+    """One job's supervisor (`<job-id>` or `--hook <job-id>`); the fork server's entry is
+    `qex.supervisor.__main__`, which imports this module and never the other way round."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args == ["--forkserver"]:
-        from qex.supervisor.forkserver import serve
-
-        return serve()
     hook_only = "--hook" in args
     rest = [arg for arg in args if arg != "--hook"]
     if len(rest) != 1 or not is_uuid(rest[0]):

@@ -1,17 +1,18 @@
 """Tell the coordinator that a record changed, so it reads it now instead of at its next scan.
 
-One line `{"op":"job_changed","id":...}` on the control socket, one line back, half a second
-at most. Every failure is ignored: the coordinator may be gone or restarting, and it rebuilds
-its view from the records, which are already on the disk when this is sent (or, when the
-disk refused the record, the record travels with the note; see `Runner.save_final`).
+One `job_changed` request (`qex.core.protocol`) on the control socket, one line back, half a
+second at most. Every failure is ignored: the coordinator may be gone or restarting, and it
+rebuilds its view from the records, which are already on the disk when this is sent (or, when
+the disk refused the record, the record travels with the note; see `Runner.save_final`).
 """
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 from typing import Any
+
+from qex.core import protocol
 
 TIMEOUT_SECS = 0.5
 
@@ -24,16 +25,12 @@ def job_changed(socket_path: Path, job_id: str, *, pending: dict[str, Any] | Non
     sentence that says so. The coordinator shows the sentence, and should this supervisor
     die before the write succeeds, it records `pending` itself.
     """
-    message: dict[str, Any] = {"op": "job_changed", "id": job_id}
-    if pending is not None:
-        message["pending"] = pending
-        message["note"] = note
-    line = json.dumps(message, separators=(",", ":")) + "\n"
+    line = protocol.encode(protocol.job_changed(job_id, pending=pending, note=note))
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(TIMEOUT_SECS)
             sock.connect(str(socket_path))
-            sock.sendall(line.encode("utf-8"))
+            sock.sendall(line)
             answer = b""
             while not answer.endswith(b"\n") and len(answer) < 65536:
                 chunk = sock.recv(4096)

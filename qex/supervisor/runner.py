@@ -70,12 +70,11 @@ class Outcome(Enum):
 
 
 def env_seconds(name: str, default: float) -> float:
-    """A duration override from the environment (tests shorten the graces); bad values ignored."""
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return value if value >= 0 else default
+    """A duration override from the environment (tests shorten the graces), by the one rule
+    of `qex.core.units`."""
+    from qex.core.units import env_seconds as read
+
+    return read(os.environ, name, default)
 
 
 #: supervisor.log stops growing here: a supervisor that meets the same fault all day must not

@@ -11,14 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from qex.cli.exits import code_for
 from qex.client.connection import (
     Connection,
     CoordinatorError,
+    Lost,
     RequestError,
+    TimedOut,
     ceiling_from_env,
     connect,
 )
 from qex.client.starting import probe_socket_dir
+from qex.core.states import Exit
 from qex.store.paths import Paths
 
 Handler = Callable[[socket.socket], None]
@@ -106,10 +110,10 @@ def test_silence_is_a_timeout_with_124(paths: Paths) -> None:
     serve(paths, lambda conn: release.wait(5))
     conn = connect(paths, start=False, ceiling=0.3)
     assert conn is not None
-    with pytest.raises(CoordinatorError) as info:
+    with pytest.raises(TimedOut) as info:
         conn.request({"op": "list"})
     assert info.value.timeout
-    assert info.value.code == 124
+    assert code_for(info.value, "wait") == code_for(info.value, "list") == Exit.WAIT_TIMEOUT
     with pytest.raises(CoordinatorError, match="connect again"):
         conn.request({"op": "ping"})
     release.set()
@@ -127,9 +131,9 @@ def test_a_cut_answer_is_a_timeout(paths: Paths) -> None:
     serve(paths, half)
     conn = connect(paths, start=False, ceiling=0.3)
     assert conn is not None
-    with pytest.raises(CoordinatorError, match="began its answer") as info:
+    with pytest.raises(TimedOut, match="began its answer") as info:
         conn.request({"op": "list"})
-    assert info.value.code == 124
+    assert code_for(info.value, "status") == Exit.WAIT_TIMEOUT
     release.set()
     conn.close()
 
@@ -138,11 +142,12 @@ def test_closed_line_is_lost_not_timeout(paths: Paths) -> None:
     serve(paths, lambda conn: conn.recv(100))
     conn = connect(paths, start=False)
     assert conn is not None
-    with conn, pytest.raises(CoordinatorError) as info:
+    with conn, pytest.raises(Lost) as info:
         conn.request({"op": "wait", "id": "x"})
     assert info.value.lost
     assert not info.value.timeout
-    assert info.value.code != 124
+    assert code_for(info.value, "wait") == Exit.QEX_FAILED
+    assert code_for(info.value, "info") == Exit.FAILURE
 
 
 def test_stream_ends_at_eof(paths: Paths) -> None:
@@ -182,3 +187,25 @@ def test_probe_of_a_usable_directory(tmp_path: Path) -> None:
     assert probe_socket_dir(tmp_path) is None
     assert probe_socket_dir(tmp_path / "missing") is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_until_caps_every_request_below_the_ceiling(paths: Paths) -> None:
+    import time
+
+    release = threading.Event()
+    serve(paths, lambda conn: release.wait(10))
+    conn = connect(paths, start=False, ceiling=300, until=time.monotonic() + 0.3)
+    assert conn is not None
+    with pytest.raises(TimedOut, match="--timeout"):
+        conn.status("x")
+    release.set()
+    conn.close()
+
+
+def test_a_connect_error_that_cannot_succeed_is_unreachable_at_once(paths: Paths) -> None:
+    from qex.client.connection import Unreachable
+
+    paths.run_dir.mkdir(parents=True, exist_ok=True)
+    paths.socket_path.symlink_to(paths.socket_path)  # ELOOP on every connect
+    with pytest.raises(Unreachable, match="waiting would not change that"):
+        connect(paths, start=True, ceiling=300)

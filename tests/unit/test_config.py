@@ -483,3 +483,16 @@ def test_the_earlier_qex_settings_give_one_note_and_no_refusal() -> None:
         parse_config({"update": {"chek": "7d"}}, "f.toml")
     with pytest.raises(ConfigError, match="updates"):
         parse_config({"updates": {}}, "f.toml")
+
+
+def test_sections_are_read_off_the_config_record() -> None:
+    """Every field of every `Config` section is a known key, and nothing else is."""
+    from qex.core.config import Config
+    from qex.core.config_reader import SECTIONS
+    from qex.core.model import fields, is_record
+
+    sections = {f.name: f.value() for f in fields(Config) if is_record(f.value())}
+    assert set(sections) | {"pools", "notes"} == {f.name for f in fields(Config)}
+    assert set(SECTIONS) == set(sections)
+    for name, section in sections.items():
+        assert SECTIONS[name] == tuple(f.name for f in fields(section))

@@ -346,7 +346,7 @@ def test_program_replacement_is_noticed(tmp_path: Path, monkeypatch: pytest.Monk
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux only")
 def test_file_watch_reports_a_rename_over_the_file(tmp_path: Path) -> None:
-    from qex.coordinator.filewatch import FileWatch
+    from qex.platform.filewatch import FileWatch
 
     target = tmp_path / "qex.toml"
 

@@ -164,8 +164,25 @@ def test_detect_is_cached_per_use_systemd(monkeypatch: pytest.MonkeyPatch) -> No
 def test_summary_lines() -> None:
     good = Capabilities(os="linux", enforcement_possible=True, scope_backend="systemd-run")
     bad = Capabilities(os="linux", reason="cgroups are hybrid", fix="boot unified")
-    assert enforcement_summary("off", bad).startswith("off")
+    assert enforcement_summary("off", bad).startswith("mode: off")
+    assert "WOULD work" in enforcement_summary("off", good)
     assert "systemd-run" in enforcement_summary("hard", good)
+    assert "2.5 times" in enforcement_summary("soft", good, mem_overcommit=2.5)
     line = enforcement_summary("soft", bad)
-    assert line.startswith("NOT ACTIVE") and "cgroups are hybrid" in line and "boot unified" in line
+    assert line.startswith("mode: soft — NOT ACTIVE")
+    assert "cgroups are hybrid" in line and "boot unified" in line
+
+
+def test_one_enforcement_state_for_info_and_config() -> None:
+    from qex.platform.detect import enforcement_state
+
+    good = Capabilities(os="linux", enforcement_possible=True, scope_backend="pystemd")
+    bad = Capabilities(os="linux", reason="cgroups are hybrid", fix="boot unified")
+    assert enforcement_state("hard", good) == {
+        "mode": "hard", "active": True, "possible": True, "reason": None, "fix": None,
+        "backend": "pystemd"}
+    off = enforcement_state("off", good)
+    assert off["active"] is False and off["reason"] and off["fix"]
+    assert enforcement_state("off", bad)["fix"] is None
+    assert enforcement_state("soft", bad)["reason"] == "cgroups are hybrid"
     assert Capabilities(os="linux", delegated=("memory",)).to_dict()["delegated"] == ["memory"]

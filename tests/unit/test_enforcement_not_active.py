@@ -37,8 +37,9 @@ def test_probe_names_a_reason_and_a_fix() -> None:
 def test_summary_says_not_active_for_soft_and_hard() -> None:
     for mode in ("soft", "hard"):
         line = enforcement_summary(mode, detect())
-        assert line.startswith("NOT ACTIVE") and str(CAPS.reason) in line
-    assert enforcement_summary("off", detect()).startswith("off")
+        assert line.startswith(f"mode: {mode} — NOT ACTIVE")
+        assert str(CAPS.reason).rstrip(". ") in line
+    assert enforcement_summary("off", detect()).startswith("mode: off")
 
 
 def test_launch_wanting_a_scope_runs_plain_and_says_why(tmp_path: Path) -> None:

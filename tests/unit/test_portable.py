@@ -267,10 +267,10 @@ def test_gpu_discovery_needs_linux(portable: None, tmp_path: Path) -> None:
 
 
 def test_the_coordinator_and_cli_watchers_are_off(portable: None, tmp_path: Path) -> None:
-    from qex.cli.filewatch import DirWatch
-    from qex.coordinator.filewatch import FileWatch
+    from qex.platform.filewatch import FileWatch, InotifyWatcher, SlowWatcher, open_watcher
 
-    assert not DirWatch([tmp_path]).active
+    assert InotifyWatcher.open([tmp_path]) is None
+    assert isinstance(open_watcher([tmp_path]), SlowWatcher)
 
     async def main() -> object:
         return FileWatch.start(tmp_path / "qex.toml", lambda: None)

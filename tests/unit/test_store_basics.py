@@ -65,3 +65,31 @@ def test_read_json_of_garbage_is_none(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("{half")
     assert atomic.read_json(tmp_path / "x") is None
     assert atomic.read_json(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(("runtime_len", "tmp_len"), [(5, 5), (150, 5), (5, 150), (150, 150)])
+def test_socket_fallback_fits_even_under_long_dirs(tmp_path: Path, runtime_len: int,
+                                                   tmp_len: int) -> None:
+    deep = tmp_path / ("s" * 200)
+    runtime = tmp_path / ("r" * runtime_len)
+    scratch = tmp_path / ("t" * tmp_len)
+    env = {"HOME": str(tmp_path), "XDG_STATE_HOME": str(deep), "XDG_RUNTIME_DIR": str(runtime),
+           "TMPDIR": str(scratch)}
+    paths = Paths.from_env(env)
+    assert len(os.fsencode(paths.socket_path)) <= MAX_SOCKET_PATH
+    # The first base where the whole path fits is the one chosen; /tmp when none does.
+    leaf = Path(*paths.socket_path.parts[-2:])
+    fitting = [b for b in (runtime, scratch) if len(os.fsencode(b / leaf)) <= MAX_SOCKET_PATH]
+    assert paths.socket_path == (fitting[0] if fitting else Path("/tmp")) / leaf
+    assert Paths.from_env(env).socket_path == paths.socket_path
+
+
+def test_the_last_fallback_fits_for_any_uid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """/tmp/qex-<uid>-<16 hex>/qex.sock: at most 45 bytes, whatever the uid (32 bits)."""
+    monkeypatch.setattr(os, "getuid", lambda: 4294967294)
+    long_dir = str(tmp_path / ("l" * 150))
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": long_dir,
+                            "XDG_RUNTIME_DIR": long_dir, "TMPDIR": "relative/dir"})
+    assert paths.socket_path.parts[:2] == ("/", "tmp")
+    assert len(os.fsencode(paths.socket_path)) <= 45 < MAX_SOCKET_PATH < 108

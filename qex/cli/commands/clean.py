@@ -41,9 +41,9 @@ def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...], 
     filters only ever select jobs that stopped, and together they must all hold. This does
     not stop a running job."""
     from qex.cli import job_filters as jf
-    from qex.cli.reach import list_jobs, open_connection
+    from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
-    from qex.core.states import FINAL, State, parse_state_filter
+    from qex.core.states import FINAL, Exit, State, parse_state_filter
     from qex.core.units import UnitError, parse_duration
 
     if auto and (all_jobs or states or older_than):
@@ -83,12 +83,12 @@ def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...], 
     conn = open_connection(paths, start=True)
     assert conn is not None
     with conn:
-        records = list_jobs(conn)
+        records = conn.list_jobs()
         for word in state_words:
             if jf.names_something(records, word):
                 die(f"`{word}` is a state and also names a job or a group, so qex does not "
                     f"guess; give the job's id to delete that job, or `--state {word}` to "
-                    "delete every job in that state", 127)
+                    "delete every job in that state", Exit.NO_SUCH_JOB)
         explicit: list[dict[str, Any]] = []
         for word in job_words:
             explicit.extend(resolve(conn, paths, word).jobs)
@@ -118,7 +118,8 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
     """Send one `clean` per record; report what went, what stayed and why."""
     from qex.cli.common import warn
     from qex.cli.disk_usage import tree_size
-    from qex.cli.reach import ask, code_for, error_of
+    from qex.cli.exits import code_for
+    from qex.cli.reach import refusal
     from qex.cli.record_view import job_label, typed
     from qex.core import protocol
     from qex.core.units import format_size
@@ -135,18 +136,17 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
             continue
         seen.add(job_id)
         size = tree_size(paths.job_dir(job_id))
-        failed = error_of(ask(conn, {"op": "clean", "id": job_id}))
+        failed = refusal(conn.clean, job_id)
         if failed is None:
             deleted += 1
             freed += size
             continue
-        kind, message = failed
         if job_id in named:
-            warn(message)
+            warn(failed.message)
             if code == 0:
-                code = code_for(kind)
-        elif kind != protocol.NO_SUCH_JOB:
-            stayed.append((record, message))
+                code = code_for(failed, "clean")
+        elif failed.kind != protocol.NO_SUCH_JOB:
+            stayed.append((record, failed.message))
     noun = "record" if deleted == 1 else "records"
     click.echo(f"qex deleted {deleted} {noun} and freed {format_size(freed)}.")
     if stayed:

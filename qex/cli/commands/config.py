@@ -36,63 +36,23 @@ def _share(value: BudgetValue, unit: str) -> str:
 
 
 def enforcement_info(config: Config, caps: Capabilities) -> dict[str, Any]:
-    """The `enforcement` object of `config show --json`."""
-    mode = config.enforce.mode
-    active = mode != "off" and caps.enforcement_possible
-    if mode == "off":
-        reason: str | None = '[enforce] mode is "off", so a claim steers the queue only'
-        fix: str | None = None if not caps.enforcement_possible else (
-            'set [enforce] mode = "hard" (or "soft") in the config file'
-        )
-    elif active:
-        reason, fix = None, None
-    else:
-        reason, fix = caps.reason, caps.fix
+    """The `enforcement` object of `config show --json`: the summary, and the probe."""
+    from qex.platform.detect import enforcement_state
+
     return {
-        "mode": mode,
-        "active": active,
-        "possible": caps.enforcement_possible,
-        "reason": reason,
-        "fix": fix,
+        **enforcement_state(config.enforce.mode, caps),
         # Through JSON once, so a detail the probe adds later (a path, say) cannot break
         # `--json`.
         "capabilities": json.loads(json.dumps(caps.to_dict(), default=str)),
     }
 
 
-def _sentence(text: str | None) -> str:
-    return (text or "no reason was given").rstrip(". ")
-
-
 def enforcement_line(config: Config, caps: Capabilities) -> str:
     """What `[enforce] mode` really does on this machine, in one line."""
-    mode = config.enforce.mode
-    if mode == "off":
-        if caps.enforcement_possible:
-            return (
-                "mode: off — a claim steers the queue only and sets no limit on a job; "
-                "soft or hard WOULD work here"
-            )
-        return (
-            "mode: off — a claim steers the queue only and sets no limit on a job; soft or "
-            f"hard would not work here either: {_sentence(caps.reason)}"
-        )
-    if caps.enforcement_possible:
-        if mode == "hard":
-            what = "the kernel stops a job at its memory claim"
-        else:
-            what = (
-                "the kernel slows a job at its memory claim and stops it at "
-                f"{config.enforce.mem_overcommit:g} times the claim"
-            )
-        return (
-            f"mode: {mode} — active: {what}, each job in a cgroup of its own "
-            f"({caps.scope_backend})"
-        )
-    return (
-        f"mode: {mode} — NOT ACTIVE: {_sentence(caps.reason)}. Fix: {_sentence(caps.fix)}. "
-        "Until then jobs run with no memory limit"
-    )
+    from qex.platform.detect import enforcement_summary
+
+    return enforcement_summary(config.enforce.mode, caps,
+                               mem_overcommit=config.enforce.mem_overcommit)
 
 
 def summary_lines(  # noqa: PLR0912, PLR0915 (one line per setting, in page order)

@@ -99,7 +99,10 @@ def command(*, as_json: bool, since_text: str, count: int | None,  # noqa: C901,
     lines that count lost events), and `bye` when the coordinator stops. Keep the stream_id
     and the last seq, and give both to --since to continue."""
     from qex.cli.reach import open_connection, require
-    from qex.client.connection import CoordinatorError
+    from qex.client.errors import Refused
+    from qex.core import protocol
+    from qex.core.protocol import Result
+    from qex.core.states import Exit
     from qex.core.units import UnitError, parse_duration
 
     since, bare = parse_since(since_text)
@@ -115,7 +118,7 @@ def command(*, as_json: bool, since_text: str, count: int | None,  # noqa: C901,
 
     deadline = None if timeout is None else time.monotonic() + timeout
     paths = get_paths()
-    conn = open_connection(paths, start=True)
+    conn = open_connection(paths, start=True, until=deadline)
     assert conn is not None
     require(conn, "events", "write the event stream")
 
@@ -128,10 +131,11 @@ def command(*, as_json: bool, since_text: str, count: int | None,  # noqa: C901,
             signal.signal(signal.SIGALRM, on_alarm)
             signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
         with conn:
-            for message in conn.stream({"op": "events", "since": since}):
-                if message.get("result") == "error":
-                    die(str(message.get("message") or "the coordinator refused the stream"), 1)
-                event = message.get("event") if message.get("result") == "event" else message
+            for message in conn.events(since):
+                refused = protocol.error_of(message)
+                if refused is not None:
+                    raise Refused(*refused)
+                event = message.get("event") if message.get("result") == Result.EVENT else message
                 if not isinstance(event, dict):
                     continue
                 kind = event.get("event")
@@ -152,12 +156,10 @@ def command(*, as_json: bool, since_text: str, count: int | None,  # noqa: C901,
         from qex.core.units import format_duration
 
         die(f"the stream reached its time limit of {format_duration(timeout)} after {seen} "
-            "event(s); run the command again with --since to continue", 124)
-    except CoordinatorError as exc:
-        die(exc.message, 124 if exc.timeout else 1)
+            "event(s); run the command again with --since to continue", Exit.WAIT_TIMEOUT)
     finally:
         if deadline is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
     die("the coordinator closed the event stream and gave no reason, so it probably stopped "
         "without warning; the job records on disk are correct, so run `qex events` again to "
-        "read the stream of the next coordinator", 1)
+        "read the stream of the next coordinator", Exit.FAILURE)

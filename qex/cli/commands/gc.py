@@ -24,7 +24,7 @@ def command(  # noqa: PLR0915 (one pass: records, damaged dirs, history, then th
     from qex.cli import job_filters as jf
     from qex.cli.common import load_config, warn
     from qex.cli.disk_usage import ORPHAN_MIN_AGE, is_orphan, scan_jobs
-    from qex.cli.reach import ask, error_of, list_jobs, open_connection
+    from qex.cli.reach import open_connection, refusal
     from qex.core import protocol
     from qex.core.names import safe_name
     from qex.core.units import UnitError, format_duration, format_size, parse_duration
@@ -42,7 +42,7 @@ def command(  # noqa: PLR0915 (one pass: records, damaged dirs, history, then th
     conn = open_connection(paths, start=True)
     assert conn is not None
     with conn:
-        records = list_jobs(conn)
+        records = conn.list_jobs()
         now = time.time()
         held = jf.held_ids(records)
         known = {str(r.get("id")) for r in records}
@@ -70,14 +70,14 @@ def command(  # noqa: PLR0915 (one pass: records, damaged dirs, history, then th
                     deleted.append(record)
                     freed += size
                 continue
-            failed = error_of(ask(conn, {"op": "clean", "id": job_id}))
+            failed = refusal(conn.clean, job_id)
             if failed is None:
                 deleted.append(record)
                 freed += size
-            elif failed[0] == protocol.WRONG_STATE:
+            elif failed.kind == protocol.WRONG_STATE:
                 kept.append(record)
-            elif failed[0] != protocol.NO_SUCH_JOB:
-                warn(failed[1])
+            elif failed.kind != protocol.NO_SUCH_JOB:
+                warn(failed.message)
     for entry in orphans:
         freed += entry.bytes
         if not dry_run:

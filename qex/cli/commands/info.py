@@ -123,7 +123,7 @@ def command(*, as_json: bool, no_start: bool) -> None:
     whether memory limits are enforced."""
     from qex import __version__
     from qex.cli.queue_lines import health_line
-    from qex.cli.reach import expect, open_connection
+    from qex.cli.reach import open_connection
 
     paths = get_paths()
     conn = open_connection(paths, start=not no_start)
@@ -134,7 +134,7 @@ def command(*, as_json: bool, no_start: bool) -> None:
             click.echo("no coordinator operates")
         sys.exit(1)
     with conn:
-        info = expect(conn, {"op": "info"}, "info")
+        info = conn.fresh_info()
     now = time.time()
     fault = info.get("config_error")
     if isinstance(fault, str) and fault:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from qex.cli.common import die, get_paths, print_json, warn
+from qex.core.states import Exit
 
 
 def disk_pause_state(paths: Any, now: float) -> dict[str, Any]:
@@ -86,15 +87,14 @@ def _until(for_text: str | None) -> float | None:
 
 def _pause(target: dict[str, Any], reason: str | None, for_text: str | None,
            drain: bool) -> tuple[Any, dict[str, Any]]:
-    from qex.cli.reach import expect, open_connection, require
+    from qex.cli.reach import open_connection, require
 
     until = _until(for_text)
     paths = get_paths()
     conn = open_connection(paths, start=True)
     assert conn is not None
     require(conn, "pause", "pause the queue or a lock")
-    answer = expect(conn, {"op": "pause", "target": target, "reason": reason, "until": until,
-                           "by_pid": os.getpid(), "drain": drain}, "pause_state")
+    answer = conn.pause(target, reason=reason, until=until, by_pid=os.getpid(), drain=drain)
     return conn, answer
 
 
@@ -108,15 +108,13 @@ def _pause(target: dict[str, Any], reason: str | None, for_text: str | None,
 def pause_queue(*, reason: str | None, for_text: str | None, drain: bool, as_json: bool) -> None:
     """Start no new job until `qex resume queue` (or the end given with --for). A second
     pause keeps the end and the reason of the first one."""
-    from qex.cli.reach import expect
-
     conn, answer = _pause({"kind": "queue"}, reason, for_text, drain)
     with conn:
         queue = answer.get("queue")
         if isinstance(queue, dict) and queue.get("by_pid") not in (None, 0, os.getpid()):
             warn(f"the queue was already paused by pid {queue.get('by_pid')}; that pause keeps "
                  "its end and its reason (run `qex resume queue` first to replace them)")
-        info = expect(conn, {"op": "info"}, "info")
+        info = conn.fresh_info()
         running = info.get("jobs_running")
         if drain:
             _print_state(answer, as_json)
@@ -162,18 +160,19 @@ def pause_lock(*, name: str, reason: str | None, for_text: str | None, as_json: 
 
 def _wait_quiet(conn: Any) -> None:
     """Wait until no job runs: woken by the event stream, with a slow look as a fallback."""
-    from qex.cli.reach import expect, open_connection
+    from qex.cli.reach import open_connection
+    from qex.client.errors import CoordinatorError
 
     def quiet() -> bool:
-        info = expect(conn, {"op": "info"}, "info")
-        return info.get("jobs_running") == 0
+        info = conn.fresh_info()
+        return bool(info.get("jobs_running") == 0)
 
     try:
         stream_conn = open_connection(get_paths(), start=False) \
             if "events" in conn.capabilities() else None
         if stream_conn is not None:
             with stream_conn:
-                events = stream_conn.stream({"op": "events", "since": "now"})
+                events = stream_conn.events("now")
                 next(events, None)  # the `stream` header: the subscription is in place
                 if quiet():
                     return
@@ -186,11 +185,8 @@ def _wait_quiet(conn: Any) -> None:
         while not quiet():
             time.sleep(1.0)
     except KeyboardInterrupt:
-        die("the wait for a quiet machine stopped; the queue stays paused", 1)
-    except Exception as exc:  # a lost stream ends the wait with a sentence, not a trace
-        from qex.client.connection import CoordinatorError
-
-        if isinstance(exc, CoordinatorError):
-            die(f"{exc.message}; the queue stays paused", 124 if exc.timeout else 1)
+        die("the wait for a quiet machine stopped; the queue stays paused", Exit.FAILURE)
+    except CoordinatorError as exc:  # a lost stream ends the wait with a sentence, not a trace
+        exc.message = f"{exc.message}; the queue stays paused"
         raise
     sys.stdout.flush()

@@ -30,6 +30,7 @@ def command(word: str, id_file: str | None) -> None:
     from qex.cli import jobcmd
     from qex.cli.common import get_paths, load_config, warn
     from qex.cli.idfile import single_text
+    from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
     from qex.cli.submitting import Submitter, write_id_file
     from qex.core import model
@@ -39,7 +40,7 @@ def command(word: str, id_file: str | None) -> None:
     from qex.store.jobs import read_spec
 
     paths = get_paths(Exit.QEX_FAILED)
-    conn = jobcmd.open_connection(paths, start=True)
+    conn = open_connection(paths, start=True)
     assert conn is not None
     old = resolve(conn, paths, word, one_job=True).jobs[0]
     old_id = str(old["id"])
@@ -58,7 +59,7 @@ def command(word: str, id_file: str | None) -> None:
                           machine=machine(), conn=conn)
     submitter.preflight([fresh.to_dict()])
     answer = submitter.send(fresh)
-    new = str(answer["id"])
+    new = answer["id"]
     jobcmd.print_warnings(answer)
     write_id_file(id_file, single_text(new))
     warn(f"the job {short_id(old_id)} runs again as {new}")

@@ -10,14 +10,14 @@ from qex.cli.common import get_paths, print_json
 
 
 def _resume(target: dict[str, Any]) -> dict[str, Any]:
-    from qex.cli.reach import expect, open_connection, require
+    from qex.cli.reach import open_connection, require
 
     paths = get_paths()
     conn = open_connection(paths, start=True)
     assert conn is not None
     with conn:
         require(conn, "pause", "resume a pause")
-        return expect(conn, {"op": "resume", "target": target}, "pause_state")
+        return conn.resume(target)
 
 
 def _json(answer: dict[str, Any]) -> None:

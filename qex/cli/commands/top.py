@@ -14,6 +14,7 @@ import click
 
 from qex.cli.common import get_paths
 from qex.core.model import dataclass, field
+from qex.core.states import Exit
 
 #: The gap between the two samples of `--once`.
 ONCE_GAP = 0.4
@@ -50,17 +51,17 @@ class _Feed:
     def fetch(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any] | None]:
         """(records, info or None, pauses or None); a coordinator that fails falls back to disk."""
         from qex.cli.queue_lines import pause_state_from_info
-        from qex.client.connection import CoordinatorError, connect
+        from qex.client.connection import CoordinatorError, Refused, connect
 
         try:
             if self.conn is None:
                 self.conn = connect(self.paths, start=False)
             if self.conn is not None:
-                listed = self.conn.request({"op": "list"})
-                info = self.conn.request({"op": "info"})
-                if listed.get("result") == "jobs" and info.get("result") == "info":
-                    jobs = [j for j in listed.get("jobs") or [] if isinstance(j, dict)]
-                    return jobs, info, pause_state_from_info(info)
+                jobs = self.conn.list_jobs()
+                info = self.conn.fresh_info()
+                return jobs, info, pause_state_from_info(info)
+        except Refused:
+            pass
         except CoordinatorError as exc:
             self.timed_out = self.timed_out or exc.timeout
             if self.conn is not None:
@@ -191,4 +192,4 @@ def command(*, once: bool, interval: float, no_color: bool) -> None:
     finally:
         if feed.conn is not None:
             feed.conn.close()
-    sys.exit(124 if feed.timed_out else 0)
+    sys.exit(Exit.WAIT_TIMEOUT if feed.timed_out else Exit.OK)

@@ -20,7 +20,7 @@ def command(*, as_json: bool) -> None:
     """Show the version of this qex and what it can do, and the version, pid and abilities
     of the coordinator that runs now, with what it cannot do."""
     from qex import __version__
-    from qex.cli.reach import expect, open_connection
+    from qex.cli.reach import open_connection
     from qex.client.capability_check import floor_refusal, version_warning
     from qex.core import protocol
     from qex.core.names import printable_line
@@ -32,9 +32,9 @@ def command(*, as_json: bool) -> None:
     notes: list[str] = []
     if conn is not None:
         with conn:
-            info = expect(conn, {"op": "info"}, "info")
-            answer = conn.request({"op": "capabilities"})
-        names = answer.get("names") if answer.get("result") == "capabilities" else None
+            info = conn.fresh_info()
+            answer = conn.capabilities_answer()
+        names = answer.get("names") if answer is not None else None
         theirs = [str(n) for n in names] if isinstance(names, list) else []
         version = str(info.get("version") or "unknown")
         coordinator = {

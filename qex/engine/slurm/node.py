@@ -23,14 +23,14 @@ from types import FrameType
 
 from qex.core.config import Config
 from qex.core.names import is_uuid
-from qex.core.states import State
+from qex.core.states import Exit, State
 from qex.store import jobs
 from qex.store.paths import PathError, Paths
 
 #: The sentence a job stopped through Slurm (not `qex kill`) gets in its record.
 SLURM_STOP = "Slurm stopped this job while it ran"
 #: The exit status when this program refuses to run the job (qex's band).
-REFUSED = 121
+REFUSED = Exit.QEX_FAILED
 
 
 def say(message: str) -> None:

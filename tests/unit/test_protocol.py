@@ -1,0 +1,70 @@
+"""One definition of the protocol: every request has its builder, its answer, a handler in
+the coordinator and a method in the client, and the two sides agree on the names."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import pytest
+
+from qex.client.connection import Connection, Refused, Unreachable, check
+from qex.core import protocol
+from qex.core.protocol import ANSWERS, OPS, Op, Result
+
+
+def names(holder: type) -> dict[str, str]:
+    return {k: v for k, v in vars(holder).items() if k.isupper() and isinstance(v, str)}
+
+
+def test_every_op_has_an_answer_and_a_builder() -> None:
+    assert set(names(Op).values()) == set(OPS) == set(ANSWERS)
+    assert set(ANSWERS.values()) <= set(names(Result).values())
+    for op in OPS:
+        builder = getattr(protocol, "list_jobs" if op == Op.LIST else op)
+        assert callable(builder), op
+
+
+def test_builders_spell_each_request() -> None:
+    assert protocol.status("x") == {"op": "status", "id": "x"}
+    assert protocol.kill("x", 15, 2.0) == {"op": "kill", "id": "x", "signal": 15,
+                                          "grace_secs": 2.0}
+    assert protocol.pause({"kind": "queue"}, reason=None, until=None, by_pid=1, drain=False)[
+        "op"] == "pause"
+    assert json.loads(protocol.encode(protocol.job_changed("j"))) == {"op": "job_changed",
+                                                                       "id": "j"}
+
+
+def test_the_coordinator_handles_every_op() -> None:
+    from qex.coordinator.server import Server
+
+    server = Server(cast(Any, None))
+    handled = set(server._handlers) | {Op.EVENTS}  # events takes over the line
+    assert handled == set(OPS)
+
+
+def test_the_client_has_a_method_for_every_op() -> None:
+    method = {Op.LIST: "list_jobs", Op.WAIT: "send_wait", Op.EVENTS: "events"}
+    missing = [op for op in OPS if op not in (Op.JOB_CHANGED, Op.SUBMIT_WORDS)  # notify, wire
+               and not callable(getattr(Connection, method.get(op, op), None))]
+    assert missing == []
+
+
+def test_check_raises_what_happened() -> None:
+    check(protocol.ping(), protocol.ok())
+    with pytest.raises(Refused) as refused:
+        check(protocol.status("x"), protocol.error(protocol.NO_SUCH_JOB, "no such job"))
+    assert refused.value.kind == protocol.NO_SUCH_JOB
+    with pytest.raises(Unreachable, match="different qex"):
+        check(protocol.status("x"), protocol.answer(Result.JOBS, jobs=[]))
+    assert protocol.error_of(protocol.answer(Result.ERROR)) == (
+        protocol.INTERNAL, "the coordinator gave no reason")
+
+
+def test_submitted_is_checked_once() -> None:
+    answer = protocol.answer(Result.SUBMITTED, id="j1", warning="w", deduplicated=1)
+    assert protocol.submitted(answer) == {"id": "j1", "warning": "w", "deduplicated": True}
+    assert protocol.submitted(protocol.answer(Result.SUBMITTED, id="j1", warning=3)) == {
+        "id": "j1", "warning": None, "deduplicated": False}
+    assert protocol.submitted(protocol.answer(Result.SUBMITTED, id="")) is None
+    assert protocol.submitted(protocol.answer(Result.SUBMITTED)) is None
