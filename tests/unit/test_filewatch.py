@@ -53,7 +53,7 @@ def test_slow_watcher_says_maybe(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_open_watcher_falls_back_without_inotify(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(filewatch.sys, "platform", "darwin")
+    monkeypatch.setenv("QEX_PLATFORM", "portable")
     assert isinstance(open_watcher([tmp_path]), SlowWatcher)
     assert filewatch.FileWatch.start(tmp_path / "qex.toml", lambda: None) is None
 

@@ -172,7 +172,7 @@ CODE_WORDS = {
     Exit.JOB_HIGH: "exited", Exit.SIGNAL: "signal", Exit.OOM: "memory",
     Exit.NOT_FINISHED: "not finished", Exit.QEX_FAILED: "could not", Exit.WAIT_INTERRUPTED: "wait",
     Exit.EXPIRED: "max-queue-time", Exit.WAIT_TIMEOUT: "time limit", Exit.STOPPED: "timeout",
-    Exit.SKIPPED: "did not succeed", Exit.NO_SUCH_JOB: "job",
+    Exit.SKIPPED: "did not succeed", Exit.NO_SUCH_JOB: "job", Exit.RESULT_LOST: "result is lost",
 }
 
 
