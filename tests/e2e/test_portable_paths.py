@@ -120,7 +120,7 @@ def test_the_homebrew_test_block_runs_a_real_job(qex_env: Env) -> None:
     patterns, and any other line fails the test, so the block cannot grow a step that this
     test skips. testpath is the fixture's root, so its cleanup stops what the block left.
     """
-    formula = (REPO / "packaging" / "homebrew" / "qex.rb").read_text()
+    formula = (REPO / "packaging" / "homebrew" / "qex-queue.rb").read_text()
     start = formula.index("  test do\n")
     block = formula[start: formula.index("\n  end\n", start)].splitlines()[1:]
     testpath = qex_env.root
