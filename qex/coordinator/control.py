@@ -12,7 +12,6 @@ its dependency's record whether to run, and explains a skip with it.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from typing import Any
 
@@ -83,12 +82,7 @@ def signal_local(coord: Coordinator, job: Job, signum: int, grace: float) -> dic
             f"the job {job.id} has no process: it stopped in the moment before this command, "
             f"and `qex status {job.id}` gives its result"))
     try:
-        fd = os.open(job.dir / job_files.KILLED_MARK,
-                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, f"{signum}\n".encode())
-        finally:
-            os.close(fd)
+        job_files.mark_killed(job.dir, signum)
     except OSError as exc:
         return protocol.error(protocol.INTERNAL, (
             f"qex could not mark the job {job.id} as stopped by a person "

@@ -15,15 +15,19 @@ from typing import Any
 _counter = itertools.count()
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     tmp = path.parent / f".{path.name}.tmp.{os.getpid()}.{next(_counter)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -54,10 +58,7 @@ def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> No
                  mode, dir_fd=dir_fd)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_all(fd, data)
             os.fchmod(fd, mode)
         finally:
             os.close(fd)

@@ -119,3 +119,14 @@ def supervisor_log_tail(job_dir: Path, lines: int = 3, limit: int = 400) -> str 
         return None
     joined = " / ".join(kept)
     return joined if len(joined) <= limit else "..." + joined[-limit:]
+
+
+def mark_killed(job_dir: Path, signum: int) -> None:
+    """Leave the mark that tells the supervisor (or the Slurm node program) that a person
+    stopped the job with `signum`, so its record says so and not "crashed". Raises OSError."""
+    fd = os.open(job_dir / KILLED_MARK, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                 0o600)
+    try:
+        os.write(fd, f"{signum}\n".encode())
+    finally:
+        os.close(fd)

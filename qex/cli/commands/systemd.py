@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -242,41 +241,17 @@ def _stop_self_started_coordinator(quiet: bool) -> int | None:
     """A coordinator that the CLI spawned holds the socket path; the socket unit would
     replace the path under it and two coordinators would share one state. Ask it to exit
     (TERM is safe: jobs live in their supervisors) and wait until its lock is free."""
-    import fcntl
+    from qex.cli.commands.coordinator import running_pid, stop_running, under_systemd
 
     paths = get_paths()
-    try:
-        fd = os.open(paths.pid_file, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+    pid = running_pid(paths)
+    if pid is None or under_systemd(pid):
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return None  # nobody holds it: no coordinator runs
-        except OSError:
-            pass
-        try:
-            pid = int(os.read(fd, 64).split()[0])
-        except (ValueError, IndexError):
-            return None
-        try:
-            os.kill(pid, 15)
-        except OSError:
-            return None
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                if not quiet:
-                    click.echo(f"qex: stopped the coordinator that the CLI had started "
-                               f"(pid {pid}); its jobs keep running")
-                return pid
-            except OSError:
-                time.sleep(0.05)
-        die(f"the running coordinator (pid {pid}) did not exit within 10s; stop it and run "
-            "`qex systemd install` again", 1)
-    finally:
-        os.close(fd)
+    stopped, _ = stop_running(paths, verb="stop")
+    if stopped is not None and not quiet:
+        click.echo(f"qex: stopped the coordinator that the CLI had started (pid {stopped}); "
+                   "its jobs keep running")
+    return stopped
 
 
 # -- the commands -------------------------------------------------------------------------------

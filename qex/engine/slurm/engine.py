@@ -159,12 +159,7 @@ class SlurmEngine:
             return protocol.error(protocol.WRONG_STATE, (
                 f"the job {job.id} is starting and has no Slurm job yet; try again in a moment"))
         try:
-            fd = os.open(job.dir / job_files.KILLED_MARK,
-                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            try:
-                os.write(fd, f"{signum}\n".encode())
-            finally:
-                os.close(fd)
+            job_files.mark_killed(job.dir, signum)
         except OSError as exc:
             return protocol.error(protocol.INTERNAL, (
                 f"qex could not mark the job {job.id} as stopped by a person "
