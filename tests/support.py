@@ -5,7 +5,41 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 from pathlib import Path
+
+#: The folders of an isolated state, each pointed at by one variable of `isolated_env`.
+STATE_DIRS = ("home", "config", "state", "run", "peers", "tmp")
+
+
+def isolated_env(prefix: str, settings: dict[str, str], *,
+                 make: tuple[str, ...] = STATE_DIRS) -> tuple[Path, dict[str, str]]:
+    """A new short root under /tmp (the socket path must fit `sun_path`) and an environment
+    that points every path of qex into it, so no test touches a real state or another test's.
+
+    The caller's own `QEX_*` and `XDG_*` variables are dropped, except `QEX_PLATFORM`:
+    tests/run.sh runs the end-to-end suite a second time with it, and the qex under test
+    (with the coordinator and the supervisors it starts) must take the portable paths then.
+    `settings` adds the suite's own knobs; the folders in `make` are created 0700.
+    """
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
+    if os.environ.get("QEX_PLATFORM"):
+        env["QEX_PLATFORM"] = os.environ["QEX_PLATFORM"]
+    env.update({
+        "HOME": str(root / "home"),
+        "XDG_CONFIG_HOME": str(root / "config"),
+        "XDG_STATE_HOME": str(root / "state"),
+        "XDG_RUNTIME_DIR": str(root / "run"),
+        "QEX_PEERS_DIR": str(root / "peers"),
+        "TMPDIR": str(root / "tmp"),
+        "NO_COLOR": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **settings,
+    })
+    for sub in make:
+        (root / sub).mkdir(mode=0o700)
+    return root, env
 
 
 def kill_job_groups(state: Path) -> None:

@@ -13,14 +13,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import kill_job_groups
+from support import isolated_env, kill_job_groups
 
 from qex.core.model import dataclass, field
 
@@ -124,26 +123,8 @@ def _stop_coordinator(env: Env) -> None:
 
 @pytest.fixture
 def qex_env() -> Iterator[Env]:
-    root = Path(tempfile.mkdtemp(prefix="qx", dir="/tmp"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
-    if os.environ.get("QEX_PLATFORM"):
-        # tests/run.sh runs this suite a second time with QEX_PLATFORM=portable: the qex
-        # under test (and the coordinator and supervisors it starts) take the portable paths.
-        env["QEX_PLATFORM"] = os.environ["QEX_PLATFORM"]
-    env.update({
-        "HOME": str(root / "home"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "XDG_STATE_HOME": str(root / "state"),
-        "XDG_RUNTIME_DIR": str(root / "run"),
-        "QEX_PEERS_DIR": str(root / "peers"),
-        "TMPDIR": str(root / "tmp"),
-        "QEX_IDLE_EXIT_SECS": "60",
-        "QEX_COORDINATOR_CEILING_SECS": "20",
-        "NO_COLOR": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    })
-    for sub in ("home", "config", "state", "run", "peers", "tmp"):
-        (root / sub).mkdir(mode=0o700)
+    root, env = isolated_env("qx", {"QEX_IDLE_EXIT_SECS": "60",
+                                    "QEX_COORDINATOR_CEILING_SECS": "20"})
     handle = Env(root=root, env=env)
     try:
         yield handle

@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 from e2e.conftest import QEX, Env, _stop_coordinator
-from support import kill_job_groups
+from support import isolated_env, kill_job_groups
 
 __all__ = ["QEX", "Disk", "Env", "FaultEnv", "fault_env", "kill9", "small_disk"]
 
@@ -78,24 +77,12 @@ class FaultEnv(Env):
 
 @pytest.fixture
 def fault_env() -> Iterator[FaultEnv]:
-    root = Path(tempfile.mkdtemp(prefix="qf", dir="/tmp"))
-    os.chmod(root, 0o755)  # a second user must reach the peers dir below it
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
-    env.update({
-        "HOME": str(root / "home"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "XDG_STATE_HOME": str(root / "state"),
-        "XDG_RUNTIME_DIR": str(root / "run"),
-        "QEX_PEERS_DIR": str(root / "peers"),
-        "TMPDIR": str(root / "tmp"),
-        "QEX_IDLE_EXIT_SECS": "60",
-        "QEX_COORDINATOR_CEILING_SECS": "20",
+    # No peers dir yet: the tests make it, with the owner and mode each attack needs.
+    root, env = isolated_env("qf", {
+        "QEX_IDLE_EXIT_SECS": "60", "QEX_COORDINATOR_CEILING_SECS": "20",
         "QEX_DAEMON_LOG_MAX_BYTES": str(LOG_CAP // 2),
-        "NO_COLOR": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    })
-    for sub in ("home", "config", "state", "run", "tmp"):
-        (root / sub).mkdir(mode=0o700)
+    }, make=("home", "config", "state", "run", "tmp"))
+    os.chmod(root, 0o755)  # a second user must reach the peers dir below it
     handle = FaultEnv(root=root, env=env)
     try:
         yield handle

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 from e2e.conftest import Env, _stop_coordinator
-from support import kill_job_groups
+from support import isolated_env, kill_job_groups
 
 HARNESS = Path(__file__).parent / "harness"
 PIDS = ("/run/munge/munged.pid", "/run/slurm/slurmctld.pid", "/run/slurm/slurmd.pid")
@@ -106,21 +105,7 @@ def scontrol(slurm_id: str) -> dict[str, str]:
 
 @pytest.fixture
 def slurm_env(slurm_cluster: None) -> Iterator[SlurmEnv]:
-    root = Path(tempfile.mkdtemp(prefix="qxs", dir="/tmp"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
-    env.update({
-        "HOME": str(root / "home"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "XDG_STATE_HOME": str(root / "state"),
-        "XDG_RUNTIME_DIR": str(root / "run"),
-        "QEX_PEERS_DIR": str(root / "peers"),
-        "TMPDIR": str(root / "tmp"),
-        "QEX_IDLE_EXIT_SECS": "120",
-        "NO_COLOR": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    })
-    for sub in ("home", "config", "state", "run", "peers", "tmp"):
-        (root / sub).mkdir(mode=0o700)
+    root, env = isolated_env("qxs", {"QEX_IDLE_EXIT_SECS": "120"})
     handle = SlurmEnv(root=root, env=env)
     handle.write_config('[engine]\nkind = "slurm"\npoll = 1\n')
     try:
