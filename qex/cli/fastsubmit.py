@@ -135,28 +135,14 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
         else:
             print(job_id, flush=True)
         return 0
-    from qex.cli.submit_flow import _record
+    from qex.cli.submit_flow import _record, wait_and_show
     from qex.cli.submitting import announce
-    from qex.core.states import exit_code_for
 
     paths = get_paths(Exit.QEX_FAILED)
     announce(job_id)
     _id_file(params["id_file"], job_id)
-    record = _record(conn, job_id, {})
-    finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=wait_timeout,
-                                narrate=not (quiet or as_json), may_start=True)
-    if not quiet:
-        from qex.cli.render_status import print_records
-
-        print_records(paths, finals, as_json=as_json)
-        if not as_json:
-            from qex.cli.submit_flow import output_hint
-            from qex.cli.wait_ends import say
-
-            hint = output_hint(paths, finals[0])
-            if hint:
-                say(hint)
-    return exit_code_for(finals[0])
+    return wait_and_show(paths, conn, _record(conn, job_id, {}), timeout=wait_timeout,
+                         quiet=quiet, as_json=as_json)
 
 
 def _id_file(path_text: str | None, job_id: str) -> None:

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from qex.cli.common import get_paths
 
 
-def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
-    """Send `signum` to the running jobs that `jobs` name; end the command with its code."""
+def _stop_each(jobs: Sequence[str], verb: str,
+               act: Callable[[Any, Any, str, str], None]) -> NoReturn:
+    """The loop of `kill` and `cancel`: every job the words name, once; a finished member of
+    a named group is reported, not refused; `act(outcome, conn, job_id, state)` does the rest.
+    Ends the command with the outcome's code."""
     from qex.cli.reach import open_connection
-    from qex.cli.stop_jobs import Outcome, already_stopped, resolve_all, send
+    from qex.cli.stop_jobs import Outcome, already_stopped, resolve_all
     from qex.core.states import FINAL
-    from qex.platform.procs import signal_name
 
     paths = get_paths()
     conn = open_connection(paths, start=True)
     assert conn is not None
     final = {s.value for s in FINAL}
-    outcome = Outcome("kill")
+    outcome = Outcome(verb)
     with conn:
         for found in resolve_all(conn, paths, jobs):
             for record in found.jobs:
@@ -30,33 +33,32 @@ def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
                 if found.group is not None and state in final:
                     print(already_stopped(record), flush=True)
                     continue
-                if found.group is not None and state == "queued":
-                    send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
-                    continue
-                send(outcome, f"{job_id} received the signal {signal_name(signum)}",
-                     conn.kill, job_id, signum, grace_secs)
+                # A queued member of a named group leaves the queue: there is nothing to signal.
+                act(outcome, conn, job_id, "queued-in-group"
+                    if found.group is not None and state == "queued" else state)
     sys.exit(outcome.code)
+
+
+def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
+    """Send `signum` to the running jobs that `jobs` name; end the command with its code."""
+    from qex.cli.stop_jobs import send
+    from qex.platform.procs import signal_name
+
+    def act(outcome: Any, conn: Any, job_id: str, state: str) -> None:
+        if state == "queued-in-group":
+            send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
+        else:
+            send(outcome, f"{job_id} received the signal {signal_name(signum)}",
+                 conn.kill, job_id, signum, grace_secs)
+
+    _stop_each(jobs, "kill", act)
 
 
 def cancel_jobs(jobs: Sequence[str]) -> None:
     """Take the queued jobs that `jobs` name out of the queue; end the command with its code."""
-    from qex.cli.reach import open_connection
-    from qex.cli.stop_jobs import Outcome, already_stopped, resolve_all, send
-    from qex.core.states import FINAL
+    from qex.cli.stop_jobs import send
 
-    paths = get_paths()
-    conn = open_connection(paths, start=True)
-    assert conn is not None
-    final = {s.value for s in FINAL}
-    outcome = Outcome("cancel")
-    with conn:
-        for found in resolve_all(conn, paths, jobs):
-            for record in found.jobs:
-                job_id = str(record.get("id"))
-                if not outcome.first_time(job_id):
-                    continue
-                if found.group is not None and str(record.get("state")) in final:
-                    print(already_stopped(record), flush=True)
-                    continue
-                send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
-    sys.exit(outcome.code)
+    def act(outcome: Any, conn: Any, job_id: str, _state: str) -> None:
+        send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
+
+    _stop_each(jobs, "cancel", act)

@@ -70,8 +70,15 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
         owned = not deduplicated and _own(conn, job_id)
         attach(paths, conn, _record(conn, job_id, spec.to_dict()), timeout=wait_timeout,
                stop_job=not deduplicated, owned=owned)
-    record = _record(conn, job_id, spec.to_dict())
-    finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=wait_timeout,
+    raise SystemExit(wait_and_show(paths, conn, _record(conn, job_id, spec.to_dict()),
+                                   timeout=wait_timeout, quiet=quiet, as_json=as_json))
+
+
+def wait_and_show(paths: Paths, conn: Any, record: dict[str, Any], *, timeout: float | None,
+                  quiet: bool, as_json: bool) -> int:
+    """`submit --wait`, after the submit (the click and the fast path alike): wait for the
+    job, print its record and where its output is, and give the band code."""
+    finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=timeout,
                                 narrate=not (quiet or as_json), may_start=True)
     if not quiet:
         from qex.cli.render_status import print_records
@@ -83,7 +90,7 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
                 from qex.cli.wait_ends import say
 
                 say(hint)
-    raise SystemExit(exit_code_for(finals[0]))
+    return exit_code_for(finals[0])
 
 
 def output_hint(paths: Paths, record: dict[str, Any]) -> str | None:
