@@ -27,6 +27,7 @@ from qex.coordinator.state import Coordinator, Job, label
 from qex.core.records import JobStatus
 from qex.core.states import State
 from qex.platform import host, procs
+from qex.store import jobs as job_files
 from qex.store.jobs import supervisor_log_tail
 
 #: How long a job's group gets after TERM before KILL, when qex stops an orphaned job.
@@ -87,7 +88,8 @@ def watch_foreign(coord: Coordinator, job: Job) -> None:
 async def _poll_foreign(coord: Coordinator, job: Job, pid: int) -> None:
     """The portable fallback: a slow identity check of one inherited supervisor."""
     while not coord.stopping and job.supervisor_pid == pid:
-        if not procs.same_process(pid, job.supervisor_token):
+        if not procs.same_process(pid, job.supervisor_token) or (
+                job.record.supervisor_pid and job_files.supervisor_lock_free(job.dir)):
             supervisor_gone(coord, job)
             return
         await asyncio.sleep(FOREIGN_POLL_SECS)

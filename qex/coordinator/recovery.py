@@ -117,7 +117,8 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
     """Apply `qex.core.recovery_rule` (the rule every read without a coordinator applies too)."""
     record = job.record
     pid_file = job_files.read_supervisor_pid_file(job.dir)
-    facts = liveness.observe(record.to_dict(), pid_file, coord.boot_id)
+    facts = liveness.observe(record.to_dict(), pid_file, coord.boot_id,
+                            lock_free=job_files.supervisor_lock_free(job.dir))
     verdict = recovery_rule.judge(record.state, bool(record.pid), facts,
                                   job_files.supervisor_log_tail(job.dir))
     if verdict.action == recovery_rule.ALIVE:

@@ -24,9 +24,12 @@ def _text(value: object) -> str | None:
 
 
 def observe(record: Mapping[str, Any], pid_file: tuple[int | None, str | None, bool],
-            boot_id: str | None = None) -> Facts:
+            boot_id: str | None = None, lock_free: bool = False) -> Facts:
     """Facts for `record` (a status record as a dict); `pid_file` is the job directory's
-    `supervisor.pid` as (pid, token, exists), which names the supervisor until its first write."""
+    `supervisor.pid` as (pid, token, exists), which names the supervisor until its first write.
+    `lock_free` says that nobody holds `supervisor.lock` (`qex.store.jobs.supervisor_lock_free`):
+    once the record names its supervisor, that supervisor held the lock, so a free lock means
+    it ended even where a reused pid passes the start-time test."""
     recorded_boot = _text(record.get("boot_id"))
     same_boot = recorded_boot is None or recorded_boot == (boot_id or procs.boot_id())
     pid = _int(record.get("pid"))
@@ -35,8 +38,12 @@ def observe(record: Mapping[str, Any], pid_file: tuple[int | None, str | None, b
         and procs.same_process(pid, _text(record.get("pid_start_token")))
     )
     sup_pid, sup_token = supervisor_of(record, pid_file)
-    supervisor_alive = bool(same_boot and sup_pid and procs.same_process(sup_pid, sup_token))
-    launched = _int(record.get("supervisor_pid")) is not None or pid_file[2]
+    wrote_record = _int(record.get("supervisor_pid")) is not None
+    supervisor_alive = bool(
+        same_boot and sup_pid and not (wrote_record and lock_free)
+        and procs.same_process(sup_pid, sup_token)
+    )
+    launched = wrote_record or pid_file[2]
     return Facts(same_boot=same_boot, supervisor_alive=supervisor_alive, job_alive=job_alive,
                  launched=launched)
 

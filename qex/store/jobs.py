@@ -17,6 +17,8 @@ STDOUT = "stdout.log"
 STDERR = "stderr.log"
 SUPERVISOR_LOG = "supervisor.log"
 SUPERVISOR_PID = "supervisor.pid"
+#: Held with flock (exclusive) by a job's supervisor from before its first write to its end.
+SUPERVISOR_LOCK = "supervisor.lock"
 KILLED_MARK = "killed-by-user"
 HOOK_RAN = "hook.ran"
 HOOK_LOG = "hook.log"
@@ -101,6 +103,30 @@ def read_supervisor_pid_file(job_dir: Path) -> tuple[int | None, str | None, boo
         pid = int(parts[0])
         token = parts[1] if len(parts) > 1 else None
     return pid, token, True
+
+
+def supervisor_lock_free(job_dir: Path) -> bool:
+    """True when `supervisor.lock` exists and no process holds it: the supervisor that took
+    it has ended, whatever process its recorded pid names now.
+
+    Pid and start time can mistake a reused pid for the supervisor (the portable start time
+    has one-second steps); a lock dies with its holder. The probe takes a shared lock for an
+    instant; a supervisor that starts at that instant tries again (`qex.supervisor.main`).
+    """
+    import fcntl
+
+    try:
+        fd = os.open(job_dir / SUPERVISOR_LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    else:
+        return True
+    finally:
+        os.close(fd)
 
 
 def supervisor_log_tail(job_dir: Path, lines: int = 3, limit: int = 400) -> str | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
+import time
 from collections.abc import Callable
 
 from qex.core.config import Config, ConfigError
@@ -38,7 +39,11 @@ USAGE = (
     "python -m qex.supervisor --forkserver"
 )
 GO_FD_VAR = "QEX_SUPERVISOR_GO_FD"
-LOCK_FILE = "supervisor.lock"
+LOCK_FILE = jobs.SUPERVISOR_LOCK
+#: A reader probes the lock for an instant (`jobs.supervisor_lock_free`); a start that meets
+#: such a probe tries again this many times, 10 ms apart, before it concludes that another
+#: supervisor holds the job.
+_LOCK_TRIES = 50
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,12 +155,17 @@ def _take_lock(job_dir: os.PathLike[str]) -> int | None:
     except OSError as exc:
         say(f"qex could not open {LOCK_FILE} in {job_dir}: {exc}")
         return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    for _attempt in range(_LOCK_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            time.sleep(0.01)
+        except OSError:
+            break
+        else:
+            return fd
+    os.close(fd)
+    return None
 
 
 def _load_config(paths: Paths, job_id: str) -> tuple[Config, list[str]]:

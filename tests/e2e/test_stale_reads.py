@@ -19,6 +19,7 @@ import pytest
 from conftest import Env
 
 from qex.core.states import Exit
+from qex.platform import procs
 
 
 def _running_job(qex_env: Env) -> tuple[str, dict[str, object]]:
@@ -67,9 +68,13 @@ def test_status_and_wait_tell_the_truth_after_kill_nine(qex_env: Env, variant: s
     if variant == "earlier-boot":
         _rewrite(qex_env, job, boot_id="an-earlier-boot")
     elif variant == "pid-reused":
-        # The supervisor's pid now belongs to another live process (of another start time).
+        # The supervisor's pid and start token now both name another live process: what a
+        # reused pid looks like when the start time is coarse (the portable one has 1 s steps).
+        # Only the supervisor's lock, which died with it, tells the two apart.
         other = subprocess.Popen(["sleep", "60"])
-        _rewrite(qex_env, job, supervisor_pid=other.pid)
+        token = procs.start_token(other.pid)  # this process has the qex under test's QEX_PLATFORM
+        assert token
+        _rewrite(qex_env, job, supervisor_pid=other.pid, supervisor_start_token=token)
     try:
         shown = qex_env.run("status", job, "--json", timeout=30)
         assert shown.returncode == 0, shown.stderr
