@@ -24,6 +24,7 @@ from qex.core.model import dataclass
 from qex.core.records import Assignment, JobStatus, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State
+from qex.platform import chaintrace
 from qex.platform import machine as machine_info
 from qex.store import atomic
 from qex.store import jobs as job_files
@@ -179,6 +180,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
     from qex.platform.launch import launch_supervisor
 
+    chaintrace.mark("co.start", job.id)
     now = coord.now()
     record = job.record
     before = record.to_dict()
@@ -193,10 +195,12 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     record.passed_by = 0
     record.boot_id = coord.boot_id
     try:
-        coord.write(job)
+        # Not synced: nothing after a power loss depends on `starting` alone (docs/records.md).
+        coord.write(job, durable=False)
     except OSError as exc:
         wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
         return
+    chaintrace.mark("co.starting.written", job.id)
     coord.queue.remove(job.id)
     if coord.disk_wait_until is not None:
         coord.disk_wait_until = None
@@ -211,6 +215,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     # Without a scope, a supervisor forked from the ready fork server starts in about a
     # millisecond instead of paying for its imports; the fresh process is the fallback.
     forked = coord.forkserver.launch(job.id) if (coord.forkserver and not want_scope) else None
+    chaintrace.mark("co.launched", job.id)
     if forked is not None:
         job.supervisor_pid = forked.pid
         job.supervisor_token = forked.start_token
@@ -218,6 +223,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         from qex.coordinator.reaper import watch_foreign
 
         watch_foreign(coord, job)
+        chaintrace.mark("co.pidfile", job.id)
         return
     try:
         launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ))
@@ -262,10 +268,15 @@ def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,
 
 
 def _write_supervisor_pid(job: Job, pid: int, token: str | None) -> None:
-    """`supervisor.pid` lets a later coordinator find the supervisor before its first write."""
+    """`supervisor.pid` lets a later coordinator find the supervisor before its first write.
+
+    Not synced: it serves a coordinator of the same boot (the page cache holds it), and after
+    a power loss the pid in it names nothing; what tells a launched job from one that never
+    ran is the supervisor's synced `running` record (docs/records.md)."""
     text = f"{pid} {token or ''}".rstrip() + "\n"
     try:
-        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600)
+        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600,
+                           durable=False)
     except OSError as exc:
         log(f"qex could not write {job.dir / job_files.SUPERVISOR_PID}: {describe_os_error(exc)}")
 

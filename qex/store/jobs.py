@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from qex.core.names import is_uuid
 from qex.core.records import JobSpec, JobStatus
@@ -47,8 +48,16 @@ def read_spec(job_dir: Path) -> JobSpec | None:
         return None
 
 
-def write_status(job_dir: Path, status: JobStatus) -> None:
-    atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600)
+def write_status(job_dir: Path, status: JobStatus, *, durable: bool = True) -> None:
+    """Replace the record; `durable=False` only where docs/records.md says a later write
+    carries the durability (the coordinator's `starting`)."""
+    atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600, durable=durable)
+
+
+def write_status_visible(job_dir: Path, record: dict[str, Any]) -> atomic.Visible:
+    """The supervisor's write: `record` (a `JobStatus.to_dict()`) is visible at once, and the
+    caller settles it on the disk after it told the coordinator (docs/records.md)."""
+    return atomic.write_visible(job_dir / STATUS, atomic.json_bytes(record), mode=0o600)
 
 
 def read_status(job_dir: Path) -> JobStatus | None:
