@@ -512,7 +512,7 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     if "scale" in only:
         print(f"-- {label}scale --")
         scale(env, root, 5 if quick else 15, 500 if quick else 2000)
-    if "chain" in only:
+    if "chain" in only and PROGRAM_KEY not in env:  # an older tree has no trace to read
         chain(root, 40 if quick else 200)
 
 
