@@ -195,8 +195,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     record.passed_by = 0
     record.boot_id = coord.boot_id
     try:
-        # Not synced: nothing after a power loss depends on `starting` alone (docs/records.md).
-        coord.write(job, durable=False)
+        coord.write(job)
     except OSError as exc:
         wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
         return
@@ -268,15 +267,10 @@ def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,
 
 
 def _write_supervisor_pid(job: Job, pid: int, token: str | None) -> None:
-    """`supervisor.pid` lets a later coordinator find the supervisor before its first write.
-
-    Not synced: it serves a coordinator of the same boot (the page cache holds it), and after
-    a power loss the pid in it names nothing; what tells a launched job from one that never
-    ran is the supervisor's synced `running` record (docs/records.md)."""
+    """`supervisor.pid` lets a later coordinator find the supervisor before its first write."""
     text = f"{pid} {token or ''}".rstrip() + "\n"
     try:
-        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600,
-                           durable=False)
+        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600)
     except OSError as exc:
         log(f"qex could not write {job.dir / job_files.SUPERVISOR_PID}: {describe_os_error(exc)}")
 

@@ -201,12 +201,9 @@ class Coordinator:
 
     # -- records -------------------------------------------------------------------------
 
-    def write(self, job: Job, *, durable: bool = True) -> None:
-        """Write the record (atomic). Raises OSError; callers decide what a failure means.
-
-        `durable=False`: renamed into place without the fsyncs, for the `starting` record,
-        whose durability the supervisor's `running` record carries (docs/records.md)."""
-        job_files.write_status(job.dir, job.record, durable=durable)
+    def write(self, job: Job) -> None:
+        """Write the record (atomic). Raises OSError; callers decide what a failure means."""
+        job_files.write_status(job.dir, job.record)
 
     def defer_write(self, job: Job) -> None:
         """Write a queued job's new reason soon, not now.
@@ -282,9 +279,9 @@ class Coordinator:
     def refresh(self, job: Job, sent: JobStatus | None = None) -> bool:
         """Take the supervisor's newer record from disk. True when something changed.
 
-        `sent`: the record that the supervisor's note carried, already renamed into place as
+        `sent`: the record that the supervisor's note carried, already on the disk as
         status.json; taken instead of reading the file back (the note is sent after the
-        rename, so it is never older than the file).
+        write, so it is never older than the file).
 
         A state never moves back (queued < starting < running < final), and a queued record
         on disk never replaces a queued one in memory: the coordinator owns a queued job's

@@ -48,16 +48,12 @@ def read_spec(job_dir: Path) -> JobSpec | None:
         return None
 
 
-def write_status(job_dir: Path, status: JobStatus, *, durable: bool = True) -> None:
-    """Replace the record; `durable=False` only where docs/records.md says a later write
-    carries the durability (the coordinator's `starting`)."""
-    atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600, durable=durable)
-
-
-def write_status_visible(job_dir: Path, record: dict[str, Any]) -> atomic.Visible:
-    """The supervisor's write: `record` (a `JobStatus.to_dict()`) is visible at once, and the
-    caller settles it on the disk after it told the coordinator (docs/records.md)."""
-    return atomic.write_visible(job_dir / STATUS, atomic.json_bytes(record), mode=0o600)
+def write_status(job_dir: Path, status: JobStatus) -> dict[str, Any]:
+    """Replace the record (temp file, fsync, rename); returns what was written, which the
+    supervisor sends along with its note."""
+    record = status.to_dict()
+    atomic.write_json(job_dir / STATUS, record, mode=0o600)
+    return record
 
 
 def read_status(job_dir: Path) -> JobStatus | None:

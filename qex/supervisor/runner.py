@@ -137,13 +137,12 @@ class Runner:
     # -- the record ----------------------------------------------------------------------
 
     def save(self) -> bool:
-        """Write the record now, tell the coordinator, then sync it; a failed write is said
+        """Write the record now (synced), then tell the coordinator; a failed write is said
         once and the job goes on (see `save_final`). True once the record is written."""
         state = self.status.state
         chaintrace.mark(f"sup.write.{state}", self.spec.id)
-        record = self.status.to_dict()
         try:
-            visible = jobs.write_status_visible(self.job_dir, record)
+            record = jobs.write_status(self.job_dir, self.status)
         except OSError as exc:
             cause = disk_cause(exc)
             if cause != self._save_fault:
@@ -153,16 +152,9 @@ class Runner:
         self._save_fault = None
         chaintrace.mark(f"sup.written.{state}", self.spec.id)
         # The record travels with the note, so the coordinator starts the next job without
-        # reading it back; it is on the disk (synced) a moment later, before this process
-        # does anything else (docs/records.md, "When a record reaches the disk").
+        # reading the file back.
         notify.job_changed(self.paths.socket_path, self.spec.id, record=record)
         chaintrace.mark(f"sup.noted.{state}", self.spec.id)
-        try:
-            visible.settle()
-        except OSError as exc:
-            say(f"the record of the job {self.spec.id} is written, but the disk refused to "
-                f"sync it ({disk_cause(exc)}); a power loss now could lose it")
-        chaintrace.mark(f"sup.synced.{state}", self.spec.id)
         return True
 
     def save_final(self) -> None:

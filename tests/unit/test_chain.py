@@ -76,45 +76,6 @@ def test_a_durable_write_syncs_the_file_and_its_directory(tmp_path: Path,
     assert (tmp_path / "r.json").read_bytes() == b"{}\n"
 
 
-def test_a_write_that_is_not_durable_renames_without_a_sync(tmp_path: Path,
-                                                            fsyncs: list[int]) -> None:
-    atomic.write_bytes(tmp_path / "r.json", b"old\n")
-    fsyncs.clear()
-    atomic.write_bytes(tmp_path / "r.json", b"new\n", durable=False)
-    assert fsyncs == []
-    assert (tmp_path / "r.json").read_bytes() == b"new\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left
-
-
-def test_a_visible_write_is_seen_at_once_and_synced_when_settled(tmp_path: Path,
-                                                                fsyncs: list[int]) -> None:
-    visible = atomic.write_visible(tmp_path / "r.json", b"new\n")
-    assert (tmp_path / "r.json").read_bytes() == b"new\n"
-    assert fsyncs == []
-    visible.settle()
-    assert len(fsyncs) == 2  # the file (under its final name), then the directory
-    visible.settle()
-    assert len(fsyncs) == 2  # once only
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
-
-
-def test_a_visible_write_that_fails_keeps_the_old_record(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "r.json"
-    target.write_bytes(b"old\n")
-
-    def full(fd: int, data: bytes) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(atomic, "_write_all", full)
-    with pytest.raises(OSError):
-        atomic.write_visible(target, b"new\n")
-    with pytest.raises(OSError):
-        atomic.write_bytes(target, b"new\n", durable=False)
-    assert target.read_bytes() == b"old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
-
-
 def _supervisor_runner(tmp_path: Path) -> supervisor_runner.Runner:
     paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
                             "XDG_CONFIG_HOME": str(tmp_path / "config")})
@@ -130,7 +91,7 @@ def _supervisor_runner(tmp_path: Path) -> supervisor_runner.Runner:
                                     sandbox=ProcessGroupSandbox(reason="test"))
 
 
-def test_the_supervisor_tells_the_coordinator_before_it_syncs(
+def test_the_supervisor_tells_the_coordinator_after_the_record_is_on_the_disk(
         tmp_path: Path, fsyncs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     runner = _supervisor_runner(tmp_path)
     seen: list[tuple[str, dict[str, object] | None, int]] = []
@@ -149,11 +110,11 @@ def test_the_supervisor_tells_the_coordinator_before_it_syncs(
     assert runner.save()
     assert len(seen) == 1
     state_on_disk, record, syncs_before_note = seen[0]
-    # The record is in place (whole) when the note goes, travels with it, and is synced after.
+    # The record is in place and synced (file and directory) when the note goes, and the
+    # note carries it.
     assert state_on_disk == "completed"
     assert record == runner.status.to_dict()
-    assert syncs_before_note == 0
-    assert len(fsyncs) == 2
+    assert syncs_before_note == 2
 
 
 def test_a_record_the_disk_refuses_is_not_announced(

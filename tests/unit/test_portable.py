@@ -7,6 +7,7 @@ path is made to fail where that proves it) and still gives right answers.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import subprocess
 import sys
@@ -329,9 +330,13 @@ def test_no_fork_server_under_portable(portable: None, tmp_path: Path) -> None:
     assert server.launch("job") is None and server.pid is None
 
 
-def test_an_inherited_supervisor_is_polled(portable: None,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("ends_by", ["exit", "lock"])
+def test_an_inherited_supervisor_is_polled(portable: None, monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path, ends_by: str) -> None:
+    """Its end is seen by pid and start time, or (when its pid now names a process of the
+    same start second) by its lock, which nobody holds any more."""
     from qex.coordinator import reaper
+    from qex.store import jobs
 
     def no_pidfd(_pid: int) -> int:
         raise AssertionError("pidfd under portable")
@@ -341,18 +346,21 @@ def test_an_inherited_supervisor_is_polled(portable: None,
     gone: list[object] = []
     monkeypatch.setattr(reaper, "supervisor_gone", lambda coord, job: gone.append(job))
     child = subprocess.Popen(["sleep", "30"])
-    # The record does not name the supervisor yet (its `supervisor.pid` does), so the poll
-    # judges by the process identity alone.
+    lock = os.open(tmp_path / jobs.SUPERVISOR_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     job = SimpleNamespace(supervisor_pid=child.pid, supervisor_token=procs.start_token(child.pid),
-                          record=SimpleNamespace(supervisor_pid=None))
+                          record=SimpleNamespace(supervisor_pid=child.pid), dir=tmp_path)
     coord = SimpleNamespace(stopping=False)
 
     async def main() -> None:
         reaper.watch_foreign(coord, job)  # type: ignore[arg-type]
         await asyncio.sleep(0.2)
         assert gone == []
-        child.kill()
-        child.wait()
+        if ends_by == "lock":
+            os.close(lock)
+        else:
+            child.kill()
+            child.wait()
         deadline = time.monotonic() + 20
         while not gone and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
@@ -363,6 +371,8 @@ def test_an_inherited_supervisor_is_polled(portable: None,
         if child.poll() is None:
             child.kill()
             child.wait()
+        if ends_by == "exit":
+            os.close(lock)
     assert gone == [job]
 
 
