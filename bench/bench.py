@@ -15,13 +15,15 @@ benchmark never touches a user's queue. Baselines:
 The shell-loop section (`--shell`, also part of the full run) measures qex as a user's shell
 loop or an agent uses it: one `qex` process per call, each call timed beside the floor
 `python -S -c pass` in the same round (interleaved), so load on the machine hits both alike.
-`--only NAME[,NAME]` runs only some sections: hot, loop, drain, cold, scale, idle.
+`--only NAME[,NAME]` runs only some sections: hot, loop, drain, cold, scale, idle, chain
+(the steps from one job's end to the next job's exec, from the trace of `QEX_CHAIN_TRACE`).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import itertools
 import json
 import os
 import shutil
@@ -354,13 +356,121 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     qex(env, "info", "--json")
 
 
+#: The chain from one job's end to the next job's exec, as `qex.platform.chaintrace` marks it:
+#: (label, job whose mark starts the step, its mark, job whose mark ends it, its mark); "prev"
+#: is the job that ended, "next" the one that takes its slot, "tick" the coordinator's first
+#: pass after the previous step.
+CHAIN_STEPS = (
+    ("supervisor: exit seen -> final write", "prev", "sup.ended", "prev", "sup.write.final"),
+    ("supervisor: final record written", "prev", "sup.write.final", "prev", "sup.written.final"),
+    ("note reaches the coordinator", "prev", "sup.written.final", "prev", "co.note"),
+    ("coordinator: takes the record", "prev", "co.note", "prev", "co.adopted.final"),
+    ("coordinator: loop wakes", "prev", "co.adopted.final", "tick", "co.tick"),
+    ("coordinator: pass until start", "tick", "co.tick", "next", "co.start"),
+    ("coordinator: `starting` written", "next", "co.start", "next", "co.starting.written"),
+    ("fork server asked, forks", "next", "co.starting.written", "next", "sup.start"),
+    ("supervisor: spec and record read", "next", "sup.start", "next", "sup.read"),
+    ("supervisor: lock", "next", "sup.read", "next", "sup.locked"),
+    ("supervisor: config", "next", "sup.locked", "next", "sup.config"),
+    ("supervisor: sandbox", "next", "sup.config", "next", "sup.sandbox"),
+    ("supervisor: attempt set up", "next", "sup.sandbox", "next", "sup.attempt"),
+    ("supervisor: logs, env", "next", "sup.attempt", "next", "sup.spawn"),
+    ("supervisor: fork and exec", "next", "sup.spawn", "next", "sup.exec"),
+)
+#: Outside the chain, but paid by every job (on a busy machine it competes for the cores).
+SIDE_STEPS = (
+    ("coordinator: after the fork (pid file)", "next", "co.launched", "next", "co.pidfile"),
+    ("supervisor: `running` written", "next", "sup.write.running", "next", "sup.written.running"),
+    ("supervisor: `running` note answered", "next", "sup.written.running", "next",
+     "sup.noted.running"),
+    ("supervisor: final note answered", "prev", "sup.written.final", "prev", "sup.noted.final"),
+)
+FINAL_MARKS = ("completed", "failed", "oom", "killed", "timeout", "cancelled")
+
+
+def read_chain(trace: Path) -> tuple[dict[str, list[float]], list[float]]:
+    """ms per step of the chain (and of the side steps) for each pair of consecutive jobs,
+    and the whole chain (end seen -> next exec) per pair."""
+    marks: dict[str, dict[str, int]] = {}
+    ticks: list[int] = []
+    starts: list[tuple[int, str]] = []
+    for line in trace.read_text().splitlines():
+        t_text, _pid, job, step = line.split(" ", 3)
+        t = int(t_text)
+        for state in FINAL_MARKS:  # one name for every final state
+            step = step.replace(f".{state}", ".final")
+        if step == "co.tick":
+            ticks.append(t)
+            continue
+        own = marks.setdefault(job, {})
+        if step == "co.note":
+            own[step] = t  # the last note of a job is the one of its final record
+        else:
+            own.setdefault(step, t)
+        if step == "co.start":
+            starts.append((t, job))
+    starts.sort()
+    steps: dict[str, list[float]] = {name: [] for name, *_ in (*CHAIN_STEPS, *SIDE_STEPS)}
+    whole: list[float] = []
+    for (_, prev), (_, nxt) in itertools.pairwise(starts):
+        own = {"prev": marks.get(prev, {}), "next": marks.get(nxt, {})}
+        adopted = own["prev"].get("co.adopted.final")
+        tick = next((t for t in ticks if adopted is not None and t >= adopted), None)
+        own["tick"] = {"co.tick": tick} if tick is not None else {}
+        for name, a_job, a_mark, b_job, b_mark in (*CHAIN_STEPS, *SIDE_STEPS):
+            a, b = own[a_job].get(a_mark), own[b_job].get(b_mark)
+            if a is not None and b is not None:
+                steps[name].append((b - a) / 1e6)
+        a, b = own["prev"].get("sup.ended"), own["next"].get("sup.exec")
+        if a is not None and b is not None:
+            whole.append((b - a) / 1e6)
+    return steps, whole
+
+
+def chain(root: Path, count: int) -> None:
+    """The per-job chain, step by step: `count` jobs of `true` at ONE slot (so each start
+    waits for the previous end), queued as one fan-out, with the chain trace on."""
+    root = root / "chain"
+    root.mkdir(exist_ok=True)
+    env = make_env(root, cpu_budget=1)
+    trace = root / "chain.trace"
+    env["QEX_CHAIN_TRACE"] = str(trace)
+    qex(env, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)
+    trace.unlink(missing_ok=True)
+    drain(env, root, count, ["true"])
+    stop_coordinator(env, root)
+    steps, whole = read_chain(trace)
+    print(f"-- chain: one job's end to the next job's exec, {count} x true at 1 slot "
+          f"(load {os.getloadavg()[0]:.2f}) --")
+    print(f"{'step':<42} {'median':>8} {'p90':>8}")
+    total = 0.0
+    for name, *_ in CHAIN_STEPS:
+        values = sorted(steps[name])
+        if not values:
+            print(f"{name:<42} {'-':>8}")
+            continue
+        mid = statistics.median(values)
+        total += mid
+        print(f"{name:<42} {mid:>6.2f} ms {values[int(len(values) * 0.9)]:>6.2f} ms")
+    print(f"{'sum of the medians':<42} {total:>6.2f} ms")
+    if whole:
+        print(f"{'whole chain (end seen -> next exec)':<42} {statistics.median(whole):>6.2f} ms "
+              f"{sorted(whole)[int(len(whole) * 0.9)]:>6.2f} ms   (target: <= 5 ms per slot)")
+    print("beside the chain, per job:")
+    for name, *_ in SIDE_STEPS:
+        values = sorted(steps[name])
+        if values:
+            print(f"  {name:<40} {statistics.median(values):>6.2f} ms "
+                  f"{values[int(len(values) * 0.9)]:>6.2f} ms")
+
+
 def row(name: str, value: float, unit: str, base: float, base_name: str, target: str) -> None:
     ratio = value / base if base else float("nan")
     print(f"{name:<34} {value:>9.2f} {unit:<6} baseline {base:>8.2f} {unit:<6} "
           f"x{ratio:>6.2f}  ({base_name}; target {target})")
 
 
-SECTIONS = ("hot", "loop", "drain", "cold", "scale", "idle")
+SECTIONS = ("hot", "loop", "drain", "cold", "scale", "idle", "chain")
 
 
 def root_of(env: dict[str, str]) -> Path:
@@ -402,6 +512,8 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     if "scale" in only:
         print(f"-- {label}scale --")
         scale(env, root, 5 if quick else 15, 500 if quick else 2000)
+    if "chain" in only and PROGRAM_KEY not in env:  # an older tree has no trace to read
+        chain(root, 40 if quick else 200)
 
 
 def idle_figures(label: str, env: dict[str, str], quick: bool) -> None:

@@ -21,7 +21,7 @@ from qex.coordinator.reaper import reap_children
 from qex.coordinator.scheduling import peer_claims, run_pass
 from qex.coordinator.state import Coordinator
 from qex.core.scheduler_types import PeerLoad
-from qex.platform import procs
+from qex.platform import chaintrace, procs
 from qex.platform.pollwatch import ConfigWatch
 from qex.store import history
 from qex.store import peers as peer_files
@@ -111,6 +111,7 @@ class Runner:
             if coord.is_stopping():
                 break
             coord.wakeups += 1
+            chaintrace.mark("co.tick", "-")
             try:
                 self.tick()
             except Exception:

@@ -24,6 +24,7 @@ from qex.core.model import dataclass
 from qex.core.records import Assignment, JobStatus, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State
+from qex.platform import chaintrace
 from qex.platform import machine as machine_info
 from qex.store import atomic
 from qex.store import jobs as job_files
@@ -179,6 +180,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
     from qex.platform.launch import launch_supervisor
 
+    chaintrace.mark("co.start", job.id)
     now = coord.now()
     record = job.record
     before = record.to_dict()
@@ -197,6 +199,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     except OSError as exc:
         wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
         return
+    chaintrace.mark("co.starting.written", job.id)
     coord.queue.remove(job.id)
     if coord.disk_wait_until is not None:
         coord.disk_wait_until = None
@@ -211,6 +214,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     # Without a scope, a supervisor forked from the ready fork server starts in about a
     # millisecond instead of paying for its imports; the fresh process is the fallback.
     forked = coord.forkserver.launch(job.id) if (coord.forkserver and not want_scope) else None
+    chaintrace.mark("co.launched", job.id)
     if forked is not None:
         job.supervisor_pid = forked.pid
         job.supervisor_token = forked.start_token
@@ -218,6 +222,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         from qex.coordinator.reaper import watch_foreign
 
         watch_foreign(coord, job)
+        chaintrace.mark("co.pidfile", job.id)
         return
     try:
         launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ))

@@ -27,6 +27,8 @@ from qex.coordinator.state import Coordinator, Job, label
 from qex.coordinator.submit import handle_submit
 from qex.core import protocol
 from qex.core.protocol import Op, Result
+from qex.core.records import JobStatus
+from qex.platform import chaintrace
 
 #: The longest time one event line may take to leave; a reader that stalls longer is dropped.
 EVENT_WRITE_TIMEOUT = 30.0
@@ -302,6 +304,7 @@ class Server:
         return pausing.state_answer(self.coord)
 
     async def _job_changed(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        chaintrace.mark("co.note", str(message.get("id")))
         job = self.coord.jobs.get(message.get("id") or "")
         if job is not None and message.get("pending") is not None:
             take_pending(job, message.get("pending"), message.get("note"))
@@ -309,8 +312,10 @@ class Server:
             return protocol.ok()
         if job is not None:
             before = job.record.state
-            if self.coord.refresh(job) and job.record.state != before:
+            if self.coord.refresh(job, sent_record(message.get("record"))) and \
+                    job.record.state != before:
                 log(f"the job {label(job.record)} is {job.record.state}")
+            chaintrace.mark(f"co.adopted.{job.record.state}", job.id)
         return protocol.ok()
 
     # -- the event stream ----------------------------------------------------------------
@@ -356,6 +361,17 @@ class Server:
             await asyncio.sleep(0.02)
 
 
+def sent_record(raw: object) -> JobStatus | None:
+    """The record a supervisor's note carried (`notify.job_changed`), or None to read the
+    file: an older supervisor sends none, and a record that does not parse is not trusted."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return JobStatus.from_dict(raw)
+    except (TypeError, ValueError):
+        return None
+
+
 def take_pending(job: Job, raw: object, note: object) -> None:
     """A supervisor says its result waits for the disk: keep it, and show the sentence.
 
@@ -365,7 +381,6 @@ def take_pending(job: Job, raw: object, note: object) -> None:
     the kept result.
     """
     from qex.core.names import printable_line
-    from qex.core.records import JobStatus
 
     if not isinstance(raw, dict) or job.final:
         return

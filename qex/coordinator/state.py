@@ -276,8 +276,12 @@ class Coordinator:
     def read_disk(self, job: Job) -> JobStatus | None:
         return job_files.read_status(job.dir)
 
-    def refresh(self, job: Job) -> bool:
+    def refresh(self, job: Job, sent: JobStatus | None = None) -> bool:
         """Take the supervisor's newer record from disk. True when something changed.
+
+        `sent`: the record that the supervisor's note carried, already on the disk as
+        status.json; taken instead of reading the file back (the note is sent after the
+        write, so it is never older than the file).
 
         A state never moves back (queued < starting < running < final), and a queued record
         on disk never replaces a queued one in memory: the coordinator owns a queued job's
@@ -286,7 +290,7 @@ class Coordinator:
         """
         if job.final:
             return False
-        disk = self.read_disk(job)
+        disk = sent if sent is not None else self.read_disk(job)
         if disk is None or disk.id != job.id:
             return False
         if job.pending is not None and not disk.final:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from qex.core.names import is_uuid
 from qex.core.records import JobSpec, JobStatus
@@ -47,8 +48,12 @@ def read_spec(job_dir: Path) -> JobSpec | None:
         return None
 
 
-def write_status(job_dir: Path, status: JobStatus) -> None:
-    atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600)
+def write_status(job_dir: Path, status: JobStatus) -> dict[str, Any]:
+    """Replace the record (temp file, fsync, rename); returns what was written, which the
+    supervisor sends along with its note."""
+    record = status.to_dict()
+    atomic.write_json(job_dir / STATUS, record, mode=0o600)
+    return record
 
 
 def read_status(job_dir: Path) -> JobStatus | None:

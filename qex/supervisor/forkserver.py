@@ -31,7 +31,7 @@ import qex.store.config_file
 import qex.supervisor.main
 import qex.supervisor.runner
 from qex.core.names import is_uuid
-from qex.platform import procs
+from qex.platform import chaintrace, procs
 from qex.store.paths import PathError, Paths
 
 
@@ -80,8 +80,10 @@ def _start(paths: Paths, job_id: str) -> None:
     except OSError as exc:
         _answer(f"error qex could not open the supervisor log of {job_id}: {exc.strerror}")
         return
+    qex.supervisor.main.remember_config(paths)
     sys.stdout.flush()
     sys.stderr.flush()
+    chaintrace.mark("fs.fork", job_id)
     try:
         pid = os.fork()
     except OSError as exc:
@@ -92,6 +94,7 @@ def _start(paths: Paths, job_id: str) -> None:
         _child(paths, job_id, log_fd)
     os.close(log_fd)
     _answer(f"{pid} {procs.start_token(pid) or ''}")
+    chaintrace.mark("fs.answered", job_id)
 
 
 def preload() -> None:
@@ -100,10 +103,13 @@ def preload() -> None:
     Measured in a forked child: without this, each supervisor imported ctypes (and opened
     libc through it), the sandbox choice, the process-group sandbox, the pool code, the
     usage store and the hook module on its way to `running`: milliseconds of CPU per job,
-    and private pages in every supervisor. Then freeze the heap, so that the children's
-    garbage collector does not write to (and so copy) the pages they share with this process.
+    and private pages in every supervisor. The config parser (`tomllib`, with `datetime` and
+    `string`) was the largest of them: read in every child, it cost more than the fork. Then
+    freeze the heap, so that the children's garbage collector does not write to (and so copy)
+    the pages they share with this process.
     """
     import gc
+    import tomllib  # noqa: F401 (the config parser's, imported lazily: 10+ ms in each child)
 
     import qex.core.pools
     import qex.platform.procgroup

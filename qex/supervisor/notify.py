@@ -18,14 +18,21 @@ TIMEOUT_SECS = 0.5
 
 
 def job_changed(socket_path: Path, job_id: str, *, pending: dict[str, Any] | None = None,
-                note: str | None = None) -> bool:
+                note: str | None = None, record: dict[str, Any] | None = None) -> bool:
     """True when the coordinator answered.
 
     `pending` and `note`: a record that could not be written yet (a full disk) and the
     sentence that says so. The coordinator shows the sentence, and should this supervisor
     die before the write succeeds, it records `pending` itself.
+
+    `record`: the record just written to status.json (renamed into place, so every reader
+    sees it), sent along so the coordinator need not read the file back. A field that an
+    older coordinator ignores: it reads the file, as before.
     """
-    line = protocol.encode(protocol.job_changed(job_id, pending=pending, note=note))
+    message = protocol.job_changed(job_id, pending=pending, note=note)
+    if record is not None:
+        message["record"] = record
+    line = protocol.encode(message)
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(TIMEOUT_SECS)

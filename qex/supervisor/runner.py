@@ -30,7 +30,7 @@ from qex.core.config import Config, Pool
 from qex.core.records import Assignment, JobSpec, JobStatus, dropped_counts
 from qex.core.states import State
 from qex.core.units import format_duration
-from qex.platform import jobprocess, procs
+from qex.platform import chaintrace, jobprocess, procs
 from qex.platform.sandbox import Evidence, Limits, Sandbox
 from qex.store import jobs
 from qex.store.paths import Paths
@@ -137,9 +137,12 @@ class Runner:
     # -- the record ----------------------------------------------------------------------
 
     def save(self) -> bool:
-        """Write the record now; a failure is said once and the job goes on (see `save_final`)."""
+        """Write the record now (synced), then tell the coordinator; a failed write is said
+        once and the job goes on (see `save_final`). True once the record is written."""
+        state = self.status.state
+        chaintrace.mark(f"sup.write.{state}", self.spec.id)
         try:
-            jobs.write_status(self.job_dir, self.status)
+            record = jobs.write_status(self.job_dir, self.status)
         except OSError as exc:
             cause = disk_cause(exc)
             if cause != self._save_fault:
@@ -147,7 +150,11 @@ class Runner:
                 say(f"qex could not write the record of the job {self.spec.id}: {cause}")
             return False
         self._save_fault = None
-        notify.job_changed(self.paths.socket_path, self.spec.id)
+        chaintrace.mark(f"sup.written.{state}", self.spec.id)
+        # The record travels with the note, so the coordinator starts the next job without
+        # reading the file back.
+        notify.job_changed(self.paths.socket_path, self.spec.id, record=record)
+        chaintrace.mark(f"sup.noted.{state}", self.spec.id)
         return True
 
     def save_final(self) -> None:
@@ -356,6 +363,7 @@ class Runner:
                 f"to this job ({exc}), so it did not start it; run `qex config show` to see the "
                 "state of enforcement, or set `[enforce] mode` = \"off\""
             )
+        chaintrace.mark("sup.attempt", spec.id)
         status.enforcement = self.sandbox.describe()
         out_log, err_log = self._open_logs(number)
         _, cpu_before = jobprocess.children_usage()
@@ -366,6 +374,7 @@ class Runner:
                       io=self.config.politeness.io,
                       oom_score_adj=self.config.politeness.oom_score_adj,
                       preexec=self.sandbox.preexec)
+        chaintrace.mark("sup.spawn", spec.id)
         try:
             pid = spawn(child, out_w, err_w)
         except SpawnError as exc:
@@ -377,6 +386,7 @@ class Runner:
         finally:
             os.close(out_w)
             os.close(err_w)
+        chaintrace.mark("sup.exec", spec.id)
         self.pid = pid
         pidfd = jobprocess.pidfd_open(pid)
         status.state = State.RUNNING
@@ -398,6 +408,7 @@ class Runner:
                 os.close(pidfd)
             out_log.finish()
             err_log.finish()
+        chaintrace.mark("sup.ended", spec.id)
         self.pid = None
         finished = watched.ended_at
         try:

@@ -1,0 +1,222 @@
+"""The per-job chain (one job's end to the next job's exec): which record writes wait for the
+disk and which do not (docs/records.md), the record that travels with the supervisor's note,
+the config parse that a forked supervisor takes from the fork server, and the trace that the
+benchmark reads. No timing: only order and effects."""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from qex.coordinator.events import EventHub
+from qex.coordinator.server import sent_record
+from qex.coordinator.state import Coordinator, Job
+from qex.core.config import Config, Machine
+from qex.core.records import JobSpec, JobStatus
+from qex.platform import chaintrace, procs
+from qex.platform.procgroup import ProcessGroupSandbox
+from qex.store import atomic
+from qex.store import config_file as config_files
+from qex.store import jobs as job_files
+from qex.store.paths import Paths
+from qex.supervisor import main as supervisor_main
+from qex.supervisor import notify
+from qex.supervisor import runner as supervisor_runner
+
+
+def make_coord(tmp_path: Path) -> Coordinator:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    paths.jobs_dir.mkdir(parents=True)
+    return Coordinator(
+        paths=paths, config=Config(), machine=Machine(cores=4, mem_total=16 * 1024**3),
+        events=EventHub(retained=64, version="test", pid=1, started_at=0.0),
+        started_at=0.0, idle_limit=3600.0, boot_id=procs.boot_id(),
+    )
+
+
+def add_job(coord: Coordinator, *, state: str) -> Job:
+    job_id = str(uuid.uuid4())
+    spec = JobSpec(id=job_id, name="j", cwd="/", command=["true"], env={}, cpu=1, mem=1024,
+                   submitted_at=time.time())
+    record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=0)
+    record.state = state
+    job_dir = job_files.create_job_dir(coord.paths, job_id)
+    job_files.write_spec(job_dir, spec)
+    job_files.write_status(job_dir, record)
+    job = Job.from_records(spec, record, job_dir)
+    coord.jobs[job_id] = job
+    return job
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every fsync the code under test asks for (the descriptors), in order."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+def test_a_durable_write_syncs_the_file_and_its_directory(tmp_path: Path,
+                                                         fsyncs: list[int]) -> None:
+    atomic.write_bytes(tmp_path / "r.json", b"{}\n")
+    assert len(fsyncs) == 2
+    assert (tmp_path / "r.json").read_bytes() == b"{}\n"
+
+
+def _supervisor_runner(tmp_path: Path) -> supervisor_runner.Runner:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    job_id = str(uuid.uuid4())
+    spec = JobSpec(id=job_id, name="j", cwd="/", command=["true"], env={}, cpu=1, mem=1024,
+                   submitted_at=time.time())
+    status = JobStatus.new(spec, boot_id="b", oom_retries=0)
+    status.state = "starting"
+    job_dir = job_files.create_job_dir(paths, job_id)
+    job_files.write_spec(job_dir, spec)
+    job_files.write_status(job_dir, status)
+    return supervisor_runner.Runner(paths, spec, status, Config(), notes=[],
+                                    sandbox=ProcessGroupSandbox(reason="test"))
+
+
+def test_the_supervisor_tells_the_coordinator_after_the_record_is_on_the_disk(
+        tmp_path: Path, fsyncs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = _supervisor_runner(tmp_path)
+    seen: list[tuple[str, dict[str, object] | None, int]] = []
+
+    def note(socket_path: Path, job_id: str, *, record: dict[str, object] | None = None,
+             **_more: object) -> bool:
+        on_disk = job_files.read_status(runner.job_dir)
+        assert on_disk is not None
+        seen.append((on_disk.state, record, len(fsyncs)))
+        return True
+
+    monkeypatch.setattr(notify, "job_changed", note)
+    fsyncs.clear()
+    runner.status.state = "completed"
+    runner.status.exit_code = 0
+    assert runner.save()
+    assert len(seen) == 1
+    state_on_disk, record, syncs_before_note = seen[0]
+    # The record is in place and synced (file and directory) when the note goes, and the
+    # note carries it.
+    assert state_on_disk == "completed"
+    assert record == runner.status.to_dict()
+    assert syncs_before_note == 2
+
+
+def test_a_record_the_disk_refuses_is_not_announced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner = _supervisor_runner(tmp_path)
+    notes: list[str] = []
+    monkeypatch.setattr(notify, "job_changed", lambda *a, **k: notes.append("note") or True)
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic, "_write_all", full)
+    runner.status.state = "completed"
+    assert not runner.save()
+    assert notes == []
+    on_disk = job_files.read_status(runner.job_dir)
+    assert on_disk is not None and on_disk.state == "starting"
+
+
+def test_the_coordinator_takes_the_sent_record_without_reading_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="running")
+    sent = JobStatus.from_dict(job.record.to_dict())
+    sent.state = "completed"
+    sent.exit_code = 0
+
+    def no_read(_job: object) -> None:
+        raise AssertionError("the record was read back from disk")
+
+    monkeypatch.setattr(coord, "read_disk", no_read)
+    assert coord.refresh(job, sent)
+    assert job.record.state == "completed" and job.final
+
+
+def test_a_sent_record_never_moves_a_job_back(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="running")
+    older = JobStatus.from_dict(job.record.to_dict())
+    older.state = "starting"
+    assert not coord.refresh(job, older)
+    other = JobStatus.from_dict(job.record.to_dict())
+    other.id = str(uuid.uuid4())
+    other.state = "completed"
+    assert not coord.refresh(job, other)
+    assert job.record.state == "running"
+
+
+def test_a_note_without_a_usable_record_falls_back_to_the_file() -> None:
+    assert sent_record(None) is None
+    assert sent_record("completed") is None
+    assert sent_record({"state": "completed"}) is None  # not a whole record
+
+
+def test_a_forked_supervisor_reuses_the_servers_parse_of_the_same_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    paths.config_file.parent.mkdir(parents=True)
+    paths.config_file.write_text('[budget]\ncpu = 3\n')
+    parses: list[bytes] = []
+    real = config_files.config_from_look
+
+    def counting(look: config_files.Look, path: Path) -> Config:
+        parses.append(look.data)
+        return real(look, path)
+
+    monkeypatch.setattr(config_files, "config_from_look", counting)
+    monkeypatch.setattr(supervisor_main, "_parsed", None)
+    supervisor_main.remember_config(paths)
+    assert len(parses) == 1
+    supervisor_main.remember_config(paths)  # the same bytes: no second parse in the server
+    config, notes = supervisor_main._load_config(paths, "j")
+    assert len(parses) == 1 and notes == []
+    assert config.budget.cpu.absolute == 3
+    # The file changed after the fork server looked: the supervisor parses what is there now.
+    paths.config_file.write_text('[budget]\ncpu = 1\n')
+    config, notes = supervisor_main._load_config(paths, "j")
+    assert len(parses) == 2 and config.budget.cpu.absolute == 1
+    # A broken file is never taken from the cache, and its sentence still reaches the record.
+    paths.config_file.write_text('[budget\n')
+    supervisor_main.remember_config(paths)
+    config, notes = supervisor_main._load_config(paths, "j")
+    assert config == Config() and notes and "config file" in notes[0]
+
+
+def test_the_chain_trace_is_silent_when_off_and_one_line_per_step_when_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tmp_path / "chain.trace"
+    monkeypatch.delenv("QEX_CHAIN_TRACE", raising=False)
+    importlib.reload(chaintrace)
+    chaintrace.mark("sup.exec", "j1")
+    assert not trace.exists()
+    monkeypatch.setenv("QEX_CHAIN_TRACE", str(trace))
+    try:
+        importlib.reload(chaintrace)
+        chaintrace.mark("sup.exec", "j1")
+        chaintrace.mark("co.tick", "-")
+    finally:
+        monkeypatch.delenv("QEX_CHAIN_TRACE")
+        importlib.reload(chaintrace)
+    lines = [line.split(" ") for line in trace.read_text().splitlines()]
+    assert [(words[2], words[3]) for words in lines] == [("j1", "sup.exec"), ("-", "co.tick")]
+    assert int(lines[0][0]) <= int(lines[1][0])
+    assert int(lines[0][1]) == os.getpid()
