@@ -59,7 +59,11 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
     """`qex status ID [--json] [--wait] [--no-logs]`: the exit code, or None for the full body.
 
     Only a record that `status` shows without an excerpt of its logs, and that a wait would
-    not wait for, is printed here."""
+    not wait for, is printed here; and only as JSON for now: the text block is rendered from
+    a typed record (`qex.cli.render_status`), whose imports cost more than the request saves,
+    so the text form goes straight to the full body without asking twice."""
+    if not as_json:
+        return None
     wire = _connect(word)
     if wire is None:
         return None
@@ -74,13 +78,11 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
         return None
     if state in FINAL_STATES and state != "completed" and not no_logs:
         return None  # the block ends with the last lines of its output: the full body
-    if as_json:
-        from qex.cli.jsontext import print_json
-        from qex.cli.record_json import display_record
+    from qex.cli.jsontext import print_json
+    from qex.cli.record_json import display_record
 
-        print_json(display_record(record))
-        return 0
-    return None
+    print_json(display_record(record))
+    return 0
 
 
 def list_json() -> int | None:
