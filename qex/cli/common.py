@@ -5,16 +5,16 @@ Kept light on purpose: it is imported by every command, including the fast read 
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
 
-from qex.store.paths import PathError, Paths
-
+TYPE_CHECKING = False  # no `typing`, and `qex.store.paths` (pathlib) only in `get_paths`
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     # Only for the annotation: the config model costs ~15 ms to import, and the fast read
     # paths (`qex status <id> --json`) never load a config.
     from qex.core.config import Config
+    from qex.store.paths import Paths
 
 
 def die(message: str, code: int) -> NoReturn:
@@ -31,6 +31,8 @@ def warn(message: str) -> None:
 
 
 def get_paths(code: int = 1) -> Paths:
+    from qex.store.paths import PathError, Paths
+
     try:
         return Paths.from_env()
     except PathError as exc:
@@ -52,5 +54,7 @@ def load_config(paths: Paths, code: int = 1) -> Config:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    sys.stdout.flush()
+    """One indented JSON document on stdout (`qex.cli.jsontext`, which spares `import json`)."""
+    from qex.cli.jsontext import print_json as write
+
+    write(data)

@@ -7,16 +7,34 @@ uses the ordinary 0, 1, 2 and 127. Both use 124 for a limit that ran out.
 Nothing below the CLI picks a code: the client raises `qex.client.errors` exceptions, a
 command raises `Failure` for "qex could not do it", and `qex.cli.main` hands either to
 `report` with the command word it was started with. Imported by `qex.cli.main` on every
-call, so it imports nothing at its top but `sys`.
+call, so it imports nothing at its top but `sys`: not `typing` (a third of the interpreter's
+start-up), and not `qex.core.states`, whose `Exit` codes are repeated below as plain ints (a
+unit test holds the two equal).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, NoReturn
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from qex.client.errors import ClientError
+
+#: The `kind` of a refusal for an id that names no job (`qex.core.protocol.NO_SUCH_JOB`).
+REFUSED_NO_SUCH_JOB = "no_such_job"
+
+# The codes this module hands out, equal to `qex.core.states.Exit` (tests/unit/test_exits.py).
+OK = 0
+FAILURE = 1
+USAGE = 2
+JOB_HIGH = 97
+SIGNAL = 98
+QEX_FAILED = 121
+WAIT_INTERRUPTED = 122
+WAIT_TIMEOUT = 124
+NO_SUCH_JOB = 127
 
 #: Commands that give the result of a job use the exit-code band.
 BAND_COMMANDS = frozenset({"submit", "run", "pipeline", "wait", "status", "rerun"})
@@ -37,37 +55,29 @@ def in_band(command: str | None) -> bool:
 
 def failed(command: str | None) -> int:
     """qex could not do it: 121 in the band, 1 elsewhere."""
-    from qex.core.states import Exit
-
-    return Exit.QEX_FAILED if in_band(command) else Exit.FAILURE
+    return QEX_FAILED if in_band(command) else FAILURE
 
 
 def usage(command: str | None) -> int:
     """A usage error: 121 in the band, click's 2 elsewhere."""
-    from qex.core.states import Exit
-
-    return Exit.QEX_FAILED if in_band(command) else Exit.USAGE
+    return QEX_FAILED if in_band(command) else USAGE
 
 
 def interrupted(command: str | None) -> int:
     """Ctrl-C outside a wait: 122 in the band, 1 elsewhere."""
-    from qex.core.states import Exit
-
-    return Exit.WAIT_INTERRUPTED if in_band(command) else Exit.FAILURE
+    return WAIT_INTERRUPTED if in_band(command) else FAILURE
 
 
 def code_for(error: ClientError | Failure, command: str | None) -> int:
     """The exit code of a failure of the client or of a command, in `command`."""
     from qex.client.errors import CoordinatorError, Refused
-    from qex.core.protocol import NO_SUCH_JOB
-    from qex.core.states import Exit
 
     if isinstance(error, Failure):
-        return Exit.NO_SUCH_JOB if error.not_found else failed(command)
+        return NO_SUCH_JOB if error.not_found else failed(command)
     if isinstance(error, Refused):
-        return Exit.NO_SUCH_JOB if error.kind == NO_SUCH_JOB else failed(command)
+        return NO_SUCH_JOB if error.kind == REFUSED_NO_SUCH_JOB else failed(command)
     if isinstance(error, CoordinatorError) and error.timeout:
-        return Exit.WAIT_TIMEOUT
+        return WAIT_TIMEOUT
     return failed(command)
 
 

@@ -105,7 +105,25 @@ def _duration(text: str | None, what: str) -> tuple[bool, float | None]:
 
 # -- the commands ---------------------------------------------------------------------------
 
+def _defaults(command: str, p: dict[str, Any], names: tuple[str, ...]) -> bool:
+    """True when each of `names` has its default value (the option was not given)."""
+    from qex.cli.fast_table import TABLE
+
+    defaults = TABLE[command]["defaults"]
+    return all(p[name] == defaults[name] for name in names)
+
+
+#: The status options that `qex.cli.fastread.status` leaves to the full body.
+_STATUS_FULL_ONLY = ("quiet", "follow", "show_env", "timeout_text", "only_stdout", "only_stderr")
+
+
 def _status(p: dict[str, Any]) -> int | None:
+    if _defaults("status", p, SELECTION + _STATUS_FULL_ONLY):
+        from qex.cli.fastread import status
+
+        code = status(p["word"], as_json=p["as_json"], wait=p["wait"], no_logs=p["no_logs"])
+        if code is not None:
+            return code
     from qex.cli import jobcmd
     from qex.cli.common import get_paths
     from qex.cli.status_core import show_status
@@ -131,6 +149,13 @@ def _status(p: dict[str, Any]) -> int | None:
 
 
 def _list(p: dict[str, Any]) -> int | None:
+    if p["as_json"] and _defaults("list", p, ("states", "tags", "group_word", "cwd_dir",
+                                               "under_dir")):
+        from qex.cli.fastread import list_json
+
+        code = list_json()
+        if code is not None:
+            return code
     from qex.cli.list_core import show_list
     from qex.core.states import State, parse_state_filter
 
@@ -187,6 +212,13 @@ def _logs(p: dict[str, Any]) -> int | None:
 
 
 def _kill(p: dict[str, Any]) -> int | None:
+    if len(p["jobs"]) == 1 and _defaults("kill", p, ("signal_text", "grace")):
+        from qex.cli import fastread
+
+        code = fastread.stop(p["jobs"][0], "kill",
+                             (fastread.default_signal(), fastread.DEFAULT_GRACE_SECS))
+        if code is not None:
+            return code
     from qex.cli.stop_core import kill_jobs
     from qex.platform.procs import parse_signal
 
@@ -202,6 +234,12 @@ def _kill(p: dict[str, Any]) -> int | None:
 
 
 def _cancel(p: dict[str, Any]) -> int | None:
+    if len(p["jobs"]) == 1:
+        from qex.cli.fastread import stop
+
+        code = stop(p["jobs"][0], "cancel")
+        if code is not None:
+            return code
     from qex.cli.stop_core import cancel_jobs
 
     cancel_jobs(p["jobs"])

@@ -19,7 +19,8 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     from qex.cli import job_filters as jf
     from qex.cli.queue_lines import pause_lines
     from qex.cli.reach import open_connection, pause_state
-    from qex.cli.record_view import display_record, sort_key, typed
+    from qex.cli.record_json import display_record, sort_key
+    from qex.cli.record_view import typed
     from qex.cli.render_table import render_jobs, terminal_width, use_color
 
     paths = get_paths()

@@ -6,7 +6,7 @@ keys in safe form, arguments and paths in visible form, sentences in printable f
 stored record keeps its raw values; only the view changes.
 
 Two forms of a record meet here. The JSON that `status --json`, `list --json` and events
-print is the dict the coordinator sent, made display-safe by `display_record` and otherwise
+print is the dict the coordinator sent, made display-safe by `record_json.display_record` and
 passed on as it came (unknown fields from a newer qex included), so that output never
 changes shape. Everything a person reads is rendered from a typed `JobStatus` (`typed()`
 builds one from such a dict).
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 # `qex.core.records` is imported by `typed()` only: `list --json` prints the dicts as they came
 # and never needs it.
 
-_SAFE_FIELDS = ("name", "group_name", "dedupe_key")
-_SAFE_LISTS = ("tags",)
-_PRINTABLE_FIELDS = ("blocked_reason", "error", "forced_reason", "note")
-
 #: The fields a record always has; a partial record (an event's, a test's) gets these.
 _BLANK: dict[str, Any] = {"id": "", "name": "", "command": [], "cwd": ""}
 
@@ -44,33 +40,6 @@ def typed(record: JobStatus | Mapping[str, Any]) -> JobStatus:
     if isinstance(record, JobStatus):
         return record
     return JobStatus.from_dict({**_BLANK, **record})
-
-
-def display_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `record` that is safe to print or to give as JSON to a terminal reader."""
-    out = dict(record)
-    for key in _SAFE_FIELDS:
-        value = out.get(key)
-        if isinstance(value, str):
-            out[key] = safe_name(value)
-    for key in _SAFE_LISTS:
-        value = out.get(key)
-        if isinstance(value, list):
-            out[key] = [safe_name(str(v)) for v in value]
-    locks = out.get("locks")
-    if isinstance(locks, list):
-        out["locks"] = [lock_shown(str(v)) for v in locks]
-    for key in _PRINTABLE_FIELDS:
-        value = out.get(key)
-        if isinstance(value, str):
-            out[key] = printable_line(value)
-    command = out.get("command")
-    if isinstance(command, list):
-        out["command"] = [visible(str(arg)) for arg in command]
-    cwd = out.get("cwd")
-    if isinstance(cwd, str):
-        out["cwd"] = visible(cwd)
-    return out
 
 
 def _printable(text: str | None) -> str | None:
@@ -225,14 +194,3 @@ def elapsed_secs(record: JobStatus, now: float) -> float | None:
 def time_text(record: JobStatus, now: float) -> str:
     secs = elapsed_secs(record, now)
     return "-" if secs is None else format_duration(secs)
-
-
-def sort_key(record: Mapping[str, Any]) -> tuple[float, int]:
-    """Submission order: the time, then the coordinator's sequence for a tie.
-
-    It orders the dicts as they came, so `list --json` sorts without building typed records.
-    """
-    submitted = record.get("submitted_at")
-    sequence = record.get("sequence")
-    return (float(submitted) if isinstance(submitted, (int, float)) else 0.0,
-            sequence if isinstance(sequence, int) else 0)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qex.cli.record_view import display, display_record, signal_text, typed
+from qex.cli.record_json import display_record
+from qex.cli.record_view import display, signal_text, typed
 from qex.core import logsel
 from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id, visible
@@ -337,9 +338,10 @@ def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
                   sel: logsel.Selection | None = None, streams: tuple[str, ...] = STREAMS,
                   group: bool = False) -> None:
     """Print records as `qex status` does: text blocks, or JSON (an array for a group)."""
-    import json
     import sys
     import time
+
+    from qex.cli.jsontext import dumps
 
     now = time.time()
     blocks: list[str] = []
@@ -353,9 +355,6 @@ def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
             documents.append(status_json(record, env=env, excerpts=excerpts))
         else:
             blocks.append(status_text(job, now=now, env=env, excerpts=excerpts))
-    if as_json:
-        text = json.dumps(documents if group else documents[0], indent=2)
-    else:
-        text = "\n\n".join(blocks)
+    text = dumps(documents if group else documents[0]) if as_json else "\n\n".join(blocks)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
 
 from qex.cli.common import get_paths
+
+TYPE_CHECKING = False  # `qex.cli.fastread` imports the sentences below: no `typing` here
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, NoReturn
+
+
+def signalled_line(job_id: str, signum: int) -> str:
+    """What `kill` prints for a job that the coordinator signalled."""
+    from qex.platform.procs import signal_name
+
+    return f"{job_id} received the signal {signal_name(signum)}"
+
+
+def left_queue_line(job_id: str) -> str:
+    """What `kill` and `cancel` print for a job taken out of the queue."""
+    return f"{job_id} left the queue"
 
 
 def _stop_each(jobs: Sequence[str], verb: str,
@@ -42,14 +57,12 @@ def _stop_each(jobs: Sequence[str], verb: str,
 def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
     """Send `signum` to the running jobs that `jobs` name; end the command with its code."""
     from qex.cli.stop_jobs import send
-    from qex.platform.procs import signal_name
 
     def act(outcome: Any, conn: Any, job_id: str, state: str) -> None:
         if state == "queued-in-group":
-            send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
+            send(outcome, left_queue_line(job_id), conn.cancel, job_id)
         else:
-            send(outcome, f"{job_id} received the signal {signal_name(signum)}",
-                 conn.kill, job_id, signum, grace_secs)
+            send(outcome, signalled_line(job_id, signum), conn.kill, job_id, signum, grace_secs)
 
     _stop_each(jobs, "kill", act)
 
@@ -59,6 +72,6 @@ def cancel_jobs(jobs: Sequence[str]) -> None:
     from qex.cli.stop_jobs import send
 
     def act(outcome: Any, conn: Any, job_id: str, _state: str) -> None:
-        send(outcome, f"{job_id} left the queue", conn.cancel, job_id)
+        send(outcome, left_queue_line(job_id), conn.cancel, job_id)
 
     _stop_each(jobs, "cancel", act)

@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 from qex.cli.queue_lines import clock, health_line, others_line, pause_lines
-from qex.cli.record_view import note_text, sort_key, time_text, typed
+from qex.cli.record_json import sort_key
+from qex.cli.record_view import note_text, time_text, typed
 from qex.cli.render_table import cut, paint, state_colour
 from qex.core.model import dataclass
 from qex.core.names import safe_name, short_id

@@ -114,17 +114,21 @@ class Wire:
         full client's: it reports it with its own sentence and code.
         """
         data = encode(message)
-        buffered = b""
+        chunks: list[bytes] = []
         try:
             self.sock.settimeout(QUICK_ANSWER_SECS)
             self.sock.sendall(data)
-            while b"\n" not in buffered:
+            # Look for the end in each new chunk only: a list of thousands of jobs is megabytes.
+            while True:
                 chunk = self.sock.recv(1 << 16)
                 if not chunk:
                     break
-                buffered += chunk
+                chunks.append(chunk)
+                if b"\n" in chunk:
+                    break
         except OSError:
             pass
+        buffered = b"".join(chunks)
         line, newline, rest = buffered.partition(b"\n")
         if newline and not rest:
             answer = decode(line)

@@ -121,3 +121,74 @@ def test_submit_then_wait_through_the_fast_path(qex_env: Env) -> None:
     done = qex_env.run("submit", "--wait", "-q", "--", "sh", "-c", "exit 5")
     assert done.returncode == 5
     assert not done.stdout
+
+
+AGO = re.compile(r"\d+(\.\d+)?s ago")
+
+
+def _same_pair(env: Env, fast_args: list[str], slow_args: list[str]) -> None:
+    """The fast run of `fast_args` and the click run of `slow_args` print the same (ids and
+    the "1.2s ago" of a pause line masked); for a command that changes a job, each way gets
+    a job of its own."""
+    fast = env.run(*fast_args)
+    slow = env.run(*slow_args, extra_env=CLICK_ONLY)
+    assert (fast.returncode, AGO.sub("<t>", _mask(fast.stdout)),
+            AGO.sub("<t>", _mask(fast.stderr))) == (
+        slow.returncode, AGO.sub("<t>", _mask(slow.stdout)),
+        AGO.sub("<t>", _mask(slow.stderr))), fast_args
+
+
+def test_reads_through_the_wire_agree(qex_env: Env) -> None:
+    """The forms that `qex.cli.fastread` answers over the wire, their fall-backs and their
+    refusals, on the same state both ways."""
+    done = qex_env.submit("--cpu", "1", "--mem", "16MB", "--name", "hi", "--tag", "t1",
+                          "--", "echo", "a\x1bb\n", "é")
+    qex_env.run("wait", done, check=True)
+    failed = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "sh", "-c",
+                            "echo oops >&2; exit 3")
+    qex_env.run("wait", failed)
+    unknown = "01234567-89ab-4def-8123-456789abcdef"
+    for args in (
+        ["status", done, "--json"], ["status", "--wait", done, "--json"], ["status", done],
+        ["status", failed, "--json"], ["status", failed, "--json", "--no-logs"],
+        ["status", "--wait", failed, "--json"], ["status", unknown, "--json"],
+        ["status", done[:8], "--json"], ["status", done.upper(), "--json"],
+        ["list", "--json"], ["kill", done], ["kill", failed], ["cancel", done],
+        ["kill", unknown], ["cancel", unknown], ["kill", "--grace", "10s", done],
+        ["kill", "--signal", "TERM", done],
+    ):
+        _same(qex_env, *args)
+
+    # Queued jobs behind a paused queue: a pause line on stderr, a queue reason, a cancel.
+    qex_env.run("pause", "queue", "--reason", "testing", check=True)
+    queued = [qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "true") for _ in range(4)]
+    for args in (["list", "--json"], ["status", queued[0], "--json"],
+                 ["status", queued[0], "--json", "--no-logs"]):
+        _same_pair(qex_env, args, args)
+    _same_pair(qex_env, ["cancel", queued[0]], ["cancel", queued[1]])
+    _same_pair(qex_env, ["kill", queued[2]], ["kill", queued[3]])
+    qex_env.run("resume", "queue", check=True)
+
+    # Running jobs (one at a time: the budget may hold one): a signal the coordinator sends.
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        job = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "sleep", "60")
+        qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
+                         what="a running job")
+        _same(qex_env, "status", job, "--json")
+        proc = qex_env.run("kill", job, extra_env=extra)
+        shown.append((proc.returncode, _mask(proc.stdout), _mask(proc.stderr)))
+        qex_env.run("wait", job)
+    assert shown[0] == shown[1]
+
+
+def test_reads_without_a_coordinator_agree(qex_env: Env) -> None:
+    """With nobody listening, the fast forms hand over to the full bodies (which read the
+    disk); both ways print the same."""
+    done = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "echo", "hello")
+    qex_env.run("wait", done, check=True)
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    for args in (["status", done, "--json"], ["status", done],
+                 ["status", "--wait", done, "--json"]):
+        _same(qex_env, *args)

@@ -1,0 +1,200 @@
+"""The read and stop commands through `qex.cli.wire`, while a coordinator listens.
+
+`qex status ID --json`, `qex list --json`, `qex kill ID` and `qex cancel ID` in their plain
+forms need one or two requests and a few lines of output, but the full bodies import the
+client, paths, typed records and enums, which cost several times the interpreter's start-up.
+Here each asks the coordinator over `wire` (C modules only) and prints with the same
+functions as the full bodies (`record_json`, `jsontext`, `stop_core`'s sentences).
+
+Every function returns None, having printed nothing and changed nothing, whenever the case
+is not plain: no coordinator listens (the full body then reads the disk and judges stale
+records, `qex.cli.stale`), a word that is not a whole id, a refusal whose wording needs the
+history, a record whose output excerpt `status` would show, a slow answer. The caller then
+runs the full body, which asks again.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from qex.cli.wire import Wire
+
+#: The states in which a job will not change again (`qex.core.states.FINAL`; a unit test
+#: holds the two equal).
+FINAL_STATES = frozenset({"completed", "failed", "killed", "timeout", "expired", "oom",
+                          "cancelled", "skipped"})
+
+
+def _ask(wire: Wire, message: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer to one request, or None when it did not come at once (the full client has
+    taken the line over; it is closed here, and the caller gives up)."""
+    answer = wire.request(message)
+    if isinstance(answer, dict):
+        return answer
+    answer.close()
+    return None
+
+
+def _record(wire: Wire, job_id: str) -> dict[str, Any] | None:
+    """The coordinator's record of a whole id; None for a refusal or an odd answer."""
+    answer = _ask(wire, {"op": "status", "id": job_id})
+    record = answer.get("status") if answer is not None and answer.get("result") == "status" \
+        else None
+    return record if isinstance(record, dict) else None
+
+
+def _connect(word: str | None = None) -> Wire | None:
+    from qex.cli.fastwait import is_full_id
+
+    if word is not None and not is_full_id(word):
+        return None
+    from qex.cli.wire import Wire
+
+    return Wire.connect()
+
+
+def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None:
+    """`qex status ID [--json] [--wait] [--no-logs]`: the exit code, or None for the full body.
+
+    Only a record that `status` shows without an excerpt of its logs, and that a wait would
+    not wait for, is printed here; and only as JSON for now: the text block is rendered from
+    a typed record (`qex.cli.render_status`), whose imports cost more than the request saves,
+    so the text form goes straight to the full body without asking twice."""
+    if not as_json:
+        return None
+    wire = _connect(word)
+    if wire is None:
+        return None
+    try:
+        record = _record(wire, word)
+    finally:
+        wire.close()
+    if record is None:
+        return None
+    state = record.get("state")
+    if wait and state not in FINAL_STATES:
+        return None
+    if state in FINAL_STATES and state != "completed" and not no_logs:
+        return None  # the block ends with the last lines of its output: the full body
+    from qex.cli.jsontext import print_json
+    from qex.cli.record_json import display_record
+
+    print_json(display_record(record))
+    return 0
+
+
+def list_json() -> int | None:
+    """`qex list --json` without filters: the exit code, or None for the full body."""
+    wire = _connect()
+    if wire is None:
+        return None
+    try:
+        listed = _ask(wire, {"op": "list"})
+        if listed is None or listed.get("result") != "jobs":
+            return None
+        names = _ask(wire, {"op": "capabilities"})
+        if names is None:
+            return None
+        pauses = None
+        known = names.get("names") if names.get("result") == "capabilities" else None
+        if isinstance(known, list) and "pause" in known:
+            pauses = _ask(wire, {"op": "pause_state"})
+            if pauses is None or pauses.get("result") not in ("pause_state", "error"):
+                return None  # the full client words an answer of the wrong kind
+            if pauses.get("result") == "error":
+                pauses = None
+    finally:
+        wire.close()
+    jobs, damaged = listed.get("jobs"), listed.get("damaged")
+    records = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+    from qex.cli.common import warn
+
+    if pauses is not None and (pauses.get("queue") or pauses.get("locks")):
+        import time
+
+        from qex.cli.queue_lines import pause_lines
+
+        for line in pause_lines(pauses, time.time()):
+            warn(line)
+    if isinstance(damaged, list) and damaged:
+        from qex.cli.list_core import damaged_line
+
+        for entry in damaged:
+            if isinstance(entry, dict):
+                warn(damaged_line(entry))
+    from qex.cli.jsontext import print_json
+    from qex.cli.record_json import display_record, sort_key
+
+    print_json([display_record(r) for r in sorted(records, key=sort_key)])
+    return 0
+
+
+#: `kill`'s defaults (`--signal TERM --grace 10s`) as numbers; a unit test holds them equal
+#: to what `parse_signal` and `parse_duration` make of the defaults in `qex.cli.fast_table`.
+DEFAULT_SIGNAL_TEXT, DEFAULT_GRACE_TEXT = "TERM", "10s"
+DEFAULT_GRACE_SECS = 10.0
+
+
+def default_signal() -> int:
+    """SIGTERM, from the C module (`signal` would import `enum`)."""
+    import _signal  # type: ignore[import-not-found]
+
+    return int(_signal.SIGTERM)
+
+
+def refusal_of(answer: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, message) of an `error` answer, as `qex.core.protocol.error_of` reads it (which
+    imports `json` and `typing`); a unit test compares the two."""
+    if answer.get("result") != "error":
+        return None
+    kind, text = answer.get("kind"), answer.get("message")
+    return (kind if isinstance(kind, str) and kind else "internal",
+            text if isinstance(text, str) and text else "the coordinator gave no reason")
+
+
+def stop(word: str, verb: str, signal: tuple[int, float] | None = None) -> int | None:
+    """`qex kill ID` (`signal`: the number and the grace) or `qex cancel ID` for one whole id:
+    the exit code, or None (before anything was sent) for the full body."""
+    wire = _connect(word)
+    if wire is None:
+        return None
+    try:
+        record = _record(wire, word)
+        if record is None:
+            return None
+        job_id = str(record.get("id"))
+        message: dict[str, Any] = {"op": verb, "id": job_id}
+        if signal is not None:
+            message.update(signal=signal[0], grace_secs=signal[1])
+        sent = wire.request(message)
+        if not isinstance(sent, dict):  # a slow answer: the full client reads it
+            with sent:
+                sent = sent.answer(verb)
+    finally:
+        wire.close()
+    return _stopped(verb, job_id, signal, message, sent)
+
+
+def _stopped(verb: str, job_id: str, signal: tuple[int, float] | None,
+             message: dict[str, Any], answer: dict[str, Any]) -> int:
+    """Print what `stop_core` prints for the answer; the command's exit code."""
+    refused = refusal_of(answer)
+    if refused is not None:
+        from qex.cli.common import warn
+        from qex.cli.exits import code_for
+        from qex.client.errors import Refused
+        from qex.core.names import printable_line
+
+        warn(printable_line(refused[1]))
+        return code_for(Refused(*refused), verb)
+    if answer.get("result") != "ok":
+        from qex.client.connection import check
+
+        check(message, answer)  # raises the full client's error for this answer
+    from qex.cli.stop_core import left_queue_line, signalled_line
+
+    line = signalled_line(job_id, signal[0]) if signal is not None else left_queue_line(job_id)
+    print(line, flush=True)
+    return 0

@@ -1,0 +1,42 @@
+"""`qex.cli.jsontext.dumps` writes what `json.dumps(value, indent=2)` writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qex.cli.jsontext import dumps
+
+_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
+            | st.text())
+_KEYS = st.text() | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(_VALUES)
+def test_same_text_as_json(value: Any) -> None:
+    assert dumps(value) == json.dumps(value, indent=2)
+
+
+@pytest.mark.parametrize("value", [
+    {}, [], {"a": []}, {"a": {}}, [float("inf"), float("-inf")], {"é\x1b": "💥\n"},
+    {"id": "x", "command": ["sh", "-c", "echo"], "usage": {"max_rss": 1, "cpu_secs": 0.25}},
+])
+def test_known_shapes(value: Any) -> None:
+    assert dumps(value) == json.dumps(value, indent=2)
+
+
+def test_refuses_what_json_refuses() -> None:
+    with pytest.raises(TypeError):
+        dumps({"a": object()})
+    with pytest.raises(TypeError):
+        dumps({(1, 2): 1})
