@@ -278,3 +278,5 @@ def test_install_stops_a_coordinator_the_cli_started(home: Path,
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
