@@ -189,7 +189,17 @@ def _wait(p: dict[str, Any]) -> int | None:
     return 0
 
 
+#: The logs options that `qex.cli.fastlogs.show` leaves to the full body.
+_LOGS_FULL_ONLY = ("follow", "as_json", "hook", "only_stdout", "only_stderr")
+
+
 def _logs(p: dict[str, Any]) -> int | None:
+    if _defaults("logs", p, SELECTION + _LOGS_FULL_ONLY):
+        from qex.cli.fastlogs import show
+
+        code = show(p["job"])
+        if code is not None:
+            return code
     from qex.cli.logs_core import UsageProblem, show_logs
 
     sel = selection(p)

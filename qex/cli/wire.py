@@ -26,9 +26,9 @@ _SHORT_ENOUGH = 90
 QUICK_ANSWER_SECS = 0.5
 
 
-def socket_path(env: dict[str, str] | os._Environ[str]) -> str | None:
-    """The coordinator's socket for this environment, as `Paths.from_env` finds it; None
-    when only the full code can say (no HOME, or a path too long for sun_path)."""
+def state_dir(env: dict[str, str] | os._Environ[str]) -> str | None:
+    """qex's state directory for this environment, as `Paths.from_env` finds it; None when
+    only the full code can say (no HOME, or a path that `pathlib` would normalise)."""
     if not (env.get("XDG_CONFIG_HOME") or env.get("HOME")):
         return None  # Paths refuses this environment; let it say so
     state_home = env.get("XDG_STATE_HOME", "")
@@ -37,8 +37,20 @@ def socket_path(env: dict[str, str] | os._Environ[str]) -> str | None:
         if not home:
             return None
         state_home = os.path.join(home, ".local", "state")
-    path = os.path.join(state_home, "qex", "run", "qex.sock")
-    if len(os.fsencode(path)) > _SHORT_ENOUGH or "//" in path or "/./" in path:
+    path = os.path.join(state_home, "qex")
+    if "//" in path or "/./" in path:
+        return None
+    return path
+
+
+def socket_path(env: dict[str, str] | os._Environ[str]) -> str | None:
+    """The coordinator's socket for this environment, as `Paths.from_env` finds it; None
+    when only the full code can say (see `state_dir`, or a path too long for sun_path)."""
+    state = state_dir(env)
+    if state is None:
+        return None
+    path = os.path.join(state, "run", "qex.sock")
+    if len(os.fsencode(path)) > _SHORT_ENOUGH:
         return None
     return path
 

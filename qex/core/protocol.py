@@ -26,10 +26,14 @@ Errors: {"result": "error", "kind": no_such_job | wrong_state | internal | refus
 
 from __future__ import annotations
 
-import json
-from typing import Any, Final, TypedDict
-
 from qex import __version__
+
+# `qex submit` builds its request here on every call: `typing` costs a third of the
+# interpreter's start-up and `json` pulls in `re` and `enum`, so neither is imported at the
+# top (the annotations are strings; `json` is imported where a line is encoded or decoded).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, TypedDict
 
 #: What this build can obey. The CLI refuses an option whose capability is missing.
 CAPABILITIES: tuple[str, ...] = (
@@ -107,13 +111,16 @@ ANSWERS: dict[str, str] = {
     Op.JOB_CHANGED: Result.OK,
 }
 
-class Submitted(TypedDict):
-    """The `submitted` answer, checked: the job's id, the coordinator's warning (or None),
-    and whether an earlier job with the same dedupe key was handed back."""
+if TYPE_CHECKING:
+    class Submitted(TypedDict):
+        """The `submitted` answer, checked: the job's id, the coordinator's warning (or
+        None), and whether an earlier job with the same dedupe key was handed back."""
 
-    id: str
-    warning: str | None
-    deduplicated: bool
+        id: str
+        warning: str | None
+        deduplicated: bool
+else:
+    Submitted = dict  # the same value at run time, without building a TypedDict class
 
 
 def submitted(answer: dict[str, Any]) -> Submitted | None:
@@ -219,10 +226,14 @@ class ProtocolError(RuntimeError):
 
 
 def encode(message: dict[str, Any]) -> bytes:
+    import json
+
     return json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:
+    import json
+
     try:
         value = json.loads(line)
     except ValueError as exc:

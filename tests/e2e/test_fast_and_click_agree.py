@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from typing import Any
 
-from conftest import Env
+from conftest import QEX, Env
 
 CLICK_ONLY = {"QEX_NO_FAST_PATH": "1"}
 UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|\b[0-9a-f]{8}\b")
@@ -192,3 +193,41 @@ def test_reads_without_a_coordinator_agree(qex_env: Env) -> None:
     for args in (["status", done, "--json"], ["status", done],
                  ["status", "--wait", done, "--json"]):
         _same(qex_env, *args)
+
+
+def _same_bytes(env: Env, *args: str) -> None:
+    """As `_same`, byte for byte: a job's output need not be UTF-8."""
+    runs = [subprocess.run([*QEX, *args], capture_output=True, timeout=60, cwd=str(env.root),
+                           env={**env.env, **extra}) for extra in ({}, CLICK_ONLY)]
+    fast, slow = runs
+    assert (fast.returncode, fast.stdout, fast.stderr) == (
+        slow.returncode, slow.stdout, slow.stderr), args
+
+
+def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
+    """`qex logs ID` of a stopped job reads its files on the fast path; the cases it leaves
+    to the full body (an active job, a short or odd id, options) print the same too."""
+    long = qex_env.submit("--", "sh", "-c",
+                          "seq 1 700; printf 'bad \\377 byte\\r\\nno end'; echo e1 >&2")
+    empty = qex_env.submit("--", "true")
+    one_over = qex_env.submit("--", "sh", "-c", "seq 1 501 >&2; exit 4")
+    for job in (long, empty, one_over):
+        qex_env.run("wait", job)
+    qex_env.run("pause", "queue", check=True)
+    queued = qex_env.submit("--", "true")
+    cases = [
+        ["logs", long], ["logs", empty], ["logs", one_over], ["logs", queued],
+        ["logs", long.upper()], ["logs", long[:8]], ["logs", "0" * 8 + long[8:]],
+        ["logs", long, "--tail", "3"], ["logs", one_over, "--stderr"],
+    ]
+    for args in cases:
+        _same_bytes(qex_env, *args)
+    fast = qex_env.run("logs", one_over)
+    assert fast.stdout.startswith("==> stdout <==\n==> stderr <==\n2\n")
+    assert "[stderr] 1 earlier line is not shown" in fast.stderr
+    qex_env.run("resume", "queue", check=True)
+    qex_env.run("wait", queued)
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    for args in cases:
+        _same_bytes(qex_env, *args)

@@ -198,6 +198,7 @@ def test_the_wire_finds_the_socket_where_paths_does(env: dict[str, str]) -> None
     found = wire.socket_path(env)
     assert found is not None
     assert Path(found) == Paths.from_env(env).socket_path
+    assert Path(str(wire.state_dir(env))) == Paths.from_env(env).state_dir
 
 
 @pytest.mark.parametrize("env", [

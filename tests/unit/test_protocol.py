@@ -68,3 +68,32 @@ def test_submitted_is_checked_once() -> None:
         "id": "j1", "warning": None, "deduplicated": False}
     assert protocol.submitted(protocol.answer(Result.SUBMITTED, id="")) is None
     assert protocol.submitted(protocol.answer(Result.SUBMITTED)) is None
+
+
+def test_the_lines_are_those_json_writes_and_reads() -> None:
+    message = {"op": Op.SUBMIT_WORDS, "options": {"command": ["echo", "é\u2603"]}, "n": 1.5}
+    assert protocol.encode(message) == json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    assert protocol.decode(protocol.encode(message)) == message
+    with pytest.raises(protocol.ProtocolError, match="the line is not JSON: Expecting value"):
+        protocol.decode(b"nope")
+    with pytest.raises(protocol.ProtocolError, match="not a JSON object"):
+        protocol.decode(b"[1]")
+    with pytest.raises(protocol.ProtocolError, match="nests its values deeper"):
+        protocol.decode(b"[" * 100_000)
+
+
+def test_the_protocol_module_imports_no_typing_json_re_or_enum() -> None:
+    """`qex submit` builds its request with this module on every call; these four cost more
+    than the interpreter's own start-up together."""
+    import os
+    import subprocess
+    import sys
+
+    import qex
+
+    root = os.path.dirname(os.path.dirname(qex.__file__))
+    code = (f"import sys; sys.path.insert(0, {root!r}); import qex.core.protocol, qex.cli.fastsubmit, qex.cli.wire; "
+            "print(sorted({'typing', 'json', 're', 'enum'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,103 @@
+"""`qex logs ID` for a job that has stopped, straight from its files.
+
+The common call is `qex logs <id>` with no option, on a job that has finished: the last
+lines of both streams, each under its `==> stream <==` head. The full body
+(`qex.cli.logs_core`) imports the client, `pathlib`, typed records and the selection
+module (`re`), which cost several times the interpreter's start-up; this form reads the
+record and the two files with `os` alone and prints the same bytes.
+
+It needs no coordinator: the record on disk is the one the full body shows for a job in a
+final state (the coordinator's copy only ever matches it, and no stale-record judgement
+applies). Everything else returns None having printed nothing: a word that is not a whole
+id, a missing or unreadable record, a job still active, a record that says output was
+dropped or may be incomplete, a stream still spilling into `<stream>.log.tail`, a file
+large enough that the full body reads only its end. The caller then runs the full body.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: Lines shown per stream without a range option (`qex.core.logsel.DEFAULT_TAIL`; a unit
+#: test holds the two equal).
+DEFAULT_TAIL = 500
+#: Files above this size go to the full body, which reads only their end
+#: (`qex.cli.log_files.FAST_TAIL_BYTES`; a unit test holds the two equal).
+LARGE_BYTES = 8 * 1024 * 1024
+STREAMS = ("stdout", "stderr")
+
+
+def tail(data: bytes, count: int = DEFAULT_TAIL) -> tuple[bytes, int]:
+    """The last `count` lines of a stream's bytes (each ending in a newline, as
+    `Selected.text` writes them) and the number of lines before them."""
+    if not data:
+        return b"", 0
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    cut = max(0, len(lines) - count)
+    return b"".join(line + b"\n" for line in lines[cut:]), cut
+
+
+def hidden_notice(hidden: int) -> str:
+    """The sentence of `Selected.notice` for a tail that left out `hidden` earlier lines,
+    without its leading "... " (as `qex logs` prints it)."""
+    lines = "1 earlier line is" if hidden == 1 else f"{hidden} earlier lines are"
+    return f"{lines} not shown; use --all, --head N or --tail N to see them."
+
+
+def _read(path: str) -> bytes | None:
+    """A log file's bytes: empty when there is none, None when the full body must read it."""
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > LARGE_BYTES:
+                return None
+            return handle.read()
+    except FileNotFoundError:
+        return b""
+    except OSError:
+        return None
+
+
+def show(word: str) -> int | None:
+    """Print the default view of a stopped job's logs: the exit code, or None for the full
+    body (having printed nothing)."""
+    from qex.cli.fastwait import is_full_id
+
+    if not is_full_id(word):
+        return None
+    from qex.cli.wire import decode, state_dir
+
+    state = state_dir(os.environ)
+    if state is None:
+        return None
+    job_dir = os.path.join(state, "jobs", word)
+    try:
+        with open(os.path.join(job_dir, "status.json"), "rb") as handle:
+            record = decode(handle.read())
+    except OSError:
+        return None
+    from qex.cli.fastread import FINAL_STATES
+
+    if record is None or record.get("id") != word or record.get("state") not in FINAL_STATES:
+        return None
+    if record.get("logs_dropped"):
+        return None  # its notes need the record's counts: the full body words them
+    found: list[tuple[str, bytes, int]] = []
+    for stream in STREAMS:
+        if os.path.exists(os.path.join(job_dir, f"{stream}.log.tail")):
+            return None
+        data = _read(os.path.join(job_dir, f"{stream}.log"))
+        if data is None:
+            return None
+        found.append((stream, *tail(data)))
+    out, err = sys.stdout, sys.stderr
+    for stream, text, hidden in found:
+        out.flush()
+        out.buffer.write(f"==> {stream} <==\n".encode() + text)
+        out.buffer.flush()
+        if hidden:
+            err.write(f"qex: [{stream}] {hidden_notice(hidden)}\n")
+            err.flush()
+    return 0
