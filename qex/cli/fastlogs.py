@@ -19,13 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-#: Lines shown per stream without a range option (`qex.core.logsel.DEFAULT_TAIL`; a unit
-#: test holds the two equal).
-DEFAULT_TAIL = 500
-#: Files above this size go to the full body, which reads only their end
-#: (`qex.cli.log_files.FAST_TAIL_BYTES`; a unit test holds the two equal).
-LARGE_BYTES = 8 * 1024 * 1024
-STREAMS = ("stdout", "stderr")
+from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES, STREAMS, hidden_sentence
 
 
 def tail(data: bytes, count: int = DEFAULT_TAIL) -> tuple[bytes, int]:
@@ -40,18 +34,11 @@ def tail(data: bytes, count: int = DEFAULT_TAIL) -> tuple[bytes, int]:
     return b"".join(line + b"\n" for line in lines[cut:]), cut
 
 
-def hidden_notice(hidden: int) -> str:
-    """The sentence of `Selected.notice` for a tail that left out `hidden` earlier lines,
-    without its leading "... " (as `qex logs` prints it)."""
-    lines = "1 earlier line is" if hidden == 1 else f"{hidden} earlier lines are"
-    return f"{lines} not shown; use --all, --head N or --tail N to see them."
-
-
 def _read(path: str) -> bytes | None:
     """A log file's bytes: empty when there is none, None when the full body must read it."""
     try:
         with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size > LARGE_BYTES:
+            if os.fstat(handle.fileno()).st_size > FAST_TAIL_BYTES:
                 return None
             return handle.read()
     except FileNotFoundError:
@@ -98,6 +85,6 @@ def show(word: str) -> int | None:
         out.buffer.write(f"==> {stream} <==\n".encode() + text)
         out.buffer.flush()
         if hidden:
-            err.write(f"qex: [{stream}] {hidden_notice(hidden)}\n")
+            err.write(f"qex: [{stream}] {hidden_sentence(hidden, 'earlier ')}\n")
             err.flush()
     return 0

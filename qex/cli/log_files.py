@@ -16,16 +16,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qex.core.logsel import DEFAULT_TAIL, Selected, Selection, select_lines, split_lines
+from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES
+from qex.core.logsel import Selected, Selection, select_lines, split_lines
 from qex.core.records import dropped_counts
 from qex.core.units import format_size
 
 if TYPE_CHECKING:
     from qex.core.records import LogsDropped
 
-STREAMS = ("stdout", "stderr")
-#: Above this size, a tail view reads only the end of the file.
-FAST_TAIL_BYTES = 8 * 1024 * 1024
 _CHUNK = 1 << 20
 
 

@@ -19,10 +19,9 @@ import re
 from collections import deque
 from collections.abc import Callable
 
+from qex.core.log_words import DEFAULT_TAIL, count, hidden_sentence
 from qex.core.model import dataclass
 
-#: Lines shown per stream when the reader gives no range option.
-DEFAULT_TAIL = 500
 #: Matches of `--grep` shown when the reader gives no `--max-matches` (and no `--all`).
 DEFAULT_MAX_MATCHES = 100
 #: Lines `--follow` shows from the existing file before it waits for new ones.
@@ -159,7 +158,7 @@ class Selected:
     def notice(self) -> str | None:
         """One sentence about what is missing, or None when the output is the whole selection."""
         if self.matches is not None:
-            found = _count(self.matches, "line matches", "lines match")
+            found = count(self.matches, "line matches", "lines match")
             if self.matches > self.matches_shown:
                 return (f"... {found} the pattern, and qex shows {self.matches_shown} of them; "
                         "use --max-matches N, --all or a narrower pattern to see others.")
@@ -172,14 +171,10 @@ class Selected:
 
     def _hidden_sentence(self) -> str:
         where = {"before": "earlier ", "after": "later "}.get(self.hidden_where, "")
-        lines = _count(self.hidden, f"{where}line is", f"{where}lines are")
         if self.hidden_where == "around":
+            lines = count(self.hidden, f"{where}line is", f"{where}lines are")
             return f"{lines} outside the range and not shown; use --all to see every line."
-        return f"{lines} not shown; use --all, --head N or --tail N to see them."
-
-
-def _count(n: int, singular: str, plural: str) -> str:
-    return f"1 {singular}" if n == 1 else f"{n} {plural}"
+        return hidden_sentence(self.hidden, where)
 
 
 def split_lines(text: str) -> list[str]:

@@ -1,5 +1,6 @@
-"""The fast `qex logs ID` prints what the full body prints: its tail and its sentence are
-held against `qex.core.logsel` and `qex.cli.log_files`, the functions the full body uses."""
+"""The fast `qex logs ID` prints what the full body prints: its tail is held against
+`qex.core.logsel`, the function the full body uses (the constants and the sentence are
+shared through `qex.core.log_words`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.cli import fastlogs, log_files
-from qex.core import logsel
-
-
-def test_the_constants_are_the_full_bodys() -> None:
-    assert fastlogs.DEFAULT_TAIL == logsel.DEFAULT_TAIL
-    assert fastlogs.LARGE_BYTES == log_files.FAST_TAIL_BYTES
-    assert fastlogs.STREAMS == log_files.STREAMS
+from qex.core import log_words, logsel
 
 
 def _full(data: bytes, count: int) -> tuple[bytes, str | None]:
@@ -27,7 +22,7 @@ def _full(data: bytes, count: int) -> tuple[bytes, str | None]:
 
 def _fast(data: bytes, count: int) -> tuple[bytes, str | None]:
     text, hidden = fastlogs.tail(data, count)
-    return text, fastlogs.hidden_notice(hidden) if hidden else None
+    return text, log_words.hidden_sentence(hidden, "earlier ") if hidden else None
 
 
 @pytest.mark.parametrize("lines", [0, 1, 499, 500, 501, 502, 1200])
