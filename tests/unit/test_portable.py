@@ -341,7 +341,9 @@ def test_an_inherited_supervisor_is_polled(portable: None,
     gone: list[object] = []
     monkeypatch.setattr(reaper, "supervisor_gone", lambda coord, job: gone.append(job))
     child = subprocess.Popen(["sleep", "30"])
-    job = SimpleNamespace(supervisor_pid=child.pid, supervisor_token=procs.start_token(child.pid))
+    # No supervisor pid in the record: the supervisor.lock check (a reused pid) stays out of it.
+    job = SimpleNamespace(supervisor_pid=child.pid, supervisor_token=procs.start_token(child.pid),
+                          record=SimpleNamespace(supervisor_pid=None), dir=None)
     coord = SimpleNamespace(stopping=False)
 
     async def main() -> None:
