@@ -20,6 +20,8 @@ def isolated_env(prefix: str, settings: dict[str, str], *,
     The caller's own `QEX_*` and `XDG_*` variables are dropped, except `QEX_PLATFORM`:
     tests/run.sh runs the end-to-end suite a second time with it, and the qex under test
     (with the coordinator and the supervisors it starts) must take the portable paths then.
+    Everything else is kept, `COVERAGE_PROCESS_CONFIG` above all: under `pytest --cov` it
+    makes every qex process of the test measure itself (see [tool.coverage.run]).
     `settings` adds the suite's own knobs; the folders in `make` are created 0700.
     """
     root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli.common import die, warn
 from qex.core.names import printable_line
-from qex.core.states import Exit, exit_code_for
+from qex.core.states import Exit, State, exit_code_for
 
 if TYPE_CHECKING:
     from qex.client.connection import Connection
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 KILL_GRACE = 10.0
 
 
-def _signal_name(number: Any) -> str:
+def _signal_name(number: int) -> str:
     import signal
 
     try:
@@ -37,34 +37,39 @@ def _signal_name(number: Any) -> str:
 
 def final_sentence(record: dict[str, Any], *, stopped_by_us: str | None) -> str | None:
     """Why the job ended, when the reason is not its own exit; None for completed/failed."""
-    job_id = str(record.get("id"))
-    state = record.get("state")
-    error = record.get("error")
+    from qex.cli.waiting import job_of
+
+    job = job_of(record)
+    if job is None:
+        return None  # a state this qex does not know: no sentence of its own to add
+    job_id = job.id
+    state = job.state
+    error = job.error
     detail = f": {printable_line(error)}" if isinstance(error, str) and error.strip() else ""
-    if state == "killed":
+    if state is State.KILLED:
         if stopped_by_us == "kill":
             return f"this command stopped the job {job_id}"
-        sig = record.get("signal")
+        sig = job.signal
         what = f"the signal {_signal_name(sig)}" if sig is not None else "a kill"
         return (f"{what} stopped the job {job_id}, and this command did not send it; "
                 f"`qex status {job_id}` holds the record")
-    if state == "cancelled":
+    if state is State.CANCELLED:
         if stopped_by_us == "cancel":
             return f"this command removed the job {job_id} from the queue before it started"
         return (f"a different command removed the job {job_id} from the queue before it "
                 "started")
-    if state == "timeout":
+    if state is State.TIMEOUT:
         return f"the job {job_id} ran longer than its --timeout, so qex stopped it"
-    if state == "oom":
+    if state is State.OOM:
         return (f"the kernel stopped the job {job_id} for memory{detail}; `qex status {job_id}` "
                 "compares the claim with the use")
-    if state == "skipped":
+    if state is State.SKIPPED:
         return f"the job {job_id} did not run, because a job that it needs did not succeed{detail}"
-    if state == "expired":
+    if state is State.EXPIRED:
         return f"the job {job_id} never started{detail}"
-    if state == "failed" and record.get("exit_code") is None and record.get("signal") is not None:
-        return f"the signal {_signal_name(record.get('signal'))} stopped the job {job_id}"
-    if state == "failed" and record.get("exit_code") is None:
+    if state is State.FAILED and job.exit_code is None and job.signal is not None:
+        return f"the signal {_signal_name(job.signal)} stopped the job {job_id}"
+    if state is State.FAILED and job.exit_code is None:
         return f"the job {job_id} failed{detail}"
     return None
 
@@ -72,6 +77,7 @@ def final_sentence(record: dict[str, Any], *, stopped_by_us: str | None) -> str 
 def _stop(paths: Paths, job_id: str) -> str | None:
     """Stop the job this command started: cancel it while queued, else TERM then KILL."""
     from qex.cli.reach import refusal
+    from qex.cli.waiting import job_of
     from qex.client.connection import CoordinatorError, Refused, connect
 
     try:
@@ -86,7 +92,8 @@ def _stop(paths: Paths, job_id: str) -> str | None:
                 record: dict[str, Any] | None = conn.status(job_id)
             except Refused:
                 record = None
-            if (record is not None and record.get("state") == "queued"
+            job = job_of(record)
+            if (job is not None and job.state is State.QUEUED
                     and refusal(conn.cancel, job_id) is None):
                 return "cancel"
             failed = refusal(conn.kill, job_id, int(signal.SIGTERM), KILL_GRACE)

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from qex.cli.common import die, warn
-from qex.core.names import safe_name, short_id
 from qex.core.states import Exit
 
 if TYPE_CHECKING:
@@ -33,21 +32,18 @@ def guarded(action: Callable[[], T]) -> T:
     return action()
 
 
-def label(record: dict[str, Any]) -> str:
-    return f"{short_id(str(record.get('id', '')))} ({safe_name(str(record.get('name') or 'job'))})"
-
-
 def result_line(record: dict[str, Any]) -> str:
     """One line per job for `qex wait`: who, the state, and how it ended."""
-    from qex.cli.record_view import result_text, typed
+    from qex.cli.record_view import job_label, result_text, typed
 
-    state = str(record.get("state"))
-    text = result_text(typed(record))
+    job = typed(record)
+    state = str(job.state)
+    text = result_text(job)
     if not text:
-        return f"{label(record)} {state}"
+        return f"{job_label(job)} {state}"
     if text.startswith(state):
-        return f"{label(record)} {text}"
-    return f"{label(record)} {state}: {text}"
+        return f"{job_label(job)} {text}"
+    return f"{job_label(job)} {state}: {text}"
 
 
 def wait_for(paths: Paths, conn: Connection | None, records: list[dict[str, Any]], *,

@@ -88,10 +88,12 @@ def _ended_pause(paths: Paths, now: float) -> tuple[float, float] | None:
 
 def _credited(record: dict[str, Any], pause: tuple[float, float]) -> dict[str, Any]:
     """A queued record with the credit that recovery gives for the ended pause."""
+    from qex.core.queue_time import pause_credit  # only on this rare path: status stays lean
+
     submitted = record.get("submitted_at")
     if not isinstance(submitted, (int, float)):
         return record
-    credit = recovery_rule.pause_credit(float(submitted), pause[0], pause[1])
+    credit = pause_credit(float(submitted), pause[0], pause[1])
     shown = dict(record)
     before = shown.get("queue_pause_secs")
     shown["queue_pause_secs"] = (float(before) if isinstance(before, (int, float)) else 0.0

@@ -180,7 +180,7 @@ class Submitter:
 
     def preflight(self, specs: list[dict[str, Any]]) -> None:
         """Refuse what the coordinator cannot obey (121); print the version note."""
-        from qex.client.capability_check import CapabilityRefusal, preflight
+        from qex.core.capability_check import CapabilityRefusal, preflight
 
         info = self.conn.info()
         capabilities = self.conn.capabilities()

@@ -20,9 +20,10 @@ from __future__ import annotations
 import select
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 # Re-exported below: the commands import the ends of a wait from this module.
+from qex.cli.record_view import typed
 from qex.cli.wait_ends import (
     JobGone,
     WaitInterrupted,
@@ -38,8 +39,11 @@ from qex.core import protocol
 from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.protocol import Result
-from qex.core.states import FINAL
+from qex.core.states import State
 from qex.store.paths import Paths
+
+if TYPE_CHECKING:
+    from qex.core.records import JobStatus
 
 #: After losing the coordinator, look for a new one this long before watching files.
 RECONNECT_WINDOW = 10.0
@@ -55,8 +59,21 @@ __all__ = [
 ]
 
 
+def job_of(record: dict[str, Any] | None) -> JobStatus | None:
+    """The typed record of a dict from the coordinator or a file; None for none, or for one
+    this qex cannot read (a state that a newer qex added), which a wait treats as not final,
+    not queued and not active, and so waits on."""
+    if record is None:
+        return None
+    try:
+        return typed(record)
+    except (TypeError, ValueError):
+        return None
+
+
 def is_final(record: dict[str, Any] | None) -> bool:
-    return record is not None and record.get("state") in FINAL
+    job = job_of(record)
+    return job is not None and job.final
 
 
 @dataclass
@@ -80,7 +97,10 @@ class Waiter:
         self.conn = conn
         self.settings = settings or WaitSettings()
         self.ids = [str(r["id"]) for r in records]
+        #: The records as they came (the callers print them as JSON), and their typed form,
+        #: which every decision here reads; the two change together in `_update`.
         self.records: dict[str, dict[str, Any]] = {str(r["id"]): r for r in records}
+        self.jobs: dict[str, JobStatus | None] = {i: job_of(r) for i, r in self.records.items()}
         self.deadline = (None if self.settings.timeout is None
                          else time.monotonic() + self.settings.timeout)
         #: Called with a new connection after the coordinator came back (run re-sends own_job).
@@ -90,8 +110,8 @@ class Waiter:
         self._said: dict[str, str] = {}
         self._lost_said = False
         self._had_coordinator = conn is not None
-        for record in records:
-            self._narrate(record)
+        for job in self.jobs.values():
+            self._narrate(job)
 
     # -- small parts ------------------------------------------------------------------------
 
@@ -103,12 +123,20 @@ class Waiter:
             raise WaitTimedOut()
         return left
 
-    def _narrate(self, record: dict[str, Any]) -> None:
-        if not self.settings.narrate:
+    def _final(self, job_id: str) -> bool:
+        job = self.jobs.get(job_id)
+        return job is not None and job.final
+
+    def _queued(self, job_id: str) -> bool:
+        job = self.jobs.get(job_id)
+        return job is not None and job.state is State.QUEUED
+
+    def _narrate(self, job: JobStatus | None) -> None:
+        if not self.settings.narrate or job is None:
             return
-        job_id = str(record.get("id"))
-        reason = record.get("blocked_reason")
-        if record.get("state") != "queued" or not isinstance(reason, str) or not reason.strip():
+        job_id = job.id
+        reason = job.blocked_reason
+        if job.state is not State.QUEUED or not isinstance(reason, str) or not reason.strip():
             return
         if len(self.ids) > STATUS_EACH_LIMIT and job_id != next(iter(self._pending()), None):
             return  # a large group: narrate the job at the front of this wait, not hundreds
@@ -116,14 +144,18 @@ class Waiter:
         if self._said.get(job_id) == text:
             return
         self._said[job_id] = text
-        name = safe_name(str(record.get("name") or "job"))
+        name = safe_name(str(job.name or "job"))
         say(f"{short_id(job_id)} ({name}) {text}", self.settings.out)
 
-    def _update(self, record: dict[str, Any]) -> None:
-        job_id = str(record.get("id"))
+    def _update(self, record: dict[str, Any]) -> str:
+        """Take a newer record of one of our jobs; return its id (any record's)."""
+        job = job_of(record)
+        job_id = job.id if job is not None else str(record.get("id"))
         if job_id in self.records:
             self.records[job_id] = record
-            self._narrate(record)
+            self.jobs[job_id] = job
+            self._narrate(job)
+        return job_id
 
     def _tick(self) -> None:
         if self.settings.tick is not None:
@@ -223,7 +255,7 @@ class Waiter:
     # -- refreshing records ----------------------------------------------------------------
 
     def _pending(self) -> list[str]:
-        return [i for i in self.ids if not is_final(self.records.get(i))]
+        return [i for i in self.ids if not self._final(i)]
 
     def _refresh_from_coordinator(self) -> None:
         assert self.conn is not None
@@ -243,8 +275,7 @@ class Waiter:
         seen = set()
         for record in jobs:
             if isinstance(record, dict):
-                seen.add(str(record.get("id")))
-                self._update(record)
+                seen.add(self._update(record))
         for job_id in pending:
             if job_id not in seen:
                 raise self._gone(job_id)
@@ -264,7 +295,7 @@ class Waiter:
             elif not job_dir.exists():
                 raise self._gone(job_id)
         judged, stale = settle(self.paths, read)
-        return [r for r in judged if r.get("id") in stale]
+        return [r for r in judged if r["id"] in stale]  # each was read above, with its id
 
     # -- losing and finding the coordinator --------------------------------------------------
 
@@ -284,7 +315,7 @@ class Waiter:
             if self._had_coordinator:
                 say("the coordinator stopped answering; qex reads the job records on disk and "
                     "looks for a new coordinator, and the job is not affected", self.settings.out)
-            elif any(self.records[i].get("state") == "queued" for i in self._pending()):
+            elif any(self._queued(i) for i in self._pending()):
                 later = ("this command starts one if none appears in a few seconds"
                          if self.settings.may_start else
                          "any command that submits, or `qex info`, starts one")
@@ -299,8 +330,8 @@ class Waiter:
                     return
                 elapsed = time.monotonic() - lost_at
                 conn = self._try_connect(start=False)
-                queued = any(self.records[i].get("state") == "queued" or
-                             _unwatched(self.records[i]) for i in self._pending())
+                queued = any(self._queued(i) or _unwatched(self.jobs[i])
+                             for i in self._pending())
                 late = elapsed >= RECONNECT_WINDOW
                 if conn is None and self.settings.may_start and (stale or (late and queued)):
                     # A queued job needs a coordinator to ever start, and a job whose
@@ -345,7 +376,7 @@ class Waiter:
     def _wait_one(self, job_id: str) -> None:
         """Return once `job_id` is final (in self.records), or the connection was lost."""
         if self.conn is None:
-            self._recover(lambda: is_final(self.records.get(job_id)))
+            self._recover(lambda: self._final(job_id))
             return
         try:
             self._ensure_events()
@@ -365,18 +396,18 @@ class Waiter:
                     exc.message = f"the coordinator refused the wait: {printable_line(exc.message)}"
                     raise
                 self._update(record)
-                if is_final(self.records[job_id]):
+                if self._final(job_id):
                     return
                 self.conn.send_wait(job_id)
         except CoordinatorError as exc:
             if not (exc.lost or exc.timeout):
                 raise
-            self._recover(lambda: is_final(self.records.get(job_id)))
+            self._recover(lambda: self._final(job_id))
 
     def wait_all(self) -> list[dict[str, Any]]:
         """Every job final; the records in the order given."""
         for job_id in self.ids:
-            while not is_final(self.records.get(job_id)):
+            while not self._final(job_id):
                 self._wait_one(job_id)
         return [self.records[i] for i in self.ids]
 
@@ -384,11 +415,11 @@ class Waiter:
         """The first job (in the order given) that is final, and the ids still not final."""
 
         def any_final() -> bool:
-            return any(is_final(self.records.get(i)) for i in self.ids)
+            return any(self._final(i) for i in self.ids)
 
         while True:
             for job_id in self.ids:
-                if is_final(self.records.get(job_id)):
+                if self._final(job_id):
                     return self.records[job_id], self._pending()
             if self.conn is None:
                 self._recover(any_final)
@@ -433,14 +464,14 @@ def pause_notice(conn: Connection | None) -> str | None:
         return "the queue is paused, so no new job starts; run `qex pause` to see why"
 
 
-def _unwatched(record: dict[str, Any] | None) -> bool:
+def _unwatched(job: JobStatus | None) -> bool:
     """An active record whose supervisor is gone: only a coordinator can judge it (and say
     that the result is lost), so a wait may start one, as it does for a queued job."""
-    if not record or record.get("state") not in ("starting", "running"):
+    if job is None or job.state not in (State.STARTING, State.RUNNING):
         return False
-    pid = record.get("supervisor_pid")
+    pid = job.supervisor_pid
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     from qex.platform import procs
 
-    return not procs.same_process(pid, record.get("supervisor_start_token"))
+    return not procs.same_process(pid, job.supervisor_start_token)

@@ -17,7 +17,7 @@ from qex.coordinator.state import Coordinator, label
 from qex.core import pause_text
 from qex.core.names import lock_shown
 from qex.core.protocol import Result
-from qex.core.recovery_rule import pause_credit
+from qex.core.queue_time import pause_credit
 from qex.core.scheduler_types import PauseView
 from qex.core.units import format_duration
 from qex.store.pause import PauseFile, PauseRecord, write_pause

@@ -20,6 +20,7 @@ from qex.coordinator.log import log
 from qex.coordinator.reaper import reap_children
 from qex.coordinator.scheduling import peer_claims, run_pass
 from qex.coordinator.state import Coordinator
+from qex.core import queue_time
 from qex.core.scheduler_types import PeerLoad
 from qex.platform import chaintrace, procs
 from qex.platform.pollwatch import ConfigWatch
@@ -152,10 +153,9 @@ class Runner:
         paused = coord.pauses.queue is not None
         if coord.queue and not paused:
             for job in coord.queued_jobs():
-                record = job.record
-                if job.max_queue_time and record.queue_time_applies and record.started_at is None:
-                    deadlines.append(record.submitted_at + float(record.queue_pause_secs or 0.0)
-                                     + job.max_queue_time + 0.01)
+                expiry = queue_time.deadline(job.record, job.max_queue_time)
+                if expiry is not None:
+                    deadlines.append(expiry + 0.01)  # a little late, so the pass finds it due
             if coord.idle_since is not None and self.oversized_waits():
                 deadlines.append(coord.idle_since + coord.config.queue.settle + 0.01)
             if self.external_wait:

@@ -72,8 +72,8 @@ def _options_ok(options: object) -> bool:
 
 
 def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
-    from qex.client.capability_check import version_warning
     from qex.coordinator.queries import program_replaced
+    from qex.core.capability_check import version_warning
     from qex.core.config import ConfigError
     from qex.core.jobspec import SpecError, SubmitOptions, build_spec
     from qex.core.names import new_id

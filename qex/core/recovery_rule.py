@@ -65,13 +65,6 @@ def judge(state: str, has_pid: bool, facts: Facts, supervisor_said: str | None =
     ))
 
 
-def pause_credit(submitted_at: float, paused_at: float, ended_at: float) -> float:
-    """The queue time a queued job gets back for a queue pause: the part of the pause it
-    waited through. Recovery gives it for a pause that ended while no coordinator ran, and a
-    read without a coordinator shows the same credit."""
-    return max(0.0, ended_at - max(submitted_at, paused_at))
-
-
 def stopped_note(error: str, stopped: bool) -> str:
     """The failure sentence once qex has (or has not) stopped a job that outlived its supervisor."""
     if stopped:

@@ -14,13 +14,15 @@ The pass, in order:
 4. The walk over the ready jobs in queue order (see `_Walk`): admission tests, oversized jobs,
    and the bounded bypass that keeps capacity for the head after `max_bypass` jobs passed it.
    Several jobs may start in one pass; each start is counted before the next job is judged.
-5. Expiry of jobs whose `max_queue_time` is over (never one that starts in this pass).
+5. Expiry of jobs whose `max_queue_time` is over (never one that starts in this pass; the
+   rule is `qex.core.queue_time`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from qex.core import queue_time
 from qex.core import wait_reasons as words
 from qex.core.config import Pool
 from qex.core.model import dataclass
@@ -294,7 +296,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     expiring: set[str] = set()
     if not paused:
         for job in snap.queue:
-            if job.max_queue_time is not None and _due(job, now) and job.id not in deps.skips:
+            if queue_time.expired(job, job.max_queue_time, now) and job.id not in deps.skips:
                 expiring.add(job.id)
 
     head: JobView | None = None
@@ -343,7 +345,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
         new_reason[head.id] = _held_text(head_verdict, head_passed)
 
     expiries = tuple(
-        Expiry(job.id, words.expired(_waited(job, now), job.max_queue_time or 0.0,
+        Expiry(job.id, words.expired(queue_time.waited(job, now), job.max_queue_time or 0.0,
                                      new_reason.get(job.id) or job.blocked_reason,
                                      cause.get(job.id, words.CAUSE_CAPACITY)))
         for job in snap.queue if job.id in expiring and job.id not in started
@@ -377,16 +379,6 @@ def _held_text(verdict: _Verdict, passed: int) -> str:
     if verdict.held is not None:
         return verdict.held(passed)
     return verdict.reason or ""
-
-
-def _waited(job: JobView, now: float) -> float:
-    return now - job.submitted_at - job.queue_pause_secs
-
-
-def _due(job: JobView, now: float) -> bool:
-    if job.max_queue_time is None or not job.queue_time_applies or job.started_at is not None:
-        return False
-    return _waited(job, now) >= job.max_queue_time
 
 
 def _skips(snap: Snapshot, deps: DependencyVerdicts) -> tuple[Skip, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qex.client.capability_check import (
+from qex.core.capability_check import (
     CapabilityRefusal,
     Stage,
     floor_refusal,

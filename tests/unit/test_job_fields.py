@@ -75,7 +75,7 @@ def test_submit_options_from_reads_every_dest() -> None:
 
 
 def test_each_capability_of_an_option_is_one_the_coordinator_can_name() -> None:
-    from qex.client.capability_check import OPTION_TEXT
+    from qex.core.capability_check import OPTION_TEXT
     from qex.core.protocol import CAPABILITIES
 
     needing = jf.options_needing()

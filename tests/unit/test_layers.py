@@ -25,10 +25,9 @@ ALLOWED: dict[str, set[str]] = {
 #: The entry commands of the two roles: the only CLI modules that reach them.
 ENTRIES = {"cli/commands/daemon.py": "coordinator", "cli/commands/supervise.py": "supervisor",
            "cli/daemon_start.py": "coordinator"}
-#: Known exceptions, each to be removed: the pure capability check should move to core.
-EXCEPTIONS = {("coordinator/submit_words.py", "client"),
-              # the scripted sandbox, taken only when a test sets QEX_TEST_SANDBOX
-              ("supervisor/main.py", "testing")}
+#: Known exceptions, each to be removed: the scripted sandbox, taken only when a test sets
+#: QEX_TEST_SANDBOX.
+EXCEPTIONS = {("supervisor/main.py", "testing")}
 
 
 def imports(path: Path) -> set[str]:

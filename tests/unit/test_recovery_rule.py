@@ -47,11 +47,3 @@ def test_the_reader_shows_what_recovery_writes() -> None:
     queued = as_recovered({"id": "y", "state": "starting"},
                           judge("starting", False, facts(launched=False)), 100.0)
     assert queued["state"] == "queued" and queued["started_at"] is None
-
-
-def test_the_pause_credit_is_the_part_of_the_pause_the_job_waited_through() -> None:
-    from qex.core.recovery_rule import pause_credit
-
-    assert pause_credit(submitted_at=10, paused_at=0, ended_at=30) == 20
-    assert pause_credit(submitted_at=0, paused_at=10, ended_at=30) == 20
-    assert pause_credit(submitted_at=40, paused_at=10, ended_at=30) == 0

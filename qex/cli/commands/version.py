@@ -21,8 +21,8 @@ def command(*, as_json: bool) -> None:
     of the coordinator that runs now, with what it cannot do."""
     from qex import __version__
     from qex.cli.reach import open_connection
-    from qex.client.capability_check import floor_refusal, version_warning
     from qex.core import protocol
+    from qex.core.capability_check import floor_refusal, version_warning
     from qex.core.names import printable_line
 
     mine = list(protocol.CAPABILITIES)

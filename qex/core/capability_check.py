@@ -9,7 +9,9 @@ A coordinator below the capability floor cannot even say what it can do, so it i
 outright; a development build (`0.0.0-dev...`) answers the capability request like any other
 build, so it only gets a warning and the exact per-option check still applies.
 
-Pure: the caller passes the coordinator's `info` answer and capability names.
+Pure: the caller passes the coordinator's `info` answer and capability names. It lives in
+the core because both sides use it: the CLI before it submits, and the coordinator's
+`submit_words` handler, which builds the spec itself and adds the same version warning.
 """
 
 from __future__ import annotations
