@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from qex.core.model import dataclass, field
-from qex.platform import procs
+from qex.platform import chaintrace, procs
 from qex.platform.cgroup import cgroup_of
 from qex.platform.detect import Capabilities, detect
 from qex.platform.scope import (
@@ -205,6 +205,7 @@ class ScopeLauncher:
         child_env = dict(env)
         child_env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
         child_env.pop("QEX_SCOPE_NOTE", None)
+        job_id = argv[3] if len(argv) > 3 else "-"
         try:
             pid = self.spawn(argv, log, child_env, go_fd=read_end)
         except BaseException:
@@ -212,10 +213,13 @@ class ScopeLauncher:
             raise
         finally:
             os.close(read_end)
+        chaintrace.mark("co.scope.spawned", job_id)
         failure: str | None = None
         try:
             self.manager().start(request, pid, self.timeout)
+            chaintrace.mark("co.scope.started", job_id)
             where = self.cgroup_of(pid)
+            chaintrace.mark("co.scope.verified", job_id)
             if not in_unit(where, request.unit):
                 failure = (f"systemd reported the scope {request.unit} started, but the "
                            f"supervisor's cgroup is {where or 'unknown'}")
@@ -235,6 +239,7 @@ class ScopeLauncher:
             os.close(write_end)
             return self._plain(argv, log, plain_env, note=failure)
         os.close(write_end)
+        chaintrace.mark("co.scope.go", job_id)
         return Launched(pid=pid, start_token=procs.start_token(pid), backend="pystemd",
                         unit=request.unit)
 
