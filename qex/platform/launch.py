@@ -263,7 +263,7 @@ class ScopeLauncher:
         pid, token = answer
         try:
             return self.open_held(pid, token), token
-        except OSError:
+        except Exception:  # gone, reused, or no pidfd here: never a go without a handle
             return None
 
     def _place(self, request: ScopeRequest, pid: int, job_id: str) -> str | None:
