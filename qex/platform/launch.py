@@ -23,7 +23,9 @@ transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
   the supervisor in place once the scope exists, so the pid we get is the supervisor's and
   it is in the scope from its first instruction.
 
-`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both).
+`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both), and
+`QEX_SCOPE_FORK=0` makes the pystemd backend start every supervisor fresh (tests/vm/measure.py
+compares the two; it is also a way out should a system mishandle the held supervisors).
 """
 
 from __future__ import annotations
@@ -243,7 +245,7 @@ class ScopeLauncher:
                 scope_env[name] = os.environ[name]
         if backend == "systemd-run":
             return self._systemd_run(request, argv, log, scope_env)
-        if fork is not None:
+        if fork is not None and os.environ.get("QEX_SCOPE_FORK") != "0":
             held = self._hold(fork, job_id)
             if held is not None:
                 return self._pystemd_held(request, held, argv, log, env)

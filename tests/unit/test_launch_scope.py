@@ -470,3 +470,12 @@ def test_pidfd_handle_refuses_a_reused_pid() -> None:
 
     with pytest.raises(ProcessLookupError):
         PidfdHeld(os.getpid(), "not-the-start-token")
+
+
+def test_scope_fork_0_starts_the_supervisor_fresh(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QEX_SCOPE_FORK", "0")
+    spawner, server, manager = Spawner(), HoldingServer(), FakeScopeManager()
+    got = held_launcher(manager, server, spawner).launch(JOB, tmp_path, want_scope=True,
+                                                         env={}, fork=server)
+    assert server.asked == [] and not got.forked and spawner.go_byte() == b"1"

@@ -83,10 +83,12 @@ def chain_steps(path: Path) -> dict[str, float]:
     return {step: statistics.median(values) for step, values in offsets.items()}
 
 
-def exec_delays(mode: str) -> list[float]:
+def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
+                label: str | None = None) -> list[float]:
     guest = fresh_guest()
     trace = guest.root / "chain.trace"
     guest.env["QEX_CHAIN_TRACE"] = str(trace)
+    guest.env.update(extra_env or {})
     guest.write_config(config_text(mode))
     guest.info()  # the coordinator is up before the first measured job
     printed: dict[str, float] = {}
@@ -97,7 +99,7 @@ def exec_delays(mode: str) -> list[float]:
     steps = chain_steps(trace)
     if steps:
         ordered = sorted(steps.items(), key=lambda item: item[1])
-        print(f"MEASURE steps_{mode}_ms " + " ".join(f"{step}={value * 1000:.1f}"
+        print(f"MEASURE steps_{label or mode}_ms " + " ".join(f"{step}={value * 1000:.1f}"
                                                      for step, value in ordered))
     shutil.rmtree(guest.root, ignore_errors=True)
     return [printed[job] - admitted[job] for job in printed]
@@ -134,14 +136,19 @@ def main() -> int:
 
     print(f"MEASURE backend {probe().scope_backend}")
     failed = 0
-    for mode in ("off", "hard"):
+    # (label, [enforce] mode, extra environment): with pystemd also the fresh supervisor
+    # (QEX_SCOPE_FORK=0), the launch before the held one, for a figure from the same guest.
+    cases: list[tuple[str, str, dict[str, str]]] = [("off", "off", {}), ("hard", "hard", {})]
+    if probe().scope_backend == "pystemd":
+        cases.append(("hard_fresh", "hard", {"QEX_SCOPE_FORK": "0"}))
+    for label, mode, extra in cases:
         try:
-            delays = exec_delays(mode)
+            delays = exec_delays(mode, extra, label)
         except Exception as exc:
-            print(f"MEASURE admission_to_exec_{mode} failed: {exc!r}")
+            print(f"MEASURE admission_to_exec_{label} failed: {exc!r}")
             failed = 1
             continue
-        print(f"MEASURE admission_to_exec_{mode}_median_ms {statistics.median(delays) * 1000:.1f} "
+        print(f"MEASURE admission_to_exec_{label}_median_ms {statistics.median(delays) * 1000:.1f} "
               f"(runs: {', '.join(f'{d * 1000:.0f}' for d in delays)})")
     try:
         for key, value in supervisor_memory().items():
