@@ -88,6 +88,28 @@ class ForkServer:
 
     def launch(self, job_id: str) -> Launched | None:
         """A supervisor for `job_id` forked by the server, or None to use a fresh process."""
+        answer = self._ask(f"start {job_id}", job_id)
+        if answer is None:
+            return None
+        return Launched(pid=answer[0], start_token=answer[1], backend="process-group",
+                        forked=True)
+
+    def hold(self, job_id: str, seconds: float) -> tuple[int, str | None] | None:
+        """(pid, start token) of a forked supervisor for `job_id` that waits up to `seconds`
+        for its go signal (`qex.platform.launch` sends it once the child sits in its scope);
+        None to start a fresh supervisor instead.
+
+        A server that is not running yet is started here but not waited for: this job takes
+        the fresh path, and the next finds the server's imports done (waiting here would put
+        the whole start-up of the server into this job's launch)."""
+        if self._broken:
+            return None
+        if self._proc is None or self._proc.poll() is not None:
+            self.warm()
+            return None
+        return self._ask(f"hold {job_id} {seconds:g}", job_id)
+
+    def _ask(self, request: str, job_id: str) -> tuple[int, str | None] | None:
         try:
             proc = self._ensure()
         except OSError as exc:
@@ -96,7 +118,7 @@ class ForkServer:
         if proc is None or proc.stdin is None or proc.stdout is None:
             return None
         try:
-            proc.stdin.write(f"start {job_id}\n".encode())
+            proc.stdin.write(f"{request}\n".encode())
             proc.stdin.flush()
             line = self._read_line(proc.stdout.fileno())
         except OSError as exc:
@@ -111,7 +133,7 @@ class ForkServer:
             log(f"the supervisor fork server refused the job {job_id}: {said}")
             return None
         token = words[1].strip() if len(words) > 1 and words[1].strip() else None
-        return Launched(pid=int(words[0]), start_token=token, backend="process-group")
+        return int(words[0]), token
 
     def close(self) -> None:
         """Close the request pipe: the server exits once its last supervisor has."""

@@ -224,8 +224,11 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         watch_foreign(coord, job)
         chaintrace.mark("co.pidfile", job.id)
         return
+    # With a scope, the pystemd backend can take a held supervisor from the same server.
+    held = coord.forkserver.hold if (coord.forkserver and want_scope) else None
     try:
-        launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ))
+        launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ),
+                                     fork=held)
     except Exception as exc:
         log(f"qex could not start the supervisor of the job {label(record)}: {exc}")
         coord.finish(job, State.FAILED, error=(
@@ -234,12 +237,17 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         return
     job.supervisor_pid = launched.pid
     job.supervisor_token = launched.start_token
-    coord.children[launched.pid] = job.id
+    if not launched.forked:
+        coord.children[launched.pid] = job.id
     if launched.note:
         log(f"the job {label(record)} runs without a scope: {launched.note}")
     elif launched.unit:
         log(f"the job {label(record)} runs in the scope {launched.unit} ({launched.backend})")
     _write_supervisor_pid(job, launched.pid, launched.start_token)
+    if launched.forked:
+        from qex.coordinator.reaper import watch_foreign
+
+        watch_foreign(coord, job)
 
 
 def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,

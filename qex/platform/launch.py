@@ -12,11 +12,20 @@ transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
   /proc/<pid>/cgroup really points into the scope, then write the go byte. On any failure
   the waiting supervisor is killed and a plain one is started instead, with the reason in
   `Launched.note` (and in `QEX_SCOPE_NOTE` for the supervisor's own record).
+* pystemd with a fork server (the caller passes `fork`): the same handshake, but the
+  supervisor is a child forked by the ready fork server (no imports to pay) that waits for
+  `GO_SIGNAL` from the coordinator before it reads or touches the job. The coordinator holds
+  a pidfd of it, asks for the scope, checks /proc, and only then sends the signal through the
+  pidfd; on any failure it kills the child through the same pidfd and falls back to the
+  plain start below, with the note. A child whose go never comes exits by itself after
+  `HOLD_SECONDS`, without touching the job.
 * systemd-run: spawn `systemd-run --user --scope ... -- <supervisor>`; systemd-run execs
   the supervisor in place once the scope exists, so the pid we get is the supervisor's and
   it is in the scope from its first instruction.
 
-`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both).
+`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both), and
+`QEX_SCOPE_FORK=0` makes the pystemd backend start every supervisor fresh (tests/vm/measure.py
+compares the two; it is also a way out should a system mishandle the held supervisors).
 """
 
 from __future__ import annotations
@@ -25,11 +34,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from qex.core.model import dataclass, field
-from qex.platform import procs
+from qex.platform import chaintrace, procs
 from qex.platform.cgroup import cgroup_of
 from qex.platform.detect import Capabilities, detect
 from qex.platform.scope import (
@@ -46,6 +57,12 @@ from qex.platform.scope import (
 GO_FD = 3
 #: How long the coordinator waits for the user manager to finish a scope's start job.
 SCOPE_TIMEOUT = 10.0
+#: The signal that releases a supervisor held by the fork server (see `HeldSupervisor`).
+GO_SIGNAL = signal.SIGUSR1
+#: How long a held supervisor waits for its go before it exits untouched. Well above
+#: SCOPE_TIMEOUT; the coordinator sends no go once half of it has passed, so a go can never
+#: meet a child that has already given up.
+HOLD_SECONDS = 60.0
 #: Variables the user manager's clients need; copied from our environment when `env` lacks them.
 _MANAGER_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
 
@@ -57,6 +74,58 @@ class Launched:
     backend: str                 # process-group | systemd-run | pystemd
     unit: str | None = None      # the scope unit name when there is one
     note: str | None = None      # why no scope was used, when one was wanted
+    #: True when the fork server forked it: it is not the caller's child (watch it by pidfd).
+    forked: bool = False
+
+
+#: Asks the fork server for a supervisor of a job that waits for its go for so many seconds;
+#: (pid, start token), or None when the server cannot give one.
+ForkHeld = Callable[[str, float], "tuple[int, str | None] | None"]
+
+
+class HeldSupervisor(Protocol):
+    """A forked supervisor that waits for its go; the handle can release or kill it."""
+
+    pid: int
+
+    def release(self) -> None:
+        """Send the go. Raises OSError when the process is gone."""
+
+    def discard(self) -> None:
+        """Kill it (it never got the go, so it never touched the job) and let go of it."""
+
+    def close(self) -> None:
+        """Let go of the handle (after `release`)."""
+
+
+class PidfdHeld:
+    """A held supervisor named by a pidfd, so that neither the go nor the kill can reach
+    another process that later got the same pid."""
+
+    def __init__(self, pid: int, token: str | None) -> None:
+        self.pid = pid
+        self._fd: int | None = os.pidfd_open(pid)
+        if token is not None and not procs.same_process(pid, token):
+            self.close()
+            raise ProcessLookupError(f"the process {pid} is not the forked supervisor")
+
+    def release(self) -> None:
+        if self._fd is None:
+            raise ProcessLookupError("the handle is closed")
+        signal.pidfd_send_signal(self._fd, GO_SIGNAL)
+
+    def discard(self) -> None:
+        if self._fd is not None:
+            try:
+                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+            except OSError:
+                pass  # gone already; the fork server reaps it either way
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def supervisor_argv(job_id: str, *extra: str) -> list[str]:
@@ -139,8 +208,11 @@ class ScopeLauncher:
     spawn: Callable[..., int] = spawn_detached
     cgroup_of: Callable[[int], str | None] = cgroup_of
     kill: Callable[[int], None] = _kill_and_reap
+    open_held: Callable[[int, str | None], HeldSupervisor] = PidfdHeld
+    clock: Callable[[], float] = time.monotonic
     systemd_run: str = "systemd-run"
     timeout: float = SCOPE_TIMEOUT
+    hold_seconds: float = HOLD_SECONDS
     _manager: ScopeManager | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -151,7 +223,8 @@ class ScopeLauncher:
             return self._manager
 
     def launch(
-        self, job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str]
+        self, job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
+        fork: ForkHeld | None = None,
     ) -> Launched:
         argv = supervisor_argv(job_id)
         log = job_dir / "supervisor.log"
@@ -172,7 +245,71 @@ class ScopeLauncher:
                 scope_env[name] = os.environ[name]
         if backend == "systemd-run":
             return self._systemd_run(request, argv, log, scope_env)
+        if fork is not None and os.environ.get("QEX_SCOPE_FORK") != "0":
+            held = self._hold(fork, job_id)
+            if held is not None:
+                return self._pystemd_held(request, held, argv, log, env)
         return self._pystemd(request, argv, log, scope_env, env)
+
+    def _hold(self, fork: ForkHeld, job_id: str) -> tuple[HeldSupervisor, str | None] | None:
+        """A held supervisor from the fork server, or None to start a fresh one instead.
+
+        When no handle can be opened on the child it is left waiting: without a go it exits
+        by itself after `hold_seconds`, and it never touches the job."""
+        try:
+            answer = fork(job_id, self.hold_seconds)
+        except Exception:
+            return None
+        if answer is None:
+            return None
+        pid, token = answer
+        try:
+            return self.open_held(pid, token), token
+        except Exception:  # gone, reused, or no pidfd here: never a go without a handle
+            return None
+
+    def _place(self, request: ScopeRequest, pid: int, job_id: str) -> str | None:
+        """Ask for the scope around `pid` and check /proc: None when it sits there, else why
+        not."""
+        try:
+            self.manager().start(request, pid, self.timeout)
+            chaintrace.mark("co.scope.started", job_id)
+            where = self.cgroup_of(pid)
+            if not in_unit(where, request.unit):
+                return (f"systemd reported the scope {request.unit} started, but the "
+                        f"supervisor's cgroup is {where or 'unknown'}")
+        except ScopeError as exc:
+            return str(exc)
+        except Exception as exc:  # a broken binding must not cost the job
+            return f"the pystemd call failed: {exc!r}"
+        return None
+
+    def _pystemd_held(self, request: ScopeRequest, held: tuple[HeldSupervisor, str | None],
+                      argv: list[str], log: Path, plain_env: Mapping[str, str]) -> Launched:
+        """The handshake with a forked supervisor: scope, check, then the go signal."""
+        child, token = held
+        job_id = argv[-1]
+        chaintrace.mark("co.scope.held", job_id)
+        asked = self.clock()
+        failure = self._place(request, child.pid, job_id)
+        chaintrace.mark("co.scope.verified", job_id)
+        if failure is None and self.clock() - asked > self.hold_seconds / 2:
+            # Past half its wait the child could give up while the go is on its way.
+            failure = (f"the user manager took {self.clock() - asked:.1f}s to make the scope "
+                       f"{request.unit}, too long for a held supervisor")
+        if failure is None:
+            try:
+                child.release()
+            except OSError as exc:
+                failure = (f"the forked supervisor did not wait for its scope "
+                           f"({exc.strerror or exc})")
+        if failure is not None:
+            child.discard()
+            return self._plain(argv, log, plain_env, note=failure)
+        child.close()
+        chaintrace.mark("co.scope.go", job_id)
+        return Launched(pid=child.pid, start_token=token, backend="pystemd", unit=request.unit,
+                        forked=True)
 
     def _plain(
         self, argv: list[str], log: Path, env: Mapping[str, str], note: str | None
@@ -205,6 +342,7 @@ class ScopeLauncher:
         child_env = dict(env)
         child_env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
         child_env.pop("QEX_SCOPE_NOTE", None)
+        job_id = argv[-1]
         try:
             pid = self.spawn(argv, log, child_env, go_fd=read_end)
         except BaseException:
@@ -212,17 +350,9 @@ class ScopeLauncher:
             raise
         finally:
             os.close(read_end)
-        failure: str | None = None
-        try:
-            self.manager().start(request, pid, self.timeout)
-            where = self.cgroup_of(pid)
-            if not in_unit(where, request.unit):
-                failure = (f"systemd reported the scope {request.unit} started, but the "
-                           f"supervisor's cgroup is {where or 'unknown'}")
-        except ScopeError as exc:
-            failure = str(exc)
-        except Exception as exc:  # a broken binding must not cost the job
-            failure = f"the pystemd call failed: {exc!r}"
+        chaintrace.mark("co.scope.spawned", job_id)
+        failure = self._place(request, pid, job_id)
+        chaintrace.mark("co.scope.verified", job_id)
         if failure is None:
             try:
                 os.write(write_end, b"1")
@@ -235,6 +365,7 @@ class ScopeLauncher:
             os.close(write_end)
             return self._plain(argv, log, plain_env, note=failure)
         os.close(write_end)
+        chaintrace.mark("co.scope.go", job_id)
         return Launched(pid=pid, start_token=procs.start_token(pid), backend="pystemd",
                         unit=request.unit)
 
@@ -243,12 +374,15 @@ _launcher = ScopeLauncher()
 
 
 def launch_supervisor(
-    job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str]
+    job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
+    fork: ForkHeld | None = None,
 ) -> Launched:
     """Start `python -m qex.supervisor <id>`; inside a scope when `want_scope` and possible.
 
     `want_scope` is the coordinator's `[enforce] mode != "off" and use_systemd`. A failure
     to make the scope never fails the job: it runs as a plain process group and
-    `Launched.note` says why.
+    `Launched.note` says why. `fork`, when given, asks the fork server for a held
+    supervisor, which the pystemd backend uses in place of a fresh process (`forked` in the
+    answer then says so).
     """
-    return _launcher.launch(job_id, job_dir, want_scope=want_scope, env=env)
+    return _launcher.launch(job_id, job_dir, want_scope=want_scope, env=env, fork=fork)

@@ -7,17 +7,27 @@ and on two cores it is also stolen from the jobs. A forked child starts with the
 done, and its pages are shared with the server until written.
 
 Protocol, over the server's stdin/stdout pipes (the coordinator holds the other ends):
-    coordinator -> server   `start <job-id>\\n`
+    coordinator -> server   `start <job-id>\\n`   or   `hold <job-id> <seconds>\\n`
     server -> coordinator   `<pid> <start-token>\\n`   or   `error <sentence>\\n`
 The child leads its own session (so it outlives both the server and the coordinator), reads
 nothing from the pipes, and writes its own messages to the job's `supervisor.log`.
+
+`hold` is for a job that must run in a systemd scope (pystemd backend): the child is forked
+with the go signal (`GO_SIGNAL`) blocked, and before it reads or touches anything of the job
+it waits for that signal from the coordinator, which sends it only after the user manager
+has moved the child into the job's scope and /proc shows it there. A signal from any other
+sender is ignored. Without a go within `<seconds>` (say the coordinator died between the
+fork and its check) the child exits and leaves the job to whoever comes next. Blocking
+the signal before the fork means a go that arrives before the child starts waiting stays
+pending instead of being lost (or killing the child by the default action).
 
 The server reaps its children (SIGCHLD), so no supervisor is left a zombie on machines whose
 PID 1 does not reap. When the coordinator goes away (end of file on stdin) the server stays
 until its last supervisor has exited, still reaping, then exits.
 
-Only used where no systemd scope is wanted: a scope needs the supervisor to be started by
-systemd-run or moved by the user manager, which `qex.platform.launch` does.
+Used for every job without a systemd scope, and (`hold`) for jobs whose scope the user manager
+makes through pystemd. The systemd-run backend cannot use it: systemd-run makes its scope
+around its own new process, so the supervisor must be a fresh exec there.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 # Import what a supervisor needs before the first fork, so each child has it already.
 import qex.store.config_file
@@ -32,7 +43,54 @@ import qex.supervisor.main
 import qex.supervisor.runner
 from qex.core.names import is_uuid
 from qex.platform import chaintrace, procs
+from qex.platform.cgroup import cgroup_of
+from qex.platform.launch import GO_SIGNAL
+from qex.platform.scope import scope_in_path
 from qex.store.paths import PathError, Paths
+
+#: `si_code` of a signal sent by kill(2), pidfd_send_signal(2) and the like (Linux, macOS);
+#: a kernel-made signal or a queued one carries another code and is no go.
+_SI_USER = 0
+#: The longest wait a `hold` request may ask for; longer values are cut to this.
+MAX_HOLD_SECONDS = 600.0
+
+
+def wait_for_go(sender: int, timeout: float) -> bool:
+    """Wait, with `GO_SIGNAL` blocked, for that signal from the process `sender`.
+
+    True on the go; False when `timeout` seconds pass without it. A `GO_SIGNAL` from any
+    other process (or not sent by kill) is consumed and ignored: only the coordinator that
+    checked the scope may release a supervisor.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        info = signal.sigtimedwait([GO_SIGNAL], remaining)
+        if info is None:
+            return False
+        if info.si_pid == sender and info.si_code == _SI_USER:
+            return True
+
+
+def _released(sender: int, timeout: float, mask: set[int | signal.Signals], job_id: str) -> bool:
+    """The held child's gate: the go from `sender`, then a look at /proc that it really sits
+    in a qex scope. False means: leave the job alone and exit."""
+    got = wait_for_go(sender, timeout)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the job must not inherit the block
+    chaintrace.mark("sup.held.go" if got else "sup.held.timeout", job_id)
+    if not got:
+        os.write(2, f"qex supervisor: no go for the job {job_id} within {timeout:g}s; this "
+                    "held supervisor exits without touching the job\n".encode())
+        return False
+    where = cgroup_of("self")
+    if where is None or scope_in_path(where) is None:
+        os.write(2, f"qex supervisor: released for the job {job_id} outside a qex scope (in "
+                    f"{where or 'no cgroup v2'}); this supervisor exits without touching the "
+                    "job\n".encode())
+        return False
+    return True
 
 
 def _reap(_signum: int, _frame: object) -> None:
@@ -47,8 +105,13 @@ def _answer(text: str) -> None:
         data = data[written:]
 
 
-def _child(paths: Paths, job_id: str, log_fd: int) -> None:  # pragma: no cover - forked
-    """Become the supervisor of `job_id`; never returns."""
+#: For a held child: (the only sender of its go, the seconds it waits, the mask to restore).
+Hold = tuple[int, float, "set[int | signal.Signals]"]
+
+
+def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
+           hold: Hold | None = None) -> None:
+    """Become the supervisor of `job_id` (after the go, when held); never returns."""
     code = 1
     try:
         os.setsid()
@@ -58,6 +121,9 @@ def _child(paths: Paths, job_id: str, log_fd: int) -> None:  # pragma: no cover 
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)
+        if hold is not None and not _released(hold[0], hold[1], hold[2], job_id):
+            code = 3
+            return
         code = qex.supervisor.main.supervise(paths, job_id)
     except BaseException as exc:
         try:
@@ -73,7 +139,7 @@ def _child(paths: Paths, job_id: str, log_fd: int) -> None:  # pragma: no cover 
         os._exit(code)
 
 
-def _start(paths: Paths, job_id: str) -> None:
+def _start(paths: Paths, job_id: str, hold_seconds: float | None = None) -> None:
     try:
         log_fd = os.open(paths.job_dir(job_id) / "supervisor.log",
                          os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
@@ -84,14 +150,23 @@ def _start(paths: Paths, job_id: str) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     chaintrace.mark("fs.fork", job_id)
+    hold: Hold | None = None
+    if hold_seconds is not None:
+        # Blocked before the fork, so the child cannot miss (or die of) an early go.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {GO_SIGNAL})
+        hold = (os.getppid(), hold_seconds, mask)
     try:
         pid = os.fork()
     except OSError as exc:
+        if hold is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, hold[2])
         os.close(log_fd)
         _answer(f"error qex could not fork a supervisor: {exc.strerror}")
         return
     if pid == 0:  # pragma: no cover - the child
-        _child(paths, job_id, log_fd)
+        _child(paths, job_id, log_fd, hold)
+    if hold is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, hold[2])
     os.close(log_fd)
     _answer(f"{pid} {procs.start_token(pid) or ''}")
     chaintrace.mark("fs.answered", job_id)
@@ -112,6 +187,7 @@ def preload() -> None:
     import tomllib  # noqa: F401 (the config parser's, imported lazily: 10+ ms in each child)
 
     import qex.core.pools
+    import qex.platform.cgroup_sandbox  # a held supervisor opens its job cgroup with it
     import qex.platform.procgroup
     import qex.platform.select
     import qex.store.usage
@@ -126,8 +202,17 @@ def preload() -> None:
     gc.freeze()
 
 
+def _hold_seconds(word: str) -> float | None:
+    try:
+        value = float(word)
+    except ValueError:
+        return None
+    return min(value, MAX_HOLD_SECONDS) if value > 0 else None
+
+
 def serve() -> int:
-    """Answer `start` requests until stdin closes, then outlive the last supervisor."""
+    """Answer `start` and `hold` requests until stdin closes, then outlive the last
+    supervisor."""
     try:
         paths = Paths.from_env()
     except PathError as exc:
@@ -150,6 +235,9 @@ def serve() -> int:
             words = line.decode("utf-8", "replace").split()
             if len(words) == 2 and words[0] == "start" and is_uuid(words[1]):
                 _start(paths, words[1].lower())
+            elif (len(words) == 3 and words[0] == "hold" and is_uuid(words[1])
+                  and _hold_seconds(words[2]) is not None):
+                _start(paths, words[1].lower(), _hold_seconds(words[2]))
             elif words:
                 _answer(f"error the fork server does not know the request `{line[:80]!r}`")
     # The coordinator is gone. Keep reaping our supervisors until the last one exits.

@@ -91,6 +91,7 @@ def supervise(paths: Paths, job_id: str, *,
         return 1
     chaintrace.mark("sup.read", job_id)
     go = _wait_for_go()
+    chaintrace.mark("sup.go", job_id)
     lock = _take_lock(job_dir)
     if lock is None:
         say(f"another supervisor already runs the job {job_id}; this one stops")

@@ -326,3 +326,156 @@ def test_sequence_survives_a_new_launcher(tmp_path: Path) -> None:
     units = [c["argv"][5] for c in spawner.calls]
     assert units == ["--unit=qex-1a2b3c4d-1.scope", "--unit=qex-1a2b3c4d-2.scope"]
     assert (tmp_path / "scope.seq").read_text().strip() == "2"
+
+
+# -- a supervisor held by the fork server (pystemd) ------------------------------------------
+
+
+@dataclass
+class FakeHeld:
+    """A held supervisor's handle: records the go and the kill instead of signalling."""
+
+    pid: int
+    events: list[str] = field(default_factory=list)
+    release_fails: bool = False
+
+    def release(self) -> None:
+        if self.release_fails:
+            raise ProcessLookupError(3, "No such process")
+        self.events.append("go")
+
+    def discard(self) -> None:
+        self.events.append("killed")
+
+    def close(self) -> None:
+        self.events.append("closed")
+
+
+@dataclass
+class HoldingServer:
+    """The fork server's `hold`: hands out pids of waiting children (or None)."""
+
+    answer: bool = True
+    asked: list[tuple[str, float]] = field(default_factory=list)
+    handles: list[FakeHeld] = field(default_factory=list)
+    next_pid: int = 70000
+
+    def __call__(self, job_id: str, seconds: float) -> tuple[int, str | None] | None:
+        self.asked.append((job_id, seconds))
+        if not self.answer:
+            return None
+        self.next_pid += 1
+        return self.next_pid, f"token-{self.next_pid}"
+
+    def open(self, pid: int, token: str | None) -> FakeHeld:
+        handle = FakeHeld(pid)
+        self.handles.append(handle)
+        return handle
+
+
+def held_launcher(manager: FakeScopeManager, server: HoldingServer, spawner: Spawner,
+                  backend: str = "pystemd") -> ScopeLauncher:
+    run = launcher(manager, spawner, caps(backend), [])
+    run.open_held = server.open
+    return run
+
+
+def test_held_supervisor_gets_its_go_only_after_the_scope_check(tmp_path: Path) -> None:
+    spawner, server = Spawner(), HoldingServer()
+    order: list[str] = []
+
+    @dataclass
+    class Watching(FakeScopeManager):
+        def start(self, request: ScopeRequest, pid: int, timeout: float = 10.0) -> None:
+            order.append(f"scope:{server.handles[-1].events}")
+            super().start(request, pid, timeout)
+
+        def cgroup_of(self, pid: int) -> str | None:
+            order.append(f"check:{server.handles[-1].events}")
+            return super().cgroup_of(pid)
+
+    manager = Watching()
+    run = held_launcher(manager, server, spawner)
+    run.cgroup_of = manager.cgroup_of
+    got = run.launch(JOB, tmp_path, want_scope=True, env={}, fork=server)
+    handle = server.handles[0]
+    assert order == ["scope:[]", "check:[]"]  # no go before the scope and the check
+    assert handle.events == ["go", "closed"]
+    assert manager.started[0][1] == handle.pid == got.pid
+    assert got.forked and got.backend == "pystemd" and got.unit == "qex-1a2b3c4d-1.scope"
+    assert got.start_token == f"token-{handle.pid}" and got.note is None
+    assert spawner.calls == []  # no fresh process
+    assert server.asked == [(JOB, run.hold_seconds)]
+
+
+@pytest.mark.parametrize("fault", ["refused", "misplaced", "gone", "slow"])
+def test_held_supervisor_is_killed_on_any_fault_and_a_plain_one_runs(
+        tmp_path: Path, fault: str) -> None:
+    spawner, server = Spawner(), HoldingServer()
+    manager = FakeScopeManager(fail="Access denied" if fault == "refused" else None,
+                               misplace=fault == "misplaced")
+    run = held_launcher(manager, server, spawner)
+    if fault == "gone":
+        def opened(pid: int, token: str | None) -> FakeHeld:
+            handle = HoldingServer.open(server, pid, token)
+            handle.release_fails = True
+            return handle
+        run.open_held = opened
+    if fault == "slow":
+        ticks = iter([0.0, run.hold_seconds, run.hold_seconds])
+        run.clock = lambda: next(ticks)
+    got = run.launch(JOB, tmp_path, want_scope=True, env={"A": "1"}, fork=server)
+    handle = server.handles[0]
+    assert "go" not in handle.events and handle.events[-1] == "killed"
+    assert not got.forked and got.backend == "process-group" and got.note
+    plain = spawner.calls[-1]
+    assert got.pid == plain["pid"] and plain["env"]["QEX_SCOPE_NOTE"] == got.note
+    assert plain["go_fd"] is None and "QEX_SUPERVISOR_GO_FD" not in plain["env"]
+
+
+def test_no_held_supervisor_means_the_fresh_handshake(tmp_path: Path) -> None:
+    spawner, server, manager = Spawner(), HoldingServer(answer=False), FakeScopeManager()
+    run = held_launcher(manager, server, spawner)
+    got = run.launch(JOB, tmp_path, want_scope=True, env={}, fork=server)
+    assert server.asked and server.handles == []
+    assert got.backend == "pystemd" and not got.forked
+    assert spawner.calls[0]["go_fd"] is not None and spawner.go_byte() == b"1"
+
+
+def test_a_held_child_without_a_handle_is_left_to_time_out(tmp_path: Path) -> None:
+    spawner, server, manager = Spawner(), HoldingServer(), FakeScopeManager()
+    run = held_launcher(manager, server, spawner)
+
+    def no_pidfd(pid: int, token: str | None) -> FakeHeld:
+        raise ProcessLookupError(3, "No such process")
+
+    run.open_held = no_pidfd
+    got = run.launch(JOB, tmp_path, want_scope=True, env={}, fork=server)
+    # Nothing was asked of the user manager for that child: it never gets a go.
+    assert [pid for _, pid in manager.started] == [spawner.calls[0]["pid"]]
+    assert got.backend == "pystemd" and not got.forked
+
+
+@pytest.mark.parametrize("backend,want", [("systemd-run", True), ("pystemd", False)])
+def test_fork_server_not_asked_where_it_cannot_serve(tmp_path: Path, backend: str,
+                                                    want: bool) -> None:
+    spawner, server = Spawner(), HoldingServer()
+    run = held_launcher(FakeScopeManager(), server, spawner, backend)
+    got = run.launch(JOB, tmp_path, want_scope=want, env={}, fork=server)
+    assert server.asked == [] and not got.forked
+
+
+def test_pidfd_handle_refuses_a_reused_pid() -> None:
+    from qex.platform.launch import PidfdHeld
+
+    with pytest.raises(ProcessLookupError):
+        PidfdHeld(os.getpid(), "not-the-start-token")
+
+
+def test_scope_fork_0_starts_the_supervisor_fresh(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QEX_SCOPE_FORK", "0")
+    spawner, server, manager = Spawner(), HoldingServer(), FakeScopeManager()
+    got = held_launcher(manager, server, spawner).launch(JOB, tmp_path, want_scope=True,
+                                                         env={}, fork=server)
+    assert server.asked == [] and not got.forked and spawner.go_byte() == b"1"

@@ -4,6 +4,8 @@
   starts its supervisor) to the wall-clock time the job's program prints, with `[enforce]
   mode` off (plain process group) and hard (scope + job leaf); the median of several jobs.
   The record's own `started_at` cannot serve: the supervisor rewrites it when the job runs;
+* the steps of the same launches, from the chain trace (`QEX_CHAIN_TRACE`): the median time
+  of each step after the coordinator's `co.start`, so a slow launch shows where it waits;
 * the resident memory of one supervisor while its job runs (VmRSS, and Pss when readable).
 
 Prints `MEASURE key value` lines. It asserts no figure, but a measurement that could not be
@@ -57,8 +59,36 @@ def admitted_at(guest: Guest) -> dict[str, float]:
     return found
 
 
-def exec_delays(mode: str) -> list[float]:
+def chain_steps(path: Path) -> dict[str, float]:
+    """Step -> the median of (step time - the job's `co.start`) over the jobs, in seconds.
+
+    The first occurrence of a step per job counts (a supervisor writes some steps twice)."""
+    per_job: dict[str, dict[str, int]] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4 or parts[2] == "-":
+            continue
+        per_job.setdefault(parts[2], {}).setdefault(parts[3], int(parts[0]))
+    offsets: dict[str, list[float]] = {}
+    for steps in per_job.values():
+        start = steps.get("co.start")
+        if start is None:
+            continue
+        for step, ns in steps.items():
+            offsets.setdefault(step, []).append((ns - start) / 1e9)
+    return {step: statistics.median(values) for step, values in offsets.items()}
+
+
+def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
+                label: str | None = None) -> list[float]:
     guest = fresh_guest()
+    trace = guest.root / "chain.trace"
+    guest.env["QEX_CHAIN_TRACE"] = str(trace)
+    guest.env.update(extra_env or {})
     guest.write_config(config_text(mode))
     guest.info()  # the coordinator is up before the first measured job
     printed: dict[str, float] = {}
@@ -66,6 +96,11 @@ def exec_delays(mode: str) -> list[float]:
         job = guest.submit("--wait", "--cpu", "1", "--mem", "128MB", "--", "date", "+%s.%N")
         printed[job] = float(guest.log(job).strip())
     admitted = admitted_at(guest)
+    steps = chain_steps(trace)
+    if steps:
+        ordered = sorted(steps.items(), key=lambda item: item[1])
+        print(f"MEASURE steps_{label or mode}_ms " + " ".join(f"{step}={value * 1000:.1f}"
+                                                     for step, value in ordered))
     shutil.rmtree(guest.root, ignore_errors=True)
     return [printed[job] - admitted[job] for job in printed]
 
@@ -101,14 +136,19 @@ def main() -> int:
 
     print(f"MEASURE backend {probe().scope_backend}")
     failed = 0
-    for mode in ("off", "hard"):
+    # (label, [enforce] mode, extra environment): with pystemd also the fresh supervisor
+    # (QEX_SCOPE_FORK=0), the launch before the held one, for a figure from the same guest.
+    cases: list[tuple[str, str, dict[str, str]]] = [("off", "off", {}), ("hard", "hard", {})]
+    if probe().scope_backend == "pystemd":
+        cases.append(("hard_fresh", "hard", {"QEX_SCOPE_FORK": "0"}))
+    for label, mode, extra in cases:
         try:
-            delays = exec_delays(mode)
+            delays = exec_delays(mode, extra, label)
         except Exception as exc:
-            print(f"MEASURE admission_to_exec_{mode} failed: {exc!r}")
+            print(f"MEASURE admission_to_exec_{label} failed: {exc!r}")
             failed = 1
             continue
-        print(f"MEASURE admission_to_exec_{mode}_median_ms {statistics.median(delays) * 1000:.1f} "
+        print(f"MEASURE admission_to_exec_{label}_median_ms {statistics.median(delays) * 1000:.1f} "
               f"(runs: {', '.join(f'{d * 1000:.0f}' for d in delays)})")
     try:
         for key, value in supervisor_memory().items():

@@ -57,6 +57,39 @@ def test_job_runs_in_its_own_scope_and_leaf(guest: Guest) -> None:
     assert "runs without a scope" not in daemon_log
 
 
+def test_pystemd_supervisor_is_forked_held_and_placed_before_the_job(guest: Guest) -> None:
+    """With pystemd the fork server forks the supervisor, and it runs in its scope's
+    `supervisor/` leaf while the job runs in `job-1`: the go came after the move."""
+    from qex.platform.detect import probe
+
+    if probe().scope_backend != "pystemd":
+        return  # systemd-run execs a fresh supervisor; nothing is held there
+    guest.write_config(config_text("hard"))
+    guest.submit("--wait", "--cpu", "1", "--mem", "64MB", "--", "true")  # the server is warm
+    gate = guest.root / "gate"
+    job = guest.submit("--cpu", "1", "--mem", "64MB", "--", "/bin/sh", "-c",
+                       f"while [ ! -e {gate} ]; do sleep 0.1; done")
+    try:
+        guest.wait_for(lambda: guest.record(job)["state"] == "running")
+        unit = scope_of(guest, job)
+        supervisor = guest.record(job)["supervisor_pid"]
+        with open(f"/proc/{supervisor}/stat") as handle:
+            parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{parent}/cmdline", "rb") as handle:
+            assert b"--forkserver" in handle.read(), guest.explain(job)
+        with open(f"/proc/{supervisor}/cgroup") as handle:
+            assert handle.read().strip().endswith(f"/{unit}/supervisor"), guest.explain(job)
+        children = subprocess.run(["pgrep", "-P", str(supervisor)], capture_output=True,
+                                  text=True, check=False).stdout.split()
+        assert children, guest.explain(job)
+        with open(f"/proc/{children[0]}/cgroup") as handle:
+            assert handle.read().strip().endswith(f"/{unit}/job-1"), guest.explain(job)
+    finally:
+        gate.touch()
+        guest.run("wait", job)
+    assert guest.record(job)["state"] == "completed", guest.explain(job)
+
+
 def test_hard_mode_kills_at_the_claim_and_proves_it(guest: Guest) -> None:
     guest.write_config(config_text("hard", on_oom=0))
     job, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",

@@ -1,0 +1,188 @@
+"""The fork server's `hold` request: a forked supervisor that waits for its go signal.
+
+Real processes, no systemd: the go only counts from the coordinator (the server's parent,
+here this test), a child without a go exits by itself and leaves the job alone, and a
+child released outside a qex scope (as every process on a test machine is) refuses to run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from qex.platform import host
+from qex.platform.launch import GO_SIGNAL, PidfdHeld
+from qex.supervisor.forkserver import wait_for_go
+
+pytestmark = pytest.mark.skipif(not (host.linux() and hasattr(os, "pidfd_open")),
+                                reason="held supervisors need Linux and pidfds")
+
+JOB = "1a2b3c4d-0000-4000-8000-0000000000aa"
+
+
+def _fork_waiter(sender: int, timeout: float) -> int:
+    """A child that blocks the go, waits for it, and exits 0 on the go, 3 without."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {GO_SIGNAL})
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0 if wait_for_go(sender, timeout) else 3
+        os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    return pid
+
+
+def _exit_code(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_the_go_from_the_sender_releases_the_child() -> None:
+    pid = _fork_waiter(os.getpid(), 20)
+    held = PidfdHeld(pid, None)
+    held.release()
+    held.close()
+    assert _exit_code(pid) == 0
+
+
+def test_an_early_go_is_not_lost() -> None:
+    # Sent at once, before the child can have reached its wait: blocked, so it stays pending.
+    pid = _fork_waiter(os.getpid(), 20)
+    os.kill(pid, GO_SIGNAL)
+    assert _exit_code(pid) == 0
+
+
+def test_a_go_from_another_process_is_ignored() -> None:
+    pid = _fork_waiter(os.getpid(), 1.5)
+    time.sleep(0.2)
+    subprocess.run(["kill", f"-{GO_SIGNAL.name.removeprefix('SIG')}", str(pid)], check=True)
+    started = time.monotonic()
+    assert _exit_code(pid) == 3  # it kept waiting, then gave up
+    assert time.monotonic() - started > 0.5
+
+
+def test_discard_kills_a_waiting_child() -> None:
+    pid = _fork_waiter(os.getpid(), 20)
+    PidfdHeld(pid, None).discard()
+    assert _exit_code(pid) == -signal.SIGKILL
+
+
+def _server(tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_STATE_HOME": str(tmp_path / "state")}
+    env.pop("QEX_CHAIN_TRACE", None)
+    return subprocess.Popen([sys.executable, "-m", "qex.supervisor", "--forkserver"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+
+def _job_dir(tmp_path: Path) -> Path:
+    job_dir = tmp_path / "state" / "qex" / "jobs" / JOB
+    job_dir.mkdir(parents=True)
+    (job_dir / "status.json").write_text('{"sentinel": true}\n')
+    return job_dir
+
+
+def _hold(server: subprocess.Popen[bytes], seconds: float) -> tuple[int, str | None]:
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(f"hold {JOB} {seconds:g}\n".encode())
+    server.stdin.flush()
+    words = server.stdout.readline().decode().split()
+    assert words and words[0].isdigit(), words
+    return int(words[0]), (words[1] if len(words) > 1 else None)
+
+
+def _wait_gone(pid: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the held child {pid} is still there")
+
+
+def _finish(server: subprocess.Popen[bytes]) -> None:
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.close()
+    server.wait(timeout=20)
+    server.stdout.close()
+
+
+@pytest.mark.parametrize("go_from", ["nobody", "stranger"])
+def test_a_held_child_without_the_go_leaves_the_job_alone(tmp_path: Path, go_from: str) -> None:
+    job_dir = _job_dir(tmp_path)
+    before = sorted(p.name for p in job_dir.iterdir())
+    server = _server(tmp_path)
+    try:
+        pid, _token = _hold(server, 1)
+        if go_from == "stranger":
+            subprocess.run(["kill", "-USR1", str(pid)], check=True)
+        _wait_gone(pid)
+    finally:
+        _finish(server)
+    assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
+    log = (job_dir / "supervisor.log").read_text()
+    assert "no go for the job" in log and "without touching the job" in log
+    assert sorted(p.name for p in job_dir.iterdir()) == sorted([*before, "supervisor.log"])
+
+
+def test_a_child_released_outside_a_scope_refuses(tmp_path: Path) -> None:
+    # On this machine no process sits in a qex scope: the go alone is not enough.
+    job_dir = _job_dir(tmp_path)
+    server = _server(tmp_path)
+    try:
+        pid, token = _hold(server, 20)
+        held = PidfdHeld(pid, token)
+        held.release()
+        held.close()
+        _wait_gone(pid)
+    finally:
+        _finish(server)
+    log = (job_dir / "supervisor.log").read_text()
+    assert "outside a qex scope" in log
+    assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
+    assert not (job_dir / "supervisor.lock").exists()
+
+
+def test_a_bad_hold_request_is_refused(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(f"hold {JOB} forever\n".encode())
+        server.stdin.flush()
+        assert server.stdout.readline().startswith(b"error ")
+    finally:
+        _finish(server)
+
+
+def test_coordinator_side_hold_starts_a_cold_server_without_waiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.coordinator.forking import ForkServer
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("QEX_CHAIN_TRACE", raising=False)
+    job_dir = _job_dir(tmp_path)
+    server = ForkServer(tmp_path / "daemon.log")
+    assert server.hold(JOB, 20) is None  # cold: this job takes the fresh path
+    assert server.pid is not None
+    try:
+        answer = server.hold(JOB, 20)
+        assert answer is not None
+        pid, token = answer
+        PidfdHeld(pid, token).discard()
+        _wait_gone(pid)
+    finally:
+        server.close()
+        proc = server._proc
+        if proc is not None and proc.stdout is not None:
+            proc.wait(timeout=20)
+            proc.stdout.close()
+    assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
