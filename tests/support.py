@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 #: The folders of an isolated state, each pointed at by one variable of `isolated_env`.
@@ -65,3 +66,31 @@ def kill_job_groups(state: Path) -> None:
                     os.killpg(pid, signal.SIGKILL)
                 except OSError:
                     pass
+
+
+def wait_gone(pid: int, timeout: float = 10.0) -> None:
+    """Until `pid` is gone, reaped or a zombie (PID 1 here does not reap orphans)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return
+        except ChildProcessError:
+            pass
+        if _is_zombie(pid):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the process {pid} did not end")
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True

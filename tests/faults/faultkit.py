@@ -12,14 +12,13 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e.conftest import QEX, Env, _stop_coordinator
-from support import isolated_env, kill_job_groups
+from support import isolated_env, kill_job_groups, wait_gone
 
 __all__ = ["QEX", "Disk", "Env", "FaultEnv", "fault_env", "kill9", "small_disk"]
 
@@ -145,33 +144,6 @@ class Disk:
             self.filler.unlink()
         except FileNotFoundError:
             pass
-
-
-def wait_gone(pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return
-        except ChildProcessError:
-            pass
-        if _is_zombie(pid):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the process {pid} did not end")
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def kill9(pid: int) -> None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import wait_gone
 
 from qex.platform import host
 from qex.platform.launch import GO_SIGNAL, PidfdHeld
@@ -96,17 +97,6 @@ def _hold(server: subprocess.Popen[bytes], seconds: float) -> tuple[int, str | N
     return int(words[0]), (words[1] if len(words) > 1 else None)
 
 
-def _wait_gone(pid: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the held child {pid} is still there")
-
-
 def _finish(server: subprocess.Popen[bytes]) -> None:
     assert server.stdin is not None and server.stdout is not None
     server.stdin.close()
@@ -123,7 +113,7 @@ def test_a_held_child_without_the_go_leaves_the_job_alone(tmp_path: Path, go_fro
         pid, _token = _hold(server, 1)
         if go_from == "stranger":
             subprocess.run(["kill", "-USR1", str(pid)], check=True)
-        _wait_gone(pid)
+        wait_gone(pid, timeout=20.0)
     finally:
         _finish(server)
     assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
@@ -141,7 +131,7 @@ def test_a_child_released_outside_a_scope_refuses(tmp_path: Path) -> None:
         held = PidfdHeld(pid, token)
         held.release()
         held.close()
-        _wait_gone(pid)
+        wait_gone(pid, timeout=20.0)
     finally:
         _finish(server)
     log = (job_dir / "supervisor.log").read_text()
@@ -178,7 +168,7 @@ def test_coordinator_side_hold_starts_a_cold_server_without_waiting(
         assert answer is not None
         pid, token = answer
         PidfdHeld(pid, token).discard()
-        _wait_gone(pid)
+        wait_gone(pid, timeout=20.0)
     finally:
         server.close()
         proc = server._proc
