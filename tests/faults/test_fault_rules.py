@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from coordkit import make_coord
 
 from qex.core.states import Exit, exit_code_for
 from qex.core.units import UnitError, parse_count, parse_duration, parse_size
@@ -120,24 +121,6 @@ def test_a_log_write_error_is_counted_with_its_cause(tmp_path: Path) -> None:
     assert log.write_error
 
 
-def _coord(tmp_path: Path) -> Any:
-    from qex.coordinator.events import EventHub
-    from qex.coordinator.state import Coordinator
-    from qex.core.config import Config, Machine
-    from qex.platform import procs
-    from qex.store.paths import Paths
-
-    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
-    paths.jobs_dir.mkdir(parents=True)
-    paths.run_dir.mkdir(parents=True)
-    return Coordinator(
-        paths=paths, config=Config(), machine=Machine(cores=4, mem_total=16 * 1024**3),
-        events=EventHub(retained=64, version="test", pid=1, started_at=0.0),
-        started_at=0.0, idle_limit=3600.0, boot_id=procs.boot_id(),
-    )
-
-
 def _queued_job(coord: Any) -> Any:
     import time
     import uuid
@@ -169,7 +152,7 @@ def test_a_start_the_disk_refuses_leaves_the_job_queued(
     from qex.store import jobs as job_files
 
     async def body() -> None:
-        coord = _coord(tmp_path)
+        coord = make_coord(tmp_path)
         job = _queued_job(coord)
         monkeypatch.setattr(job_files, "write_status", _full)
         scheduling.start_job(coord, job, {}, False, None)
@@ -188,7 +171,7 @@ def test_a_refused_record_is_kept_and_retried_with_back_off(
     from qex.store import jobs as job_files
 
     async def body() -> None:
-        coord = _coord(tmp_path)
+        coord = make_coord(tmp_path)
         job = _queued_job(coord)
         real = job_files.write_status
         monkeypatch.setattr(job_files, "write_status", _full)
@@ -212,7 +195,7 @@ def test_a_cancel_the_disk_refuses_is_refused(
     from qex.store import jobs as job_files
 
     async def body() -> None:
-        coord = _coord(tmp_path)
+        coord = make_coord(tmp_path)
         job = _queued_job(coord)
         monkeypatch.setattr(job_files, "write_status", _full)
         answer = control.handle_cancel(coord, {"id": job.id})

@@ -13,13 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from coordkit import add_job, make_coord
 
-from qex.coordinator.events import EventHub
 from qex.coordinator.server import sent_record
-from qex.coordinator.state import Coordinator, Job
-from qex.core.config import Config, Machine
+from qex.core.config import Config
 from qex.core.records import JobSpec, JobStatus
-from qex.platform import chaintrace, procs
+from qex.platform import chaintrace
 from qex.platform.procgroup import ProcessGroupSandbox
 from qex.store import atomic
 from qex.store import config_file as config_files
@@ -28,31 +27,6 @@ from qex.store.paths import Paths
 from qex.supervisor import main as supervisor_main
 from qex.supervisor import notify
 from qex.supervisor import runner as supervisor_runner
-
-
-def make_coord(tmp_path: Path) -> Coordinator:
-    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
-    paths.jobs_dir.mkdir(parents=True)
-    return Coordinator(
-        paths=paths, config=Config(), machine=Machine(cores=4, mem_total=16 * 1024**3),
-        events=EventHub(retained=64, version="test", pid=1, started_at=0.0),
-        started_at=0.0, idle_limit=3600.0, boot_id=procs.boot_id(),
-    )
-
-
-def add_job(coord: Coordinator, *, state: str) -> Job:
-    job_id = str(uuid.uuid4())
-    spec = JobSpec(id=job_id, name="j", cwd="/", command=["true"], env={}, cpu=1, mem=1024,
-                   submitted_at=time.time())
-    record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=0)
-    record.state = state
-    job_dir = job_files.create_job_dir(coord.paths, job_id)
-    job_files.write_spec(job_dir, spec)
-    job_files.write_status(job_dir, record)
-    job = Job.from_records(spec, record, job_dir)
-    coord.jobs[job_id] = job
-    return job
 
 
 @pytest.fixture

@@ -14,51 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from coordkit import add_job, make_coord
 
 from qex.coordinator import control, pausing, recovery
-from qex.coordinator.events import EventHub
-from qex.coordinator.state import Coordinator, Job
+from qex.coordinator.state import Coordinator
 from qex.coordinator.submit import _dedupe_holder, spec_problems
-from qex.core.config import Config, Machine
-from qex.core.records import JobSpec, JobStatus
 from qex.platform import procs
 from qex.store import jobs as job_files
-from qex.store.paths import Paths
 from qex.store.pause import PauseRecord
-
-
-def make_coord(tmp_path: Path) -> Coordinator:
-    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
-    paths.jobs_dir.mkdir(parents=True)
-    paths.run_dir.mkdir(parents=True)
-    return Coordinator(
-        paths=paths, config=Config(), machine=Machine(cores=4, mem_total=16 * 1024**3),
-        events=EventHub(retained=64, version="test", pid=1, started_at=0.0),
-        started_at=0.0, idle_limit=3600.0, boot_id=procs.boot_id(),
-    )
-
-
-def add_job(coord: Coordinator, *, state: str = "queued", priority: int = 0,
-            submitted_at: float | None = None, **fields: Any) -> Job:
-    job_id = str(uuid.uuid4())
-    spec = JobSpec(id=job_id, name=fields.pop("name", "j"), cwd="/", command=["true"], env={},
-                   cpu=1, mem=1024, priority=priority,
-                   submitted_at=time.time() if submitted_at is None else submitted_at,
-                   dedupe_key=fields.pop("dedupe_key", None),
-                   dedupe_window=fields.pop("dedupe_window", 0))
-    record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=2)
-    record.state = state
-    for key, value in fields.items():
-        setattr(record, key, value)
-    job_dir = job_files.create_job_dir(coord.paths, job_id)
-    job_files.write_spec(job_dir, spec)
-    job_files.write_status(job_dir, record)
-    job = Job.from_records(spec, record, job_dir)
-    coord.jobs[job_id] = job
-    if state == "queued":
-        coord.enqueue(job)
-    return job
 
 
 def test_enqueue_is_priority_then_fifo(tmp_path: Path) -> None:
