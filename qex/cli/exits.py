@@ -7,14 +7,15 @@ uses the ordinary 0, 1, 2 and 127. Both use 124 for a limit that ran out.
 Nothing below the CLI picks a code: the client raises `qex.client.errors` exceptions, a
 command raises `Failure` for "qex could not do it", and `qex.cli.main` hands either to
 `report` with the command word it was started with. Imported by `qex.cli.main` on every
-call, so it imports nothing at its top but `sys`: not `typing` (a third of the interpreter's
-start-up), and not `qex.core.states`, whose `Exit` codes are repeated below as plain ints (a
-unit test holds the two equal).
+call, so it imports nothing at its top but `sys` and the import-free `qex.core.exit_band`:
+not `typing` (a third of the interpreter's start-up), and not `qex.core.states` (`enum`).
 """
 
 from __future__ import annotations
 
 import sys
+
+from qex.core.exit_band import Exit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,16 +26,16 @@ if TYPE_CHECKING:
 #: The `kind` of a refusal for an id that names no job (`qex.core.protocol.NO_SUCH_JOB`).
 REFUSED_NO_SUCH_JOB = "no_such_job"
 
-# The codes this module hands out, equal to `qex.core.states.Exit` (tests/unit/test_exits.py).
-OK = 0
-FAILURE = 1
-USAGE = 2
-JOB_HIGH = 97
-SIGNAL = 98
-QEX_FAILED = 121
-WAIT_INTERRUPTED = 122
-WAIT_TIMEOUT = 124
-NO_SUCH_JOB = 127
+# The codes this module hands out, by the names its callers use.
+OK = Exit.OK
+FAILURE = Exit.FAILURE
+USAGE = Exit.USAGE
+JOB_HIGH = Exit.JOB_HIGH
+SIGNAL = Exit.SIGNAL
+QEX_FAILED = Exit.QEX_FAILED
+WAIT_INTERRUPTED = Exit.WAIT_INTERRUPTED
+WAIT_TIMEOUT = Exit.WAIT_TIMEOUT
+NO_SUCH_JOB = Exit.NO_SUCH_JOB
 
 #: Commands that give the result of a job use the exit-code band.
 BAND_COMMANDS = frozenset({"submit", "run", "pipeline", "wait", "status", "rerun"})

@@ -149,11 +149,10 @@ def _status(p: dict[str, Any]) -> int | None:
 
 
 def _list(p: dict[str, Any]) -> int | None:
-    if p["as_json"] and _defaults("list", p, ("states", "tags", "group_word", "cwd_dir",
-                                               "under_dir")):
-        from qex.cli.fastread import list_json
+    if _defaults("list", p, ("states", "tags", "group_word", "cwd_dir", "under_dir")):
+        from qex.cli import fastread
 
-        code = list_json()
+        code = fastread.list_json() if p["as_json"] else fastread.list_text()
         if code is not None:
             return code
     from qex.cli.list_core import show_list

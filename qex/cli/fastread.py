@@ -1,10 +1,11 @@
 """The read and stop commands through `qex.cli.wire`, while a coordinator listens.
 
-`qex status ID --json`, `qex list --json`, `qex kill ID` and `qex cancel ID` in their plain
-forms need one or two requests and a few lines of output, but the full bodies import the
-client, paths, typed records and enums, which cost several times the interpreter's start-up.
-Here each asks the coordinator over `wire` (C modules only) and prints with the same
-functions as the full bodies (`record_json`, `jsontext`, `stop_core`'s sentences).
+`qex status ID [--json] [--wait]`, `qex list [--json]`, `qex kill ID` and `qex cancel ID` in
+their plain forms need one or two requests and a few lines of output, but the full bodies
+import the client, paths, typed records and enums, which cost several times the
+interpreter's start-up. Here each asks the coordinator over `wire` (C modules only) and
+prints with the same functions as the full bodies: `render_status` and `render_table` on a
+`record_view.JobView`, `record_json` and `jsontext` for JSON, `stop_core`'s sentences.
 
 Every function returns None, having printed nothing and changed nothing, whenever the case
 is not plain: no coordinator listens (the full body then reads the disk and judges stale
@@ -15,16 +16,16 @@ runs the full body, which asks again.
 
 from __future__ import annotations
 
+from qex.core.state_words import COMPLETED, FINAL_WORDS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from qex.cli.wire import Wire
 
-#: The states in which a job will not change again (`qex.core.states.FINAL`; a unit test
-#: holds the two equal).
-FINAL_STATES = frozenset({"completed", "failed", "killed", "timeout", "expired", "oom",
-                          "cancelled", "skipped"})
+#: The states in which a job will not change again (one definition: `qex.core.state_words`).
+FINAL_STATES = FINAL_WORDS
 
 
 def _ask(wire: Wire, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -59,11 +60,7 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
     """`qex status ID [--json] [--wait] [--no-logs]`: the exit code, or None for the full body.
 
     Only a record that `status` shows without an excerpt of its logs, and that a wait would
-    not wait for, is printed here; and only as JSON for now: the text block is rendered from
-    a typed record (`qex.cli.render_status`), whose imports cost more than the request saves,
-    so the text form goes straight to the full body without asking twice."""
-    if not as_json:
-        return None
+    not wait for, is printed here."""
     wire = _connect(word)
     if wire is None:
         return None
@@ -76,17 +73,44 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
     state = record.get("state")
     if wait and state not in FINAL_STATES:
         return None
-    if state in FINAL_STATES and state != "completed" and not no_logs:
+    if state in FINAL_STATES and state != COMPLETED and not no_logs:
         return None  # the block ends with the last lines of its output: the full body
-    from qex.cli.jsontext import print_json
-    from qex.cli.record_json import display_record
+    import sys
 
-    print_json(display_record(record))
-    return 0
+    if as_json:
+        from qex.cli.jsontext import dumps
+        from qex.cli.record_json import display_record
+
+        text = dumps(display_record(record))
+    else:
+        import time
+
+        from qex.cli.record_view import JobView
+        from qex.cli.render_status import status_text
+
+        text = status_text(JobView(record), now=time.time())
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if not wait:
+        return 0
+    from qex.core.exit_band import exit_code_for
+
+    return exit_code_for(record)
 
 
 def list_json() -> int | None:
     """`qex list --json` without filters: the exit code, or None for the full body."""
+    return _list(as_json=True)
+
+
+def list_text() -> int | None:
+    """`qex list` without filters: the exit code, or None for the full body."""
+    return _list(as_json=False)
+
+
+def _listing() -> tuple[list[dict[str, Any]], list[Any], dict[str, Any] | None] | None:
+    """(the records, the damaged entries, the pauses) as `list_core` asks for them; None
+    when the full body must ask."""
     wire = _connect()
     if wire is None:
         return None
@@ -109,25 +133,44 @@ def list_json() -> int | None:
         wire.close()
     jobs, damaged = listed.get("jobs"), listed.get("damaged")
     records = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
+    return records, damaged if isinstance(damaged, list) else [], pauses
+
+
+def _list(*, as_json: bool) -> int | None:
+    found = _listing()
+    if found is None:
+        return None
+    records, damaged, pauses = found
+    import sys
+    import time
+
     from qex.cli.common import warn
 
+    now = time.time()
     if pauses is not None and (pauses.get("queue") or pauses.get("locks")):
-        import time
-
         from qex.cli.queue_lines import pause_lines
 
-        for line in pause_lines(pauses, time.time()):
+        for line in pause_lines(pauses, now):
             warn(line)
-    if isinstance(damaged, list) and damaged:
+    if damaged:
         from qex.cli.list_core import damaged_line
 
         for entry in damaged:
             if isinstance(entry, dict):
                 warn(damaged_line(entry))
-    from qex.cli.jsontext import print_json
-    from qex.cli.record_json import display_record, sort_key
+    from qex.cli.record_json import sort_key
 
-    print_json([display_record(r) for r in sorted(records, key=sort_key)])
+    chosen = sorted(records, key=sort_key)
+    if as_json:
+        from qex.cli.jsontext import print_json
+        from qex.cli.record_json import display_record
+
+        print_json([display_record(r) for r in chosen])
+        return 0
+    from qex.cli.render_table import table_lines
+
+    sys.stdout.write("\n".join(table_lines(chosen, records, now)) + "\n")
+    sys.stdout.flush()
     return 0
 
 

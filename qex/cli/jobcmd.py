@@ -34,10 +34,10 @@ def guarded(action: Callable[[], T]) -> T:
 
 def result_line(record: dict[str, Any]) -> str:
     """One line per job for `qex wait`: who, the state, and how it ended."""
-    from qex.cli.record_view import job_label, result_text, typed
+    from qex.cli.record_view import JobView, job_label, result_text
 
-    job = typed(record)
-    state = str(job.state)
+    job = JobView(record)
+    state = job.state
     text = result_text(job)
     if not text:
         return f"{job_label(job)} {state}"

@@ -1,5 +1,5 @@
-"""The body of `qex list`, free of click so that `qex.cli.fast` can answer the plain
-`qex list --json` without importing it."""
+"""The body of `qex list` with its filters, free of click. The plain `qex list [--json]`
+is answered by `qex.cli.fastread` while a coordinator listens, with the same table."""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     from qex.cli.queue_lines import pause_lines
     from qex.cli.reach import open_connection, pause_state
     from qex.cli.record_json import display_record, sort_key
-    from qex.cli.record_view import typed
-    from qex.cli.render_table import render_jobs, terminal_width, use_color
 
     paths = get_paths()
     conn = open_connection(paths, start=True)
@@ -63,15 +61,9 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     if as_json:
         print_json([display_record(r) for r in chosen])
         return
-    if not chosen:
-        sys.stdout.write("no jobs\n")
-        return
-    from qex.cli.record_view import pool_use_lines
+    from qex.cli.render_table import table_lines
 
-    lines = render_jobs([typed(r) for r in chosen], now=now, width=terminal_width(sys.stdout),
-                        color=use_color(sys.stdout))
-    lines += pool_use_lines(records)  # each pool's use, over every job and not the chosen
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("\n".join(table_lines(chosen, records, now)) + "\n")
 
 
 def damaged_line(entry: dict[str, Any]) -> str:

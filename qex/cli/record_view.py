@@ -5,36 +5,132 @@ field that reaches a terminal goes through `qex.core.names` first: names, tags, 
 keys in safe form, arguments and paths in visible form, sentences in printable form. The
 stored record keeps its raw values; only the view changes.
 
-Two forms of a record meet here. The JSON that `status --json`, `list --json` and events
-print is the dict the coordinator sent, made display-safe by `record_json.display_record` and
-passed on as it came (unknown fields from a newer qex included), so that output never
-changes shape. Everything a person reads is rendered from a typed `JobStatus` (`typed()`
-builds one from such a dict).
+Everything here reads a `JobView`: the dict the coordinator sent (or a file held), read field
+by field with the defaults of `qex.core.records.JobStatus`, its state a plain word. The hot
+reads (`qex status`, `qex list`) render from it without importing the typed records, `enum`
+or `typing`, which would cost them more than the rest of their work; the JSON forms print
+the dict itself (`record_json.display_record`), so output never changes shape.
 """
 
 from __future__ import annotations
 
-import signal as _signal
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from qex.cli.record_json import display_record
+from qex.core import state_words as words
+from qex.core.names import printable_line, safe_name, short_id
+from qex.core.unit_text import format_duration
 
-from qex.core import model
-from qex.core.names import lock_shown, printable_line, safe_name, short_id, visible
-from qex.core.states import ACTIVE, State
-from qex.core.units import format_duration
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from qex.core.records import JobStatus
+    from collections.abc import Mapping
+    from typing import Any, TypeAlias
 
-# `qex.core.records` is imported by `typed()` only: `list --json` prints the dicts as they came
-# and never needs it.
+    from qex.core.records import AssignmentPart as Assigned
+    from qex.core.records import Enforcement, JobStatus, LogsDropped, PoolClaimPart, Usage
 
-#: The fields a record always has; a partial record (an event's, a test's) gets these.
-_BLANK: dict[str, Any] = {"id": "", "name": "", "command": [], "cwd": ""}
+    #: Whatever the renderers take: a view, a typed record, or the dict as it came.
+    RecordLike: TypeAlias = "JobView | JobStatus | Mapping[str, Any]"
+
+#: `JobStatus`'s default for each field (a unit test holds the two equal, field for field).
+#: A list or dict default is copied on each read, so no caller can change the table.
+DEFAULTS: dict[str, Any] = {
+    "id": "", "name": "", "command": [], "cwd": "", "state": words.QUEUED,
+    "submitted_at": 0.0, "sequence": 0, "cpu": 1, "mem": 0, "claim_source": "default",
+    "pid": None, "pid_start_token": None, "last_pid": None, "supervisor_pid": None,
+    "supervisor_start_token": None, "boot_id": None, "exit_code": None, "signal": None,
+    "started_at": None, "finished_at": None, "group": None, "group_name": None, "usage": None,
+    "forced": False, "forced_reason": None, "queue_pause_secs": 0.0, "blocked_reason": None,
+    "blocked_since": None, "passed_by": 0, "error": None, "needs": [], "after": [],
+    "locks": [], "dedupe_key": None, "claims": {}, "assigned": {}, "attempts": 0,
+    "retries_left": 0, "oom_retries_left": None, "caused_by": None, "logs_dropped": None,
+    "tags": [], "enforcement": None, "oom_evidence": None, "queue_time_applies": True,
+    "note": None, "engine": None, "engine_id": None,
+}
+
+
+class JobView:
+    """A record as it came, read like a `JobStatus`: `view.state` is a plain word.
+
+    Building it costs one object; each field is looked up when read. An unknown field (a
+    newer qex's) stays in `data` and is never read here.
+    """
+
+    __slots__ = ("data",)
+
+    if TYPE_CHECKING:
+        id: str
+        name: str
+        command: list[str]
+        cwd: str
+        state: str
+        submitted_at: float
+        sequence: int
+        cpu: int
+        mem: int
+        claim_source: str
+        pid: int | None
+        last_pid: int | None
+        exit_code: int | None
+        signal: int | None
+        started_at: float | None
+        finished_at: float | None
+        group: str | None
+        group_name: str | None
+        usage: Usage | None
+        forced: bool
+        forced_reason: str | None
+        blocked_reason: str | None
+        error: str | None
+        needs: list[str]
+        after: list[str]
+        locks: list[str]
+        dedupe_key: str | None
+        claims: dict[str, PoolClaimPart]
+        assigned: dict[str, Assigned]
+        attempts: int
+        retries_left: int
+        caused_by: str | None
+        logs_dropped: LogsDropped | None
+        tags: list[str]
+        enforcement: Enforcement | None
+        oom_evidence: str | None
+        note: str | None
+        engine: str | None
+        engine_id: str | None
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = data
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            default = DEFAULTS[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        value = self.data.get(name, default)
+        if name == "state":
+            return str(value)  # a `State` from a typed record reads as its word
+        return value.copy() if value is default and isinstance(value, (list, dict)) else value
+
+    @property
+    def final(self) -> bool:
+        return self.state in words.FINAL_WORDS
+
+    @property
+    def active(self) -> bool:
+        return self.state in words.ACTIVE_WORDS
+
+
+def view(record: RecordLike) -> JobView:
+    """The view of a coordinator's dict, a file's dict or a typed record."""
+    if isinstance(record, JobView):
+        return record
+    if hasattr(record, "to_dict"):  # a typed record
+        return JobView(record.to_dict())
+    return JobView(record)
 
 
 def typed(record: JobStatus | Mapping[str, Any]) -> JobStatus:
-    """The typed record of a dict from the coordinator or a file (ValueError: unknown state)."""
+    """The typed record of a dict from the coordinator or a file (ValueError: unknown state),
+    for the code that decides from a record rather than showing it."""
     from qex.core.records import JobStatus
 
     if isinstance(record, JobStatus):
@@ -42,80 +138,71 @@ def typed(record: JobStatus | Mapping[str, Any]) -> JobStatus:
     return JobStatus.from_dict({**_BLANK, **record})
 
 
-def _printable(text: str | None) -> str | None:
-    return None if text is None else printable_line(text)
+#: The fields a record always has; a partial record (an event's, a test's) gets these.
+_BLANK: dict[str, Any] = {"id": "", "name": "", "command": [], "cwd": ""}
 
 
-def display(record: JobStatus) -> JobStatus:
-    """A copy of `record` whose text fields are safe to print (see `display_record`)."""
-    return model.replace(
-        record,
-        name=safe_name(record.name),
-        group_name=None if record.group_name is None else safe_name(record.group_name),
-        dedupe_key=None if record.dedupe_key is None else safe_name(record.dedupe_key),
-        locks=[lock_shown(v) for v in record.locks],
-        tags=[safe_name(v) for v in record.tags],
-        blocked_reason=_printable(record.blocked_reason),
-        error=_printable(record.error),
-        forced_reason=_printable(record.forced_reason),
-        note=_printable(record.note),
-        command=[visible(arg) for arg in record.command],
-        cwd=visible(record.cwd),
-    )
+def display(record: JobView) -> JobView:
+    """A view whose text fields are safe to print: the rules of `display_record`."""
+    return JobView(display_record(dict(record.data)))
 
 
-def job_label(record: JobStatus) -> str:
+def job_label(record: JobView) -> str:
     """`1a2b3c4d (build)`: the short id and the safe name, for sentences."""
     return f"{short_id(record.id)} ({safe_name(record.name or 'job')})"
 
 
 def signal_text(number: int) -> str:
-    try:
-        return _signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+    """`SIGTERM` for 15: the name `signal.Signals(number).name` gives, read from the C module
+    `_signal` (the `signal` module builds an enum, which `qex list` would pay for on every
+    killed job). Where names share a number, the enum's first is the smallest name."""
+    import _signal  # type: ignore[import-not-found]
+
+    names = [name for name in dir(_signal) if name.startswith("SIG") and not
+             name.startswith("SIG_") and getattr(_signal, name) == number]
+    return min(names) if names else f"signal {number}"
 
 
 #: How each final state that needs no number reads in a result.
 _ENDED = {
-    State.COMPLETED: "exit 0",
-    State.TIMEOUT: "passed its --timeout",
-    State.OOM: "stopped for memory",
-    State.EXPIRED: "never started: --max-queue-time",
-    State.CANCELLED: "left the queue",
-    State.SKIPPED: "did not run",
+    words.COMPLETED: "exit 0",
+    words.TIMEOUT: "passed its --timeout",
+    words.OOM: "stopped for memory",
+    words.EXPIRED: "never started: --max-queue-time",
+    words.CANCELLED: "left the queue",
+    words.SKIPPED: "did not run",
 }
 
 
-def result_text(record: JobStatus) -> str:
+def result_text(record: JobView) -> str:
     """One short phrase for how a job ended (or why it waits); empty for a running job."""
     state = record.state
     error = record.error
     detail = printable_line(error) if error is not None and error.strip() else ""
-    if state is State.QUEUED:
+    if state == words.QUEUED:
         reason = record.blocked_reason
         return printable_line(reason) if reason is not None else ""
-    if state in ACTIVE:
+    if state in words.ACTIVE_WORDS:
         return detail
     sig = record.signal
-    if state is State.FAILED:
+    if state == words.FAILED:
         if record.exit_code is not None:
             base = f"exit {record.exit_code}"
         elif sig is not None:
             base = f"stopped by {signal_text(sig)}"
         else:
             base = "failed"
-    elif state is State.KILLED:
+    elif state == words.KILLED:
         base = f"killed by {signal_text(sig)}" if sig is not None else "killed"
     else:
-        base = _ENDED[state]
+        base = _ENDED.get(state, state)
     return f"{base}: {detail}" if detail else base
 
 
-def held_text(record: JobStatus) -> str:
+def held_text(record: JobView) -> str:
     """`gpu 0,1` for the devices that a starting or running job holds, '' for none."""
     assigned = record.assigned
-    if record.state not in ACTIVE or not isinstance(assigned, dict):
+    if record.state not in words.ACTIVE_WORDS or not isinstance(assigned, dict):
         return ""
     parts = []
     for pool, given in sorted(assigned.items()):
@@ -126,16 +213,14 @@ def held_text(record: JobStatus) -> str:
 
 
 def pool_use_lines(records: list[dict[str, Any]]) -> list[str]:
-    """One line per pool that starting or running jobs hold units of, for `qex list`.
-
-    It reads the dicts as they came (every record, not only the listed ones), so it needs no
-    typed records."""
+    """One line per pool that starting or running jobs hold units of, for `qex list`
+    (over every record, not only the listed ones)."""
     units: dict[str, int] = {}
     jobs: dict[str, int] = {}
     devices: dict[str, set[int]] = {}
     for record in records:
         assigned = record.get("assigned")
-        if record.get("state") not in ("starting", "running") or not isinstance(assigned, dict):
+        if record.get("state") not in words.ACTIVE_WORDS or not isinstance(assigned, dict):
             continue
         for pool, given in assigned.items():
             if not isinstance(given, dict):
@@ -156,7 +241,7 @@ def pool_use_lines(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def note_text(record: JobStatus) -> str:
+def note_text(record: JobView) -> str:
     """The NOTE column: the devices a running job holds, FORCED and its reason, the queue
     reason, or the result."""
     held = held_text(record)
@@ -166,23 +251,23 @@ def note_text(record: JobStatus) -> str:
     return note
 
 
-def _note_text(record: JobStatus) -> str:
+def _note_text(record: JobView) -> str:
     if record.forced:
         reason = record.forced_reason
         forced = "FORCED " + (printable_line(reason) if reason is not None else "")
-        if record.state in ACTIVE:
+        if record.state in words.ACTIVE_WORDS:
             return forced.rstrip()
         return f"{result_text(record)}; {forced}".rstrip()
     return result_text(record)
 
 
-def elapsed_secs(record: JobStatus, now: float) -> float | None:
+def elapsed_secs(record: JobView, now: float) -> float | None:
     """Waiting time for a queued job, running time for an active one, run time for a final one."""
     state = record.state
     started = record.started_at
-    if state is State.QUEUED:
+    if state == words.QUEUED:
         return max(0.0, now - record.submitted_at)
-    if state in ACTIVE:
+    if state in words.ACTIVE_WORDS:
         return None if started is None else max(0.0, now - started)
     finished = record.finished_at
     if finished is None:
@@ -191,6 +276,6 @@ def elapsed_secs(record: JobStatus, now: float) -> float | None:
     return max(0.0, finished - begin)
 
 
-def time_text(record: JobStatus, now: float) -> str:
+def time_text(record: JobView, now: float) -> str:
     secs = elapsed_secs(record, now)
     return "-" if secs is None else format_duration(secs)

@@ -6,34 +6,29 @@ waits, and, for a job that did not complete, the last lines of its output, so th
 the screen without a second command. It never states a memory limit that was not applied:
 the `memory:` line says "limited" only when the record's `enforcement.active` is true.
 
-Every text that another agent could have typed goes through `record_view.display_record`
-(safe names, visible arguments, printable sentences).
+Pure, and light: it renders a `record_view.JobView` of the dict as it came, so the fast path
+of `qex status ID` (`qex.cli.fastread`) and the full body print the same block from the same
+code without the typed records. Reading the logs and the environment is
+`qex.cli.status_print`. Every text that another agent could have typed goes through
+`record_view.display` (safe names, visible arguments, printable sentences).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
 from qex.cli.record_json import display_record
-from qex.cli.record_view import display, signal_text, typed
-from qex.core import logsel
-from qex.core.model import dataclass
+from qex.cli.record_view import JobView, display, signal_text, view
+from qex.core import state_words as words
 from qex.core.names import printable_line, safe_name, short_id, visible
-from qex.core.records import JobStatus, dropped_counts
-from qex.core.states import ACTIVE, State
-from qex.core.units import format_duration, format_size
+from qex.core.unit_text import format_duration, format_size
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from qex.core.records import LogsDropped
-    from qex.store.paths import Paths
+    from typing import Any
 
-# `qex.cli.log_files` is imported inside the functions that read logs: the JSON record of a
-# job that needs no excerpt (the fast path of `qex status <id> --json`) never loads it.
+    from qex.cli.record_view import RecordLike
+    from qex.cli.status_print import Excerpt
 
 LABEL_WIDTH = 11
-STREAMS = ("stderr", "stdout")
-
 _CLAIM_SOURCE = {
     "learned": "  (from the earlier jobs of this command)",
     "fan-out": "  (from the earlier jobs of this fan-out)",
@@ -41,70 +36,16 @@ _CLAIM_SOURCE = {
 }
 
 
-@dataclass
-class Excerpt:
-    """The chosen lines of one stream, with what the log lost to `[logs] max_bytes`."""
-
-    stream: str
-    path: Path
-    selected: logsel.Selected
-    dropped: LogsDropped | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        from qex.cli import log_files
-
-        return log_files.stream_json(self.path, self.selected, self.dropped, self.stream)
-
-    def notes(self) -> list[str]:
-        from qex.cli import log_files
-
-        found = [self.selected.notice(), log_files.dropped_note(self.dropped, self.stream)]
-        return [n for n in found if n]
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def load_excerpts(job_dir: Path, record: JobStatus, *, sel: logsel.Selection | None,
-                  streams: tuple[str, ...] = STREAMS, always: bool = False) -> list[Excerpt]:
-    """The log excerpts `qex status` shows for `record`.
-
-    Without an explicit selection, only a job that stopped without completing gets them: the
-    last lines of stderr then stdout, 20 lines in all (10 each when both have text).
-    """
-    explicit = sel is not None and sel.explicit
-    final_bad = record.final and record.state is not State.COMPLETED
-    if not (explicit or always or final_bad):
-        return []
-    from qex.cli import log_files
-
-    chosen = sel if sel is not None else logsel.Selection()
-    paths = {stream: log_files.log_path(job_dir, stream) for stream in streams}
-    non_empty = [s for s in streams if _size(paths[s]) > 0]
-    tail = logsel.STATUS_LINES // 2 if len(non_empty) > 1 else logsel.STATUS_LINES
-    excerpts: list[Excerpt] = []
-    for stream in streams:
-        if stream not in non_empty and not explicit:
-            continue
-        selected = log_files.select_file(paths[stream], chosen, default_tail=tail)
-        excerpts.append(Excerpt(stream, paths[stream], selected, record.logs_dropped))
-    return excerpts
-
-
 def _line(label: str, value: str) -> str:
     return f"{label + ':':<{LABEL_WIDTH}}{value}"
 
 
-def _claim(record: JobStatus) -> str:
+def _claim(record: JobView) -> str:
     text = f"{record.cpu} core(s), {format_size(record.mem)}"
     return text + _CLAIM_SOURCE.get(record.claim_source, "")
 
 
-def _used(record: JobStatus) -> str | None:
+def _used(record: JobView) -> str | None:
     usage = record.usage
     if usage is None:
         return None
@@ -121,7 +62,7 @@ def _used(record: JobStatus) -> str | None:
     return text or None
 
 
-def _memory(record: JobStatus) -> str | None:
+def _memory(record: JobView) -> str | None:
     """The limit the kernel applied; a mode that could not be applied says so, never "limited"."""
     enforcement = record.enforcement
     if enforcement is None:
@@ -143,14 +84,14 @@ def _memory(record: JobStatus) -> str | None:
     return None
 
 
-def _time(record: JobStatus, now: float) -> str | None:
+def _time(record: JobView, now: float) -> str | None:
     state = record.state
     submitted = record.submitted_at
     started = record.started_at
     finished = record.finished_at
-    if state is State.QUEUED:
+    if state == words.QUEUED:
         return f"queued for {format_duration(max(0.0, now - submitted))}"
-    if state in ACTIVE:
+    if state in words.ACTIVE_WORDS:
         if started is None:
             return None
         return f"running for {format_duration(max(0.0, now - started))}"
@@ -161,10 +102,12 @@ def _time(record: JobStatus, now: float) -> str | None:
     return None
 
 
-def _output_notes(record: JobStatus) -> list[str]:
+def _output_notes(record: JobView) -> list[str]:
     dropped = record.logs_dropped
     if dropped is None:
         return []
+    from qex.core.records import dropped_counts  # only a record that lost output pays for it
+
     notes: list[str] = []
     limit = dropped.get("limit")
     limit_text = f"[logs] max_bytes = {format_size(limit)}" if limit else "[logs] max_bytes"
@@ -187,7 +130,7 @@ def _output_notes(record: JobStatus) -> list[str]:
     return notes
 
 
-def _devices(record: JobStatus) -> list[str]:
+def _devices(record: JobView) -> list[str]:
     out: list[str] = []
     for pool, entry in sorted(record.assigned.items()):
         devices = entry.get("devices")
@@ -201,7 +144,7 @@ def _devices(record: JobStatus) -> list[str]:
     return out
 
 
-def _claims(record: JobStatus) -> str | None:
+def _claims(record: JobView) -> str | None:
     parts: list[str] = []
     for pool, claim in sorted(record.claims.items()):
         size = claim.get("size")
@@ -210,7 +153,7 @@ def _claims(record: JobStatus) -> str | None:
     return ", ".join(parts) or None
 
 
-def _exit_line(record: JobStatus) -> list[str]:
+def _exit_line(record: JobView) -> list[str]:
     out: list[str] = []
     if record.exit_code is not None:
         out.append(_line("exit code", str(record.exit_code)))
@@ -220,16 +163,16 @@ def _exit_line(record: JobStatus) -> list[str]:
     return out
 
 
-def _head(raw: JobStatus, view: JobStatus) -> list[str]:
+def _head(raw: JobView, shown: JobView) -> list[str]:
     """What ran, where, and how it ended."""
-    out = [_line("id", view.id), _line("name", view.name or "job"),
-           _line("state", view.state.value)]
-    if view.group:
-        suffix = f" ({view.group_name})" if view.group_name else ""
-        out.append(_line("group", f"{view.group}{suffix}"))
-    out.append(_line("command", " ".join(view.command)))
-    if view.cwd:
-        out.append(_line("cwd", view.cwd))
+    out = [_line("id", shown.id), _line("name", shown.name or "job"),
+           _line("state", shown.state)]
+    if shown.group:
+        suffix = f" ({shown.group_name})" if shown.group_name else ""
+        out.append(_line("group", f"{shown.group}{suffix}"))
+    out.append(_line("command", " ".join(shown.command)))
+    if shown.cwd:
+        out.append(_line("cwd", shown.cwd))
     if raw.pid is not None:
         out.append(_line("pid", str(raw.pid)))
     elif raw.last_pid is not None:
@@ -238,7 +181,7 @@ def _head(raw: JobStatus, view: JobStatus) -> list[str]:
     return out
 
 
-def _resources(raw: JobStatus, now: float) -> list[str]:
+def _resources(raw: JobView, now: float) -> list[str]:
     """What the job claimed and used, the limit it had, and its time."""
     out = [_line("claim", _claim(raw))]
     found = (("used", _used(raw)), ("memory", _memory(raw)), ("time", _time(raw, now)))
@@ -246,18 +189,18 @@ def _resources(raw: JobStatus, now: float) -> list[str]:
     return out
 
 
-def _remarks(raw: JobStatus, view: JobStatus) -> list[str]:
+def _remarks(raw: JobView, shown: JobView) -> list[str]:
     """Why it started alone, why it waits, what went wrong, and what qex noted."""
     out: list[str] = []
     if raw.forced:
-        out.append(_line("forced", view.forced_reason or "qex started this job alone"))
-    if raw.state is State.QUEUED and view.blocked_reason:
-        out.append(_line("waits for", view.blocked_reason))
-    error = view.error
+        out.append(_line("forced", shown.forced_reason or "qex started this job alone"))
+    if raw.state == words.QUEUED and shown.blocked_reason:
+        out.append(_line("waits for", shown.blocked_reason))
+    error = shown.error
     if error is not None and error.strip():
-        out.append(_line("note" if raw.state is State.COMPLETED else "error", error))
-    if view.note is not None and view.note.strip():
-        out.append(_line("note", view.note))
+        out.append(_line("note" if raw.state == words.COMPLETED else "error", error))
+    if shown.note is not None and shown.note.strip():
+        out.append(_line("note", shown.note))
     if raw.oom_evidence == "session":
         out.append(_line("note", "the memory kill was counted for the whole login session, "
                                  "so it is not proven to be this job's"))
@@ -267,13 +210,13 @@ def _remarks(raw: JobStatus, view: JobStatus) -> list[str]:
     return out
 
 
-def _links(raw: JobStatus, view: JobStatus) -> list[str]:
+def _links(raw: JobView, shown: JobView) -> list[str]:
     """Locks, keys, pools and devices, and the jobs it waits for."""
     out: list[str] = []
-    if view.locks:
-        out.append(_line("locks", ", ".join(view.locks)))
-    if view.dedupe_key:
-        out.append(_line("dedupe", view.dedupe_key))
+    if shown.locks:
+        out.append(_line("locks", ", ".join(shown.locks)))
+    if shown.dedupe_key:
+        out.append(_line("dedupe", shown.dedupe_key))
     if raw.engine_id:
         out.append(_line(safe_name(raw.engine or "engine"), f"job {safe_name(raw.engine_id)}"))
     claims = _claims(raw)
@@ -285,17 +228,18 @@ def _links(raw: JobStatus, view: JobStatus) -> list[str]:
             out.append(_line(label, ", ".join(short_id(i) for i in ids)))
     if raw.caused_by:
         out.append(_line("caused by", short_id(raw.caused_by)))
-    if view.tags:
-        out.append(_line("tags", ", ".join(view.tags)))
+    if shown.tags:
+        out.append(_line("tags", ", ".join(shown.tags)))
     return out
 
 
-def status_text(record: JobStatus, *, now: float, env: dict[str, str] | None = None,
-                excerpts: list[Excerpt] | None = None) -> str:
+def status_text(record: RecordLike, *, now: float,
+                env: dict[str, str] | None = None, excerpts: list[Excerpt] | None = None) -> str:
     """The labelled text block for one job (without a trailing newline)."""
-    view = display(record)
-    out = [*_head(record, view), *_resources(record, now), *_remarks(record, view),
-           *_links(record, view)]
+    raw = view(record)
+    shown = display(raw)
+    out = [*_head(raw, shown), *_resources(raw, now), *_remarks(raw, shown),
+           *_links(raw, shown)]
     if env is not None:
         out.append(_line("environment", f"{len(env)} variable(s)"))
         out.extend(f"  {visible(k)}={visible(v)}" for k, v in sorted(env.items()))
@@ -322,39 +266,3 @@ def status_json(record: dict[str, Any], *, env: dict[str, str] | None = None,
     if excerpts:
         data["logs"] = {e.stream: e.to_dict() for e in excerpts}
     return data
-
-
-def read_env(job_dir: Path) -> dict[str, str]:
-    """The captured environment from spec.json (0600; shown only with --show-env)."""
-    from qex.store import atomic, jobs
-
-    data = atomic.read_json(job_dir / jobs.SPEC)
-    env = data.get("env") if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
-
-
-def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
-                  show_env: bool = False, no_logs: bool = False,
-                  sel: logsel.Selection | None = None, streams: tuple[str, ...] = STREAMS,
-                  group: bool = False) -> None:
-    """Print records as `qex status` does: text blocks, or JSON (an array for a group)."""
-    import sys
-    import time
-
-    from qex.cli.jsontext import dumps
-
-    now = time.time()
-    blocks: list[str] = []
-    documents: list[dict[str, Any]] = []
-    for record in records:
-        job = typed(record)
-        job_dir = paths.job_dir(job.id)
-        env = read_env(job_dir) if show_env else None
-        excerpts = [] if no_logs else load_excerpts(job_dir, job, sel=sel, streams=streams)
-        if as_json:
-            documents.append(status_json(record, env=env, excerpts=excerpts))
-        else:
-            blocks.append(status_text(job, now=now, env=env, excerpts=excerpts))
-    text = dumps(documents if group else documents[0]) if as_json else "\n\n".join(blocks)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()

@@ -9,16 +9,17 @@ terminal that wants colour (no NO_COLOR, no TERM=dumb).
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, TextIO
 
-from qex.cli.record_view import note_text, time_text
+from qex.cli.record_view import JobView, note_text, pool_use_lines, time_text, view
 from qex.core.names import safe_name, short_id
-from qex.core.units import format_size
+from qex.core.unit_text import format_size
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from qex.core.records import JobStatus
+    from collections.abc import Mapping, Sequence
+    from typing import Any, TextIO
+
+    from qex.cli.record_view import RecordLike
 
 NAME_WIDTH = 16
 HEADERS = ("ID", "STATE", "NAME", "CPU", "MEM", "TIME", "NOTE")
@@ -58,6 +59,8 @@ def terminal_width(stream: TextIO) -> int | None:
             return None
     except (AttributeError, ValueError):
         return None
+    import shutil  # only a terminal pays for it
+
     return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
@@ -80,15 +83,16 @@ def cut(text: str, width: int) -> str:
     return text[: width - 1] + "~" if width > 1 else text[:width]
 
 
-def job_row(record: JobStatus, now: float) -> tuple[str, str, str, str, str, str, str]:
+def job_row(job: RecordLike, now: float) -> tuple[str, str, str, str, str, str, str]:
     """The seven cells of one job, as plain text."""
+    record = view(job)
     ident = short_id(record.id)
     if record.engine_id:
         # A job of another engine shows that engine's id beside qex's (`a1b2c3d4 slurm:123`).
         ident = f"{ident} {safe_name(record.engine or 'engine')}:{safe_name(record.engine_id)}"
     return (
         ident,
-        record.state.value,
+        record.state,
         safe_name(record.name or "job"),
         str(record.cpu),
         format_size(record.mem) if record.mem > 0 else "-",
@@ -97,7 +101,7 @@ def job_row(record: JobStatus, now: float) -> tuple[str, str, str, str, str, str
     )
 
 
-def render_jobs(records: list[JobStatus], *, now: float, width: int | None = None,
+def render_jobs(records: Sequence[RecordLike], *, now: float, width: int | None = None,
                 color: bool = False) -> list[str]:
     """The header and one line per record, in the order given.
 
@@ -127,3 +131,16 @@ def render_jobs(records: list[JobStatus], *, now: float, width: int | None = Non
             note = cut(note, width - fixed)
         lines.append((_GAP.join(parts) + _GAP + note).rstrip())
     return lines
+
+
+def table_lines(chosen: list[dict[str, Any]], records: list[dict[str, Any]],
+                now: float) -> list[str]:
+    """The text of `qex list` on stdout: the table of the chosen jobs, then each pool's use
+    over every job (not only the chosen); `no jobs` for none."""
+    import sys
+
+    if not chosen:
+        return ["no jobs"]
+    lines = render_jobs([JobView(r) for r in chosen], now=now, width=terminal_width(sys.stdout),
+                        color=use_color(sys.stdout))
+    return lines + pool_use_lines(records)

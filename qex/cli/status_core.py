@@ -38,7 +38,7 @@ def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs
                               narrate=not (quiet or as_json), may_start=True, group=found.group)
     streams = ("stdout",) if only_stdout else ("stderr",) if only_stderr else ("stderr", "stdout")
     if not quiet:
-        from qex.cli.render_status import print_records
+        from qex.cli.status_print import print_records
 
         print_records(paths, records, as_json=as_json, show_env=show_env, no_logs=no_logs,
                       sel=sel, streams=streams, group=found.group is not None)

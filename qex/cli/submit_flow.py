@@ -81,7 +81,7 @@ def wait_and_show(paths: Paths, conn: Any, record: dict[str, Any], *, timeout: f
     finals, _ = jobcmd.wait_for(paths, conn, [record], timeout=timeout,
                                 narrate=not (quiet or as_json), may_start=True)
     if not quiet:
-        from qex.cli.render_status import print_records
+        from qex.cli.status_print import print_records
 
         print_records(paths, finals, as_json=as_json)
         if not as_json:

@@ -12,11 +12,10 @@ from typing import Any
 
 from qex.cli.queue_lines import clock, health_line, others_line, pause_lines
 from qex.cli.record_json import sort_key
-from qex.cli.record_view import note_text, time_text, typed
+from qex.cli.record_view import JobView, note_text, time_text
 from qex.cli.render_table import cut, paint, state_colour
 from qex.core.model import dataclass
 from qex.core.names import safe_name, short_id
-from qex.core.states import ACTIVE
 from qex.core.units import format_size
 
 #: Finished jobs shown below the running and queued ones.
@@ -88,14 +87,14 @@ def header(info: dict[str, Any] | None, pauses: dict[str, Any] | None, now: floa
 
 
 def _row(raw: dict[str, Any], live: Live | None, now: float) -> tuple[str, ...]:
-    record = typed(raw)
+    record = JobView(raw)
     claim = format_size(record.mem) if record.mem > 0 else "-"
     rss = format_size(live.rss) if live is not None and live.rss is not None else "-"
     cores = f"{live.cores:.2f}" if live is not None and live.cores is not None else "-"
-    active = record.state in ACTIVE
+    active = record.active
     return (
         short_id(record.id),
-        record.state.value,
+        record.state,
         safe_name(record.name or "job"),
         str(record.cpu),
         cores if active else "",

@@ -13,21 +13,32 @@ same tuples. They live in this module because every command already imports it.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
+
+from qex.core import state_words as words
+from qex.core.exit_band import Exit, exit_code_for, first_nonzero
+
+#: The exit-code band lives in `qex.core.exit_band` (free of imports, for the fast paths).
+__all__ = ["ACTIVE", "CLAIM_SOURCES", "ENFORCE_MODES", "ENV_CAPTURES", "FINAL", "NOT_FINAL",
+           "OOM_EVIDENCE", "RANK", "STATE_GROUPS", "ClaimSource", "EnforceMode", "EnvCapture",
+           "Exit", "OomEvidence", "State", "exit_code_for", "first_nonzero", "parse_state",
+           "parse_state_filter", "pick", "rank"]
 
 
 class State(StrEnum):
-    QUEUED = "queued"
-    STARTING = "starting"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    KILLED = "killed"
-    TIMEOUT = "timeout"
-    EXPIRED = "expired"
-    OOM = "oom"
-    CANCELLED = "cancelled"
-    SKIPPED = "skipped"
+    """The typed state; its values are the words of `qex.core.state_words`."""
+
+    QUEUED = words.QUEUED
+    STARTING = words.STARTING
+    RUNNING = words.RUNNING
+    COMPLETED = words.COMPLETED
+    FAILED = words.FAILED
+    KILLED = words.KILLED
+    TIMEOUT = words.TIMEOUT
+    EXPIRED = words.EXPIRED
+    OOM = words.OOM
+    CANCELLED = words.CANCELLED
+    SKIPPED = words.SKIPPED
 
 
 #: Where a job's claim came from: the user, the learner, the defaults, or a fan-out sibling.
@@ -58,9 +69,9 @@ def pick(word: str, choices: tuple[W, ...]) -> W | None:
     return None
 
 
-ACTIVE = frozenset({State.STARTING, State.RUNNING})
-NOT_FINAL = frozenset({State.QUEUED, State.STARTING, State.RUNNING})
-FINAL = frozenset(set(State) - NOT_FINAL)
+ACTIVE = frozenset(State(word) for word in words.ACTIVE_WORDS)
+NOT_FINAL = frozenset(State(word) for word in words.NOT_FINAL_WORDS)
+FINAL = frozenset(State(word) for word in words.FINAL_WORDS)
 
 #: Order used when a record on disk and one in memory disagree: a state never moves back.
 RANK = {State.QUEUED: 0, State.STARTING: 1, State.RUNNING: 2}
@@ -99,64 +110,3 @@ def parse_state_filter(word: str) -> frozenset[State]:
         raise ValueError(
             f"`{word}` is not a state; give one of {names}, or done (every final state) or active"
         ) from None
-
-
-class Exit:
-    """The codes of the band (qex help exit-codes)."""
-
-    JOB_HIGH = 97          # the job exited 97..255; the record has the number
-    SIGNAL = 98            # a signal that qex did not attribute to a stop
-    OOM = 99               # proven memory kill
-    NOT_FINISHED = 100     # status --quiet on a job that has not stopped
-    RESULT_LOST = 120      # the job ran, but what ended it is unknown (its supervisor died)
-    QEX_FAILED = 121       # qex could not do it; no job ran
-    WAIT_INTERRUPTED = 122
-    EXPIRED = 123
-    WAIT_TIMEOUT = 124
-    STOPPED = 125          # killed, timeout, cancelled
-    SKIPPED = 126
-    NO_SUCH_JOB = 127
-
-    # Commands that do not speak for a job.
-    OK = 0
-    FAILURE = 1
-    USAGE = 2
-
-
-def exit_code_for(record: dict[str, Any]) -> int:
-    """The band code for one status record."""
-    state = record.get("state")
-    code = record.get("exit_code")
-    if state == State.COMPLETED:
-        return 0
-    if state == State.FAILED:
-        if isinstance(code, int):
-            if 0 < code <= 96:
-                return code
-            if code >= 97 or code < 0:
-                return Exit.JOB_HIGH
-            return Exit.QEX_FAILED
-        if record.get("signal") is not None:
-            return Exit.SIGNAL
-        if record.get("attempts"):
-            # A process of the job ran (the attempt is counted once it started), and the
-            # record has no code because the supervisor was lost: 121 would say nothing ran.
-            return Exit.RESULT_LOST
-        return Exit.QEX_FAILED
-    if state == State.OOM:
-        return Exit.OOM
-    if state in (State.KILLED, State.TIMEOUT, State.CANCELLED):
-        return Exit.STOPPED
-    if state == State.EXPIRED:
-        return Exit.EXPIRED
-    if state == State.SKIPPED:
-        return Exit.SKIPPED
-    return Exit.NOT_FINISHED
-
-
-def first_nonzero(codes: list[int]) -> int:
-    """Several jobs give the first code that is not 0, in the order they were named."""
-    for code in codes:
-        if code != 0:
-            return code
-    return 0

@@ -14,10 +14,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from decimal import Decimal
 
-KIB = 1024
-MIB = 1024 * KIB
-GIB = 1024 * MIB
-TIB = 1024 * GIB
+from qex.core.unit_text import GIB, KIB, MIB, TIB, format_duration, format_size
+
+#: The formatting half lives in `qex.core.unit_text` (no `re`); this module hands it on.
+__all__ = [
+    "ENV_LONGEST", "GIB", "KIB", "MAX_COUNT", "MAX_DURATION", "MAX_SIZE", "MIB",
+    "NO_LIMIT_WORDS", "TIB", "UnitError", "env_seconds", "format_duration", "format_size",
+    "parse_count", "parse_duration", "parse_number", "parse_percent", "parse_size",
+]
 
 _SIZE_UNITS: dict[str, int] = {
     "": 1, "b": 1,
@@ -200,44 +204,6 @@ def parse_number(value: object, *, what: str) -> float:
     if not math.isfinite(number):
         raise UnitError(f"{what} must be a finite number, and `{value}` is not one")
     return number
-
-
-def format_size(num_bytes: int | float) -> str:
-    """`8GB`, `1.5GB`, `512MB`, `64KB`, `100B`: steps of 1024, one decimal unless whole."""
-    value = float(num_bytes)
-    units = (("TB", TIB), ("GB", GIB), ("MB", MIB), ("KB", KIB))
-    for position, (unit, scale) in enumerate(units):
-        if abs(value) >= scale:
-            rounded = round(value / scale, 1)
-            if abs(rounded) >= 1024 and position > 0:
-                # 1023.96KB rounds to 1024KB: say 1MB instead.
-                bigger, bigger_scale = units[position - 1]
-                rounded = round(value / bigger_scale, 1)
-                unit = bigger
-            if rounded.is_integer():
-                return f"{int(rounded)}{unit}"
-            return f"{rounded:.1f}{unit}"
-    return f"{int(value)}B"
-
-
-def format_duration(seconds: float | None) -> str:
-    """`45s`, `5m30s`, `1h5m`, `2d3h`; two units at most, the larger first."""
-    if seconds is None:
-        return "no limit"
-    total = round(seconds)
-    if total < 60:
-        tenths = round(float(seconds), 1)
-        if tenths < 10 and not tenths.is_integer():
-            return f"{tenths:.1f}s"
-        return f"{total}s"
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h" if hours else f"{days}d"
-    if hours:
-        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
-    return f"{minutes}m{secs}s" if secs else f"{minutes}m"
 
 
 # -- durations that the environment may override (`QEX_*_SECS`), read by one rule ----------

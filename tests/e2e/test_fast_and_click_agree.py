@@ -125,6 +125,13 @@ def test_submit_then_wait_through_the_fast_path(qex_env: Env) -> None:
 
 
 AGO = re.compile(r"\d+(\.\d+)?s ago")
+#: The time a queued job has waited, in `status`'s text block.
+QUEUED_FOR = re.compile(r"queued for \S+")
+
+
+def _unclocked(text: str) -> str:
+    """`text` with ids and the times that grow between two runs masked."""
+    return QUEUED_FOR.sub("queued for <t>", AGO.sub("<t>", _mask(text)))
 
 
 def _same_pair(env: Env, fast_args: list[str], slow_args: list[str]) -> None:
@@ -133,10 +140,8 @@ def _same_pair(env: Env, fast_args: list[str], slow_args: list[str]) -> None:
     a job of its own."""
     fast = env.run(*fast_args)
     slow = env.run(*slow_args, extra_env=CLICK_ONLY)
-    assert (fast.returncode, AGO.sub("<t>", _mask(fast.stdout)),
-            AGO.sub("<t>", _mask(fast.stderr))) == (
-        slow.returncode, AGO.sub("<t>", _mask(slow.stdout)),
-        AGO.sub("<t>", _mask(slow.stderr))), fast_args
+    assert (fast.returncode, _unclocked(fast.stdout), _unclocked(fast.stderr)) == (
+        slow.returncode, _unclocked(slow.stdout), _unclocked(slow.stderr)), fast_args
 
 
 def test_reads_through_the_wire_agree(qex_env: Env) -> None:
@@ -153,6 +158,9 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
         ["status", done, "--json"], ["status", "--wait", done, "--json"], ["status", done],
         ["status", failed, "--json"], ["status", failed, "--json", "--no-logs"],
         ["status", "--wait", failed, "--json"], ["status", unknown, "--json"],
+        ["status", "--wait", done], ["status", failed], ["status", failed, "--no-logs"],
+        ["status", "--wait", failed, "--no-logs"], ["status", "--wait", failed, "--json",
+                                                     "--no-logs"], ["list"],
         ["status", done[:8], "--json"], ["status", done.upper(), "--json"],
         ["list", "--json"], ["kill", done], ["kill", failed], ["cancel", done],
         ["kill", unknown], ["cancel", unknown], ["kill", "--grace", "10s", done],
@@ -164,7 +172,7 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
     qex_env.run("pause", "queue", "--reason", "testing", check=True)
     queued = [qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "true") for _ in range(4)]
     for args in (["list", "--json"], ["status", queued[0], "--json"],
-                 ["status", queued[0], "--json", "--no-logs"]):
+                 ["status", queued[0], "--json", "--no-logs"], ["status", queued[0]]):
         _same_pair(qex_env, args, args)
     _same_pair(qex_env, ["cancel", queued[0]], ["cancel", queued[1]])
     _same_pair(qex_env, ["kill", queued[2]], ["kill", queued[3]])
@@ -181,6 +189,7 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
         shown.append((proc.returncode, _mask(proc.stdout), _mask(proc.stderr)))
         qex_env.run("wait", job)
     assert shown[0] == shown[1]
+    _same(qex_env, "list")  # two killed jobs: the signal's name, read from `_signal`
 
 
 def test_reads_without_a_coordinator_agree(qex_env: Env) -> None:

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from qex.cli.record_view import typed
-from qex.cli.render_status import load_excerpts, status_json, status_text
+from qex.cli.render_status import status_json, status_text
+from qex.cli.status_print import load_excerpts
 
 BASE: dict[str, Any] = {
     "id": "aaaaaaaa-1111-4111-8111-111111111111", "name": "train\x1b[2J", "state": "failed",

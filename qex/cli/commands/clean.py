@@ -120,7 +120,7 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
     from qex.cli.disk_usage import tree_size
     from qex.cli.exits import code_for
     from qex.cli.reach import refusal
-    from qex.cli.record_view import job_label, typed
+    from qex.cli.record_view import job_label, view
     from qex.core import protocol
     from qex.core.units import format_size
 
@@ -153,6 +153,6 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
         noun = "record" if len(stayed) == 1 else "records"
         click.echo(f"{len(stayed)} {noun} stayed, because work that has not stopped needs them:")
         for record, message in stayed:
-            click.echo(f"  {job_label(typed(record))}: {message}")
+            click.echo(f"  {job_label(view(record))}: {message}")
         click.echo("Each of them goes once the work that holds it stops.")
     return code

@@ -56,7 +56,7 @@ def _display(event: dict[str, Any]) -> dict[str, Any]:
 
 def _text_line(event: dict[str, Any]) -> str | None:
     from qex.cli.queue_lines import clock
-    from qex.cli.record_view import note_text, typed
+    from qex.cli.record_view import JobView, note_text
     from qex.core.names import printable_line, safe_name, short_id
 
     kind = event.get("event")
@@ -64,7 +64,7 @@ def _text_line(event: dict[str, Any]) -> str | None:
     when = clock(float(at)) if isinstance(at, (int, float)) else "--:--:--"
     if kind == "job":
         job = event.get("job")
-        note = note_text(typed(job)) if isinstance(job, dict) and job else ""
+        note = note_text(JobView(job)) if isinstance(job, dict) and job else ""
         previous = event.get("previous")
         change = f"{previous} -> " if previous and event.get("change") == "state" else ""
         name = safe_name(str(event.get("name") or "job"))

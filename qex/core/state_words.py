@@ -1,0 +1,28 @@
+"""The job states as plain words, for the code that must not pay for `enum`.
+
+`qex status`, `qex list` and the other hot reads render the coordinator's answer as it came,
+where a state is a plain string; importing `enum` and `typing` would cost them more than
+their own work (`docs/performance.md`). `qex.core.states.State` is built from these words, so
+the typed form and the plain form cannot drift apart. Pure, and free of imports.
+"""
+
+QUEUED = "queued"
+STARTING = "starting"
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+KILLED = "killed"
+TIMEOUT = "timeout"
+EXPIRED = "expired"
+OOM = "oom"
+CANCELLED = "cancelled"
+SKIPPED = "skipped"
+
+#: Every state, in the order a job can pass through them (the order of `State`).
+ALL_WORDS = (QUEUED, STARTING, RUNNING, COMPLETED, FAILED, KILLED, TIMEOUT, EXPIRED, OOM,
+             CANCELLED, SKIPPED)
+#: A supervisor exists: the job is about to run, or runs.
+ACTIVE_WORDS = frozenset({STARTING, RUNNING})
+NOT_FINAL_WORDS = frozenset({QUEUED, STARTING, RUNNING})
+#: The states in which a job will not change again.
+FINAL_WORDS = frozenset(ALL_WORDS) - NOT_FINAL_WORDS
