@@ -178,15 +178,9 @@ def _size_policy(coord: Coordinator, spec: JobSpec) -> tuple[str | None, str | N
 def _write_job(coord: Coordinator, spec: JobSpec, record: JobStatus) -> Job:
     """Create the directory and both records; on any failure leave nothing behind."""
     job_dir = coord.paths.job_dir(spec.id)
-    created = False
     try:
-        job_dir = job_files.create_job_dir(coord.paths, spec.id)
-        created = True
-        job_files.write_spec(job_dir, spec)
-        job_files.write_status(job_dir, record)
+        job_files.create_job(coord.paths, spec, record)
     except OSError as exc:
-        if created:
-            job_files.remove_job_dir(job_dir)
         if exc.errno == errno.EEXIST:
             raise Refusal(protocol.WRONG_STATE, (
                 f"a job with the id {spec.id} already exists; a new submission needs a new id"

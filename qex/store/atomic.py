@@ -22,7 +22,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = True) -> None:
+    """Replace `path` with `data` atomically. `sync_dir=False` leaves the directory's fsync to
+    a caller that writes several files into one directory and syncs it once at the end."""
     tmp = path.parent / f".{path.name}.tmp.{os.getpid()}.{next(_counter)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
@@ -38,8 +40,15 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
         except OSError:
             pass
         raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the names in the directory `path` durable (a file system that cannot sync a
+    directory is left as it is: the data itself was synced)."""
     try:
-        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return
     try:
@@ -71,11 +80,12 @@ def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> No
         raise
 
 
-def write_json(path: Path, data: Any, mode: int = 0o600) -> None:
+def write_json(path: Path, data: Any, mode: int = 0o600, *, sync_dir: bool = True) -> None:
     # One line, no indent: with `indent` set, json falls back from its C encoder to the pure
     # Python one, several times slower, and records are written at every change of every job.
     # `jq . status.json` shows it indented.
-    write_bytes(path, (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8"), mode)
+    write_bytes(path, (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8"), mode,
+                sync_dir=sync_dir)
 
 
 def read_json(path: Path) -> Any | None:

@@ -38,6 +38,24 @@ def write_spec(job_dir: Path, spec: JobSpec) -> None:
     atomic.write_json(job_dir / SPEC, spec.to_dict(), mode=0o600)
 
 
+def create_job(paths: Paths, spec: JobSpec, status: JobStatus) -> Path:
+    """A new job on disk, durable when this returns: its directory, `spec.json` and the first
+    `status.json`. Four fsyncs and no more: each file's data, then the job directory (both
+    names) once, then the jobs directory (the new directory's name), without which a power
+    cut could lose a job whose id was already given out. On OSError nothing of the job is
+    left (an existing directory of the same id, EEXIST, is not touched)."""
+    job_dir = create_job_dir(paths, spec.id)
+    try:
+        atomic.write_json(job_dir / SPEC, spec.to_dict(), mode=0o600, sync_dir=False)
+        atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600, sync_dir=False)
+        atomic.fsync_dir(job_dir)
+        atomic.fsync_dir(paths.jobs_dir)
+    except OSError:
+        remove_job_dir(job_dir)
+        raise
+    return job_dir
+
+
 def read_spec(job_dir: Path) -> JobSpec | None:
     data = atomic.read_json(job_dir / SPEC)
     if not isinstance(data, dict):

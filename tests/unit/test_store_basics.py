@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from qex.core.records import JobSpec, JobStatus
 from qex.store import atomic
 from qex.store.paths import MAX_SOCKET_PATH, PathError, Paths
 
@@ -93,3 +94,59 @@ def test_the_last_fallback_fits_for_any_uid(tmp_path: Path, monkeypatch: pytest.
                             "XDG_RUNTIME_DIR": long_dir, "TMPDIR": "relative/dir"})
     assert paths.socket_path.parts[:2] == ("/", "tmp")
     assert len(os.fsencode(paths.socket_path)) <= 45 < MAX_SOCKET_PATH < 108
+
+
+def _new_job(tmp_path: Path) -> tuple[Paths, JobSpec, JobStatus]:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "s")})
+    spec = JobSpec(id="0123abcd-0000-4000-8000-000000000000", name="j", cwd="/",
+                   command=["true"], env={}, cpu=1, mem=1024, submitted_at=1.0)
+    return paths, spec, JobStatus.new(spec, boot_id=None, oom_retries=0)
+
+
+def test_a_new_job_is_durable_with_four_fsyncs(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file's data, the job directory once, and the jobs directory (the new name)."""
+    from qex.store import jobs
+
+    paths, spec, status = _new_job(tmp_path)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}") if os.path.exists("/proc/self/fd")
+                      else str(fd))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    job_dir = jobs.create_job(paths, spec, status)
+    assert sorted(p.name for p in job_dir.iterdir()) == [jobs.SPEC, jobs.STATUS]
+    assert len(synced) == 4
+    if os.path.exists("/proc/self/fd"):
+        assert synced[-2:] == [str(job_dir), str(paths.jobs_dir)]
+
+
+def test_a_new_job_that_cannot_be_written_leaves_nothing(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from qex.store import jobs
+
+    paths, spec, status = _new_job(tmp_path)
+    real = atomic.write_json
+
+    def full_at_status(path: Path, data: object, mode: int = 0o600, *,
+                       sync_dir: bool = True) -> None:
+        if path.name == jobs.STATUS:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data, mode, sync_dir=sync_dir)
+
+    monkeypatch.setattr(atomic, "write_json", full_at_status)
+    with pytest.raises(OSError):
+        jobs.create_job(paths, spec, status)
+    assert list(paths.jobs_dir.iterdir()) == []
+    other = paths.job_dir(spec.id)
+    other.mkdir()
+    (other / "keep").write_text("x")
+    with pytest.raises(FileExistsError):
+        jobs.create_job(paths, spec, status)
+    assert (other / "keep").exists()
