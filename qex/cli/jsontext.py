@@ -43,15 +43,62 @@ def _key(key: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
+#: "\n" and the indent of each depth, made once.
+_BREAKS: list[str] = ["\n" + "  " * depth for depth in range(32)]
+#: A key as it is written (`"name": `), by key; a listing repeats the same few dozen keys.
+_KEYS: dict[object, str] = {}
+
+
+def _break(depth: int) -> str:
+    return _BREAKS[depth] if depth < len(_BREAKS) else "\n" + "  " * depth
+
+
+def _scalar(value: Any) -> str | None:
+    """The text of a str, None, bool, int or float of exactly that type; None otherwise (a
+    container, or a subclass, which `_encode` writes)."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        return _float(value)
+    return None
+
+
+def _encode_dict(value: dict[Any, Any], depth: int, out: list[str]) -> None:
+    inner = _break(depth + 1)
+    separator = "{" + inner
+    keys = _KEYS
+    for key, item in value.items():
+        written = keys.get(key) if type(key) is str else None
+        if written is None:
+            written = encode_basestring_ascii(_key(key)) + ": "
+            if type(key) is str and len(keys) < 4096:
+                keys[key] = written
+        out.append(separator)
+        out.append(written)
+        separator = "," + inner
+        text = _scalar(item)
+        if text is None:
+            _encode(item, depth + 1, out)
+        else:
+            out.append(text)
+    out.append(_break(depth) + "}")
+
+
 def _encode(value: Any, depth: int, out: list[str]) -> None:
-    if isinstance(value, str):
+    text = _scalar(value)
+    if text is not None:
+        out.append(text)
+    elif isinstance(value, str):
         out.append(encode_basestring_ascii(value))
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
     elif isinstance(value, int):
         out.append(int.__repr__(value))
     elif isinstance(value, float):
@@ -60,28 +107,22 @@ def _encode(value: Any, depth: int, out: list[str]) -> None:
         if not value:
             out.append("[]")
             return
-        inner = "\n" + "  " * (depth + 1)
-        out.append("[")
-        first = True
+        inner = _break(depth + 1)
+        separator = "[" + inner
         for item in value:
-            out.append(inner if first else "," + inner)
-            first = False
-            _encode(item, depth + 1, out)
-        out.append("\n" + "  " * depth + "]")
+            out.append(separator)
+            separator = "," + inner
+            text = _scalar(item)
+            if text is None:
+                _encode(item, depth + 1, out)
+            else:
+                out.append(text)
+        out.append(_break(depth) + "]")
     elif isinstance(value, dict):
-        if not value:
+        if value:
+            _encode_dict(value, depth, out)
+        else:
             out.append("{}")
-            return
-        inner = "\n" + "  " * (depth + 1)
-        out.append("{")
-        first = True
-        for key, item in value.items():
-            out.append(inner if first else "," + inner)
-            first = False
-            out.append(encode_basestring_ascii(_key(key)))
-            out.append(": ")
-            _encode(item, depth + 1, out)
-        out.append("\n" + "  " * depth + "}")
     else:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 

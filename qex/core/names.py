@@ -58,6 +58,14 @@ def short_id(job_id: str) -> str:
 
 def visible(text: str) -> str:
     """Show control characters as escapes (`\\n`, `\\x1b`), for arguments, paths and env values."""
+    # `str.isprintable` (C) is False for every character escaped below but the backslash, so
+    # the common plain text skips the loop (`qex list --json` shows thousands of fields).
+    if text.isprintable() and "\\" not in text:
+        return text
+    return _visible_chars(text)
+
+
+def _visible_chars(text: str) -> str:
     out: list[str] = []
     for char in text:
         if char == "\\":
@@ -77,6 +85,12 @@ def visible(text: str) -> str:
 
 def printable(text: str) -> str:
     """Replace control characters with a space, for sentences and the hook environment."""
+    if text.isprintable():  # none of them (as in `visible`)
+        return text
+    return _printable_chars(text)
+
+
+def _printable_chars(text: str) -> str:
     return "".join(
         " " if (ord(c) < 0x20 and c != "\n") or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 else c
         for c in text

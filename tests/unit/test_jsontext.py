@@ -40,3 +40,10 @@ def test_refuses_what_json_refuses() -> None:
         dumps({"a": object()})
     with pytest.raises(TypeError):
         dumps({(1, 2): 1})
+
+
+def test_deeper_than_the_made_indents() -> None:
+    value: Any = {"leaf": 1}
+    for depth in range(40):
+        value = [value] if depth % 2 else {"k": value, "n": depth}
+    assert dumps(value) == json.dumps(value, indent=2)
