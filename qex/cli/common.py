@@ -9,6 +9,7 @@ import sys
 
 TYPE_CHECKING = False  # no `typing`, and `qex.store.paths` (pathlib) only in `get_paths`
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, NoReturn
 
     # Only for the annotation: the config model costs ~15 ms to import, and the fast read
@@ -28,6 +29,17 @@ def warn(message: str) -> None:
     sys.stdout.flush()
     sys.stderr.write(f"qex: {message}\n")
     sys.stderr.flush()
+
+
+def print_warnings(answer: Mapping[str, Any]) -> None:
+    """The coordinator's warning on a submit answer, as `qex: ...` lines."""
+    from qex.core.names import printable
+
+    warning = answer.get("warning")
+    if isinstance(warning, str) and warning.strip():
+        for line in printable(warning).splitlines():
+            if line.strip():
+                warn(line)
 
 
 def get_paths(code: int = 1) -> Paths:

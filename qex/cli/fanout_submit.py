@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
-from qex.cli.common import warn
+from qex.cli.common import print_warnings, warn
 from qex.cli.submitting import Submitter, submit_options_from, write_id_file
 from qex.core import fanout, model
 from qex.core.names import new_id, printable_line, safe_name
@@ -90,7 +90,7 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
         warning = answer["warning"]
         if warning is not None and warning.strip():
             if warning not in seen_warnings:
-                jobcmd.print_warnings(answer)
+                print_warnings(answer)
             seen_warnings[warning] = seen_warnings.get(warning, 0) + 1
         done.append((spec.name, str(answer["id"])))
         warn(f"{safe_name(spec.name)}: {answer['id']}")

@@ -53,10 +53,16 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
         if conn is not None:
             conn.close()
         return None
-    plain = not (answer.get("build_warnings") or answer.get("warning") or params["id_file"])
-    if not wait and not as_json and plain and answer.get("result") == "submitted":
+    if not (wait or as_json or params["id_file"]) and answer.get("result") == "submitted":
         job_id = answer.get("id")
         if isinstance(job_id, str):
+            if answer.get("build_warnings") or answer.get("warning"):
+                # A paused queue, a claim the budget cannot hold: `_finish`'s order, lightly.
+                from qex.cli.common import print_warnings, warn
+
+                for note in answer.get("build_warnings") or ():
+                    warn(str(note))
+                print_warnings(answer)
             sys.stdout.write(job_id + "\n")
             sys.stdout.flush()
             return 0
@@ -110,8 +116,7 @@ def _guarded(action: Any) -> dict[str, Any]:
 def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | None, *,
             wait: bool, quiet: bool, as_json: bool, wait_timeout: float | None) -> int:
     """Everything but the plainest submission: warnings, refusals, the id file, the wait."""
-    from qex.cli import jobcmd
-    from qex.cli.common import die, get_paths, warn
+    from qex.cli.common import die, get_paths, print_warnings, warn
     from qex.core.states import Exit
 
     message = str(answer.get("message") or "the coordinator gave no reason")
@@ -125,7 +130,7 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
         die(printable_line(message),
             Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
     job_id = str(answer["id"])
-    jobcmd.print_warnings(answer)
+    print_warnings(answer)
     if not wait or conn is None:
         _id_file(params["id_file"], job_id)
         if as_json:

@@ -7,11 +7,11 @@ happened to the queue or to the wait (`qex.cli.exits`). Connecting is `qex.cli.r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from qex.cli.common import die, warn
+from qex.cli.common import die
 from qex.core.states import Exit
 
 if TYPE_CHECKING:
@@ -99,14 +99,3 @@ def interruptible(words: list[str]) -> Iterator[None]:
     except WaitInterrupted:
         report_interrupted(words)
         raise SystemExit(Exit.WAIT_INTERRUPTED) from None
-
-
-def print_warnings(answer: Mapping[str, Any]) -> None:
-    """The coordinator's warning on a submit answer, as `qex: ...` lines."""
-    from qex.core.names import printable
-
-    warning = answer.get("warning")
-    if isinstance(warning, str) and warning.strip():
-        for line in printable(warning).splitlines():
-            if line.strip():
-                warn(line)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from qex.cli import jobcmd
-from qex.cli.common import print_json, warn
+from qex.cli.common import print_json, print_warnings, warn
 from qex.cli.submitting import Submitter, write_id_file
 from qex.core.names import is_safe_name, new_id, printable_line, safe_name, visible
 from qex.core.states import Exit
@@ -96,7 +96,7 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
             answer = submitter.conn.submit(spec.to_dict())
         except ClientError as exc:
             _refused(printable_line(exc.message), stage_name, group, done)
-        jobcmd.print_warnings(answer)
+        print_warnings(answer)
         done.append((stage_name, str(answer["id"])))
         warn(f"{safe_name(stage_name)}: {answer['id']}")
     if id_file:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
-from qex.cli.common import print_json, warn
+from qex.cli.common import print_json, print_warnings, warn
 from qex.cli.submitting import (
     Submitter,
     announce,
@@ -53,7 +53,7 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
         hold_stop_signals()
     job_id = str(answer["id"])
     deduplicated = bool(answer.get("deduplicated"))
-    jobcmd.print_warnings(answer)
+    print_warnings(answer)
     if mode == PLAIN:
         write_id_file(values.get("id_file"), single_text(job_id))
         if as_json:

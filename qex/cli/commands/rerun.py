@@ -28,7 +28,7 @@ def command(word: str, id_file: str | None) -> None:
     import time
 
     from qex.cli import jobcmd
-    from qex.cli.common import get_paths, load_config, warn
+    from qex.cli.common import get_paths, load_config, print_warnings, warn
     from qex.cli.idfile import single_text
     from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
@@ -60,7 +60,7 @@ def command(word: str, id_file: str | None) -> None:
     submitter.preflight([fresh.to_dict()])
     answer = submitter.send(fresh)
     new = answer["id"]
-    jobcmd.print_warnings(answer)
+    print_warnings(answer)
     write_id_file(id_file, single_text(new))
     warn(f"the job {short_id(old_id)} runs again as {new}")
     click.echo(new)
