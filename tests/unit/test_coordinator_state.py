@@ -246,10 +246,17 @@ def test_a_full_disk_queues_nothing_and_leaves_nothing(tmp_path: Path,
 
     coord = make_coord(tmp_path)
 
-    def full(*_args: Any) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
+    from qex.store import atomic
 
-    monkeypatch.setattr(job_files, "write_status", full)
+    real = atomic.write_json
+
+    def full_at_the_record(path: Path, data: Any, mode: int = 0o600, *,
+                           sync_dir: bool = True) -> None:
+        if path.name == job_files.STATUS:  # the spec fitted; the first record does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data, mode, sync_dir=sync_dir)
+
+    monkeypatch.setattr(atomic, "write_json", full_at_the_record)
     spec = wire_spec(dedupe_key="k")
     answer = handle_submit(coord, {"spec": spec})
     assert answer["result"] == "error" and answer["kind"] == "internal"
