@@ -19,7 +19,17 @@ from __future__ import annotations
 import os
 import sys
 
-from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES, STREAMS, hidden_sentence
+from qex.core.log_words import (
+    DEFAULT_TAIL,
+    FAST_TAIL_BYTES,
+    STATUS_LINES,
+    STREAMS,
+    hidden_sentence,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def tail(data: bytes, count: int = DEFAULT_TAIL) -> tuple[bytes, int]:
@@ -88,3 +98,39 @@ def show(word: str) -> int | None:
             err.write(f"qex: [{stream}] {hidden_sentence(hidden, 'earlier ')}\n")
             err.flush()
     return 0
+
+
+def status_excerpts(record: dict[str, Any]) -> list[tuple[str, list[str], list[str]]] | None:
+    """The excerpts `qex status` ends with for a job that stopped without completing, as
+    `status_print.load_excerpts` chooses them with no selection: the last lines of stderr
+    then stdout, `STATUS_LINES` in all (half each when both have text), and the sentence on
+    what they leave out. None (read nothing more) for what the full body must word: output
+    the limit cut, a stream still in its spill file, a file too large to read whole."""
+    job_id = record.get("id")
+    if record.get("logs_dropped") or not isinstance(job_id, str):
+        return None
+    from qex.cli.wire import state_dir
+
+    state = state_dir(os.environ)
+    if state is None:
+        return None
+    job_dir = os.path.join(state, "jobs", job_id)
+    found: list[tuple[str, bytes]] = []
+    for stream in ("stderr", "stdout"):
+        if os.path.exists(os.path.join(job_dir, f"{stream}.log.tail")):
+            return None
+        data = _read(os.path.join(job_dir, f"{stream}.log"))
+        if data is None:
+            return None
+        if data:
+            found.append((stream, data))
+    count = STATUS_LINES // 2 if len(found) > 1 else STATUS_LINES
+    excerpts = []
+    for stream, data in found:
+        lines = data.decode("utf-8", "surrogateescape").split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        cut = max(0, len(lines) - count)
+        notes = [f"... {hidden_sentence(cut, 'earlier ')}"] if cut else []
+        excerpts.append((stream, lines[cut:], notes))
+    return excerpts

@@ -73,8 +73,15 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
     state = record.get("state")
     if wait and state not in FINAL_STATES:
         return None
+    excerpts = None
     if state in FINAL_STATES and state != COMPLETED and not no_logs:
-        return None  # the block ends with the last lines of its output: the full body
+        if as_json:
+            return None  # the logs' JSON form (`log_files.stream_json`): the full body
+        from qex.cli.fastlogs import status_excerpts
+
+        excerpts = status_excerpts(record)  # the block ends with the output's last lines
+        if excerpts is None:
+            return None
     import sys
 
     if as_json:
@@ -88,7 +95,7 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
         from qex.cli.record_view import JobView
         from qex.cli.render_status import status_text
 
-        text = status_text(JobView(record), now=time.time())
+        text = status_text(JobView(record), now=time.time(), excerpts=excerpts)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if not wait:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES
+from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES, for_json
 from qex.core.logsel import Selected, Selection, select_lines, split_lines
 from qex.core.records import dropped_counts
 from qex.core.units import format_size
@@ -33,11 +33,6 @@ def log_path(job_dir: Path, stream: str) -> Path:
 
 def decode(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
-
-
-def for_json(text: str) -> str:
-    """The same text with undecodable bytes as U+FFFD, which JSON can carry."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def write_out(text: str, *, err: bool = False) -> None:

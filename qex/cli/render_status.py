@@ -18,6 +18,7 @@ from __future__ import annotations
 from qex.cli.record_json import display_record
 from qex.cli.record_view import JobView, display, signal_text, view
 from qex.core import state_words as words
+from qex.core.log_words import for_json
 from qex.core.names import printable_line, safe_name, short_id, visible
 from qex.core.unit_text import format_duration, format_size
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 
     from qex.cli.record_view import RecordLike
     from qex.cli.status_print import Excerpt
+
+    #: One excerpt of a log as the text block shows it: (stream, lines, notes).
+    ExcerptText = tuple[str, list[str], list[str]]
 
 LABEL_WIDTH = 11
 _CLAIM_SOURCE = {
@@ -233,9 +237,10 @@ def _links(raw: JobView, shown: JobView) -> list[str]:
     return out
 
 
-def status_text(record: RecordLike, *, now: float,
-                env: dict[str, str] | None = None, excerpts: list[Excerpt] | None = None) -> str:
-    """The labelled text block for one job (without a trailing newline)."""
+def status_text(record: RecordLike, *, now: float, env: dict[str, str] | None = None,
+                excerpts: list[ExcerptText] | None = None) -> str:
+    """The labelled text block for one job (without a trailing newline). Each excerpt is
+    (stream, its chosen lines, the notes on what they leave out)."""
     raw = view(record)
     shown = display(raw)
     out = [*_head(raw, shown), *_resources(raw, now), *_remarks(raw, shown),
@@ -243,17 +248,14 @@ def status_text(record: RecordLike, *, now: float,
     if env is not None:
         out.append(_line("environment", f"{len(env)} variable(s)"))
         out.extend(f"  {visible(k)}={visible(v)}" for k, v in sorted(env.items()))
-    for excerpt in excerpts or []:
+    for stream, lines, notes in excerpts or []:
         out.append("")
-        out.append(f"--- {excerpt.stream} ---")
-        if excerpt.selected.lines:
-            from qex.cli.log_files import for_json
-
-            out.extend(for_json(line) for line in excerpt.selected.lines)
+        out.append(f"--- {stream} ---")
+        if lines:
+            out.extend(for_json(line) for line in lines)
         else:
             out.append("(empty)")
-        out.extend(f"... {note}" if not note.startswith("...") else note
-                   for note in excerpt.notes())
+        out.extend(f"... {note}" if not note.startswith("...") else note for note in notes)
     return "\n".join(out)
 
 

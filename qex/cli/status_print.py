@@ -14,6 +14,7 @@ from qex.cli.record_view import JobView, view
 from qex.cli.render_status import status_json, status_text
 from qex.core import logsel
 from qex.core import state_words as words
+from qex.core.log_words import STATUS_LINES
 from qex.core.model import dataclass
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def load_excerpts(job_dir: Path, record: RecordLike, *,
     chosen = sel if sel is not None else logsel.Selection()
     paths = {stream: log_files.log_path(job_dir, stream) for stream in streams}
     non_empty = [s for s in streams if _size(paths[s]) > 0]
-    tail = logsel.STATUS_LINES // 2 if len(non_empty) > 1 else logsel.STATUS_LINES
+    tail = STATUS_LINES // 2 if len(non_empty) > 1 else STATUS_LINES
     excerpts: list[Excerpt] = []
     for stream in streams:
         if stream not in non_empty and not explicit:
@@ -113,7 +114,8 @@ def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
         if as_json:
             documents.append(status_json(record, env=env, excerpts=excerpts))
         else:
-            blocks.append(status_text(job, now=now, env=env, excerpts=excerpts))
+            shown = [(e.stream, e.selected.lines, e.notes()) for e in excerpts]
+            blocks.append(status_text(job, now=now, env=env, excerpts=shown))
     text = dumps(documents if group else documents[0]) if as_json else "\n\n".join(blocks)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

@@ -10,6 +10,9 @@ from __future__ import annotations
 STREAMS = ("stdout", "stderr")
 #: Lines shown per stream when the reader gives no range option.
 DEFAULT_TAIL = 500
+#: Lines of output `qex status` shows for a job that stopped without completing, in all
+#: (half each when both streams have text).
+STATUS_LINES = 20
 #: A log above this size is read from its end only when just a tail is wanted.
 FAST_TAIL_BYTES = 8 * 1024 * 1024
 
@@ -23,3 +26,8 @@ def hidden_sentence(hidden: int, where: str = "") -> str:
     """What a tail or head left out, and how to see it; `where` is "earlier ", "later " or ""."""
     lines = count(hidden, f"{where}line is", f"{where}lines are")
     return f"{lines} not shown; use --all, --head N or --tail N to see them."
+
+
+def for_json(text: str) -> str:
+    """The same text with undecodable bytes as U+FFFD, which JSON (and a terminal) can carry."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

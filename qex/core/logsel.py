@@ -27,7 +27,6 @@ DEFAULT_MAX_MATCHES = 100
 #: Lines `--follow` shows from the existing file before it waits for new ones.
 FOLLOW_LEAD = 20
 #: Lines of each stream that `qex status` shows for a job that did not complete.
-STATUS_LINES = 20
 #: The mark between two groups of context lines (`-C N`) that are not neighbours in the file,
 #: as grep writes it.
 GAP_MARK = "--"
