@@ -28,7 +28,7 @@ def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
 
 
 def handle_list(coord: Coordinator) -> dict[str, Any]:
-    for job in [job for job in coord.jobs.values() if job.active]:
+    for job in [job for job in coord.jobs.live() if job.active]:
         coord.refresh(job)
     answer = protocol.answer(Result.JOBS,
                              jobs=[record.to_dict() for record in coord.sorted_records()])

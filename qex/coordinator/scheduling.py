@@ -14,6 +14,7 @@ record's writer, and the coordinator keeps its pid in `supervisor.pid`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from qex.coordinator import pausing
@@ -73,6 +74,25 @@ def known_job(job: Job) -> KnownJob:
     return known
 
 
+class KnownJobs(Mapping[str, KnownJob]):
+    """`Snapshot.known` over every job of the coordinator, each made when a pass looks it up
+    (a dependency's state, a name for a sentence). Building the whole table on each pass
+    cost in proportion to the history; the pass is synchronous, so the table cannot change
+    under it."""
+
+    def __init__(self, jobs: dict[str, Job]) -> None:
+        self._jobs = jobs
+
+    def __getitem__(self, job_id: str) -> KnownJob:
+        return known_job(self._jobs[job_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._jobs)
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
 def _build_view(job: Job) -> JobView:
     record = job.record
     claims = {name: PoolClaim(int(c.get("count", 0)), c.get("size"))
@@ -99,7 +119,7 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
         now=now,
         queue=tuple(job_view(job) for job in coord.queued_jobs()),
         active=tuple(job_view(job) for job in coord.active_jobs()),
-        known={job.id: known_job(job) for job in coord.jobs.values()},
+        known=KnownJobs(coord.jobs),
         cpu_budget=coord.cpu_budget(),
         mem_budget=coord.mem_budget(),
         pools=tuple(config.pools),

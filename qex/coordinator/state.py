@@ -38,6 +38,40 @@ WRITE_RETRY_MAX_SECS = 10.0
 _FINAL_TEXT = frozenset(state.value for state in FINAL)
 _ACTIVE_TEXT = frozenset(state.value for state in ACTIVE)
 
+
+class JobTable(dict[str, "Job"]):
+    """The coordinator's jobs by id, with the ids of those not yet final kept apart.
+
+    A scheduler pass looks at the queued and active jobs several times, and a coordinator
+    that has run for weeks holds thousands of finished ones; scanning them all made every
+    pass cost in proportion to the history. A final state never changes again (the
+    reaper and the notes refuse a record that moves back), so an id leaves the live set the
+    first time `live()` finds its job final, gone, or replaced.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._live: dict[str, None] = {}  # insertion-ordered, like the table
+
+    def __setitem__(self, job_id: str, job: Job) -> None:
+        super().__setitem__(job_id, job)
+        if not job.final:
+            self._live[job_id] = None
+
+    def track(self, job_id: str) -> None:
+        """Count a job as live again (one that re-enters the queue; cheap insurance)."""
+        if job_id in self:
+            self._live[job_id] = None
+
+    def live(self) -> Iterator[Job]:
+        """The jobs that are not final, in the order they were added."""
+        for job_id in list(self._live):
+            job = self.get(job_id)
+            if job is None or job.final:
+                self._live.pop(job_id, None)
+            else:
+                yield job
+
 if TYPE_CHECKING:
     from qex.coordinator.forking import ForkServer
 
@@ -110,7 +144,7 @@ class Coordinator:
     started_at: float
     idle_limit: float
     boot_id: str
-    jobs: dict[str, Job] = field(default_factory=dict)
+    jobs: JobTable = field(default_factory=JobTable)
     queue: list[str] = field(default_factory=list)
     next_sequence: int = 1
     dedupe: dict[str, str] = field(default_factory=dict)
@@ -183,7 +217,7 @@ class Coordinator:
 
     def active_jobs(self) -> Iterator[Job]:
         """The active jobs that hold this machine's resources (another engine's hold none)."""
-        return (job for job in self.jobs.values() if job.active and not job.record.engine)
+        return (job for job in self.jobs.live() if job.active and not job.record.engine)
 
     def queued_jobs(self) -> Iterator[Job]:
         for job_id in self.queue:
@@ -193,7 +227,7 @@ class Coordinator:
 
     def has_work(self) -> bool:
         """Any job that is not final keeps the coordinator alive."""
-        return any(not job.final for job in self.jobs.values())
+        return any(True for _ in self.jobs.live())
 
     def sorted_records(self) -> list[JobStatus]:
         return sorted((job.record for job in self.jobs.values()),
@@ -347,6 +381,7 @@ class Coordinator:
 
     def enqueue(self, job: Job) -> None:
         """Insert before the first queued job of a strictly lower priority (FIFO within one)."""
+        self.jobs.track(job.id)
         if job.id in self.queue:
             return
         for index, other_id in enumerate(self.queue):

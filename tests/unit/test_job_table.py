@@ -1,0 +1,57 @@
+"""The coordinator's job table keeps its live jobs apart, so that a scheduler pass costs in
+proportion to the live jobs and not to the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from coordkit import add_job, make_coord
+
+from qex.coordinator import scheduling
+from qex.core.scheduler_types import PeerLoad
+
+
+def test_live_jobs_are_those_not_final(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    done = [add_job(coord, state="completed") for _ in range(3)]
+    queued = add_job(coord)
+    running = add_job(coord, state="running")
+    assert [j.id for j in coord.jobs.live()] == [queued.id, running.id]
+    assert [j.id for j in coord.active_jobs()] == [running.id]
+    running.record.state = "failed"
+    assert [j.id for j in coord.jobs.live()] == [queued.id]
+    coord.forget(queued)
+    assert list(coord.jobs.live()) == [] and not coord.has_work()
+    assert len(coord.jobs) == 4 and all(j.id in coord.jobs for j in done)
+
+
+def test_a_job_back_in_the_queue_is_live_again(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="running")
+    job.record.state = "failed"
+    assert list(coord.jobs.live()) == []  # pruned
+    job.record.state = "queued"  # never done by the coordinator; enqueue insures it anyway
+    coord.enqueue(job)
+    assert [j.id for j in coord.jobs.live()] == [job.id]
+
+
+def test_a_pass_looks_up_only_the_jobs_it_needs(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a long history, a pass builds the known view of a dependency, not of every job."""
+    coord = make_coord(tmp_path)
+    history = [add_job(coord, state="completed") for _ in range(300)]
+    add_job(coord, needs=[history[7].id])
+    looked_up: list[str] = []
+    real = scheduling.known_job
+
+    def counting(job: scheduling.Job) -> object:
+        looked_up.append(job.id)
+        return real(job)
+
+    monkeypatch.setattr(scheduling, "known_job", counting)
+    monkeypatch.setattr(coord, "forkserver", None, raising=False)
+    monkeypatch.setattr(scheduling, "start_job", lambda *args: None)
+    scheduling.run_pass(coord, PeerLoad())
+    assert history[7].id in looked_up
+    assert len(set(looked_up)) <= 5
