@@ -8,11 +8,14 @@ the same words wherever they look. No I/O: the caller passes the coordinator's a
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from qex.core import pause_text
 from qex.core.names import printable_line
-from qex.core.units import format_duration, format_size
+from qex.core.unit_text import format_duration, format_size
+
+TYPE_CHECKING = False  # `list` and `status` print these lines while a pause is on
+if TYPE_CHECKING:
+    from typing import Any
 
 #: A job that started within this many seconds makes a queue "healthy" whatever the head.
 RECENT_START = 15 * 60
