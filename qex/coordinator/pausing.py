@@ -61,7 +61,14 @@ def pause_view(coord: Coordinator) -> PauseView:
 
 
 def end_queue_pause(coord: Coordinator, end: float) -> None:
-    """Credit the paused time to every queued job, then drop the pause."""
+    """Credit the paused time to every queued job, then drop the pause.
+
+    The credit only moves the expiry of a job with `--max-queue-time`, so only such a
+    job's record is written before the pause file drops the pause (a crash in between
+    must not expire it early). Every other record takes the credit with the batched
+    reason writes: a resume of a long queue would otherwise hold the coordinator for two
+    fsyncs per queued job before the first of them could start.
+    """
     record = coord.pauses.queue
     if record is None:
         return
@@ -71,7 +78,10 @@ def end_queue_pause(coord: Coordinator, end: float) -> None:
             credit = pause_credit(job.record.submitted_at, record.paused_at, end)
             if credit > 0:
                 job.record.queue_pause_secs = float(job.record.queue_pause_secs or 0.0) + credit
-                coord.write_logged(job)
+                if job.max_queue_time is not None and job.record.queue_time_applies:
+                    coord.write_logged(job)
+                else:
+                    coord.defer_write(job)
     # An oversized job must not jump in the moment the queue opens: the quiet time restarts.
     coord.idle_since = coord.now()
     save(coord)

@@ -60,28 +60,41 @@ def test_a_fault_is_replaced_by_a_real_pause(tmp_path: Path) -> None:
 
 
 def test_ending_a_queue_pause_credits_each_queued_job(tmp_path: Path) -> None:
-    coord = make_coord(tmp_path)
-    early = add_job(coord, submitted_at=100.0)
-    late = add_job(coord, submitted_at=300.0)
-    coord.pauses.queue = PauseRecord(paused_at=200.0, by_pid=1)
-    pausing.end_queue_pause(coord, 500.0)
-    assert coord.pauses.queue is None
-    assert early.record.queue_pause_secs == 300.0   # from the pause start
-    assert late.record.queue_pause_secs == 200.0    # from its own submission
-    assert job_files.read_status(early.dir).queue_pause_secs == 300.0  # type: ignore[union-attr]
-    assert coord.idle_since is not None
+    """A job whose expiry the credit moves has it on disk before the pause is dropped; the
+    others take it with the batched writes."""
+
+    async def scenario() -> None:
+        coord = make_coord(tmp_path)
+        early = add_job(coord, submitted_at=100.0)
+        early.max_queue_time = 1000.0
+        late = add_job(coord, submitted_at=300.0)
+        coord.pauses.queue = PauseRecord(paused_at=200.0, by_pid=1)
+        pausing.end_queue_pause(coord, 500.0)
+        assert coord.pauses.queue is None
+        assert early.record.queue_pause_secs == 300.0   # from the pause start
+        assert late.record.queue_pause_secs == 200.0    # from its own submission
+        assert job_files.read_status(early.dir).queue_pause_secs == 300.0  # type: ignore[union-attr]
+        assert job_files.read_status(late.dir).queue_pause_secs == 0.0  # type: ignore[union-attr]
+        coord.flush_deferred()
+        assert job_files.read_status(late.dir).queue_pause_secs == 200.0  # type: ignore[union-attr]
+        assert coord.idle_since is not None
+
+    asyncio.run(scenario())
 
 
 def test_due_pauses_end_at_their_until(tmp_path: Path) -> None:
-    coord = make_coord(tmp_path)
-    job = add_job(coord, submitted_at=0.0)
-    coord.pauses.queue = PauseRecord(paused_at=10.0, until=40.0)
-    coord.pauses.locks["gpu"] = PauseRecord(paused_at=10.0, until=30.0)
-    coord.pauses.locks["net"] = PauseRecord(paused_at=10.0)
-    assert pausing.next_pause_deadline(coord) == 30.0
-    pausing.end_due_pauses(coord, 100.0)
-    assert coord.pauses.queue is None and list(coord.pauses.locks) == ["net"]
-    assert job.record.queue_pause_secs == 30.0  # credited up to `until`, not to now
+    async def scenario() -> None:
+        coord = make_coord(tmp_path)
+        job = add_job(coord, submitted_at=0.0)
+        coord.pauses.queue = PauseRecord(paused_at=10.0, until=40.0)
+        coord.pauses.locks["gpu"] = PauseRecord(paused_at=10.0, until=30.0)
+        coord.pauses.locks["net"] = PauseRecord(paused_at=10.0)
+        assert pausing.next_pause_deadline(coord) == 30.0
+        pausing.end_due_pauses(coord, 100.0)
+        assert coord.pauses.queue is None and list(coord.pauses.locks) == ["net"]
+        assert job.record.queue_pause_secs == 30.0  # credited up to `until`, not to now
+
+    asyncio.run(scenario())
 
 
 def test_lock_names_resolve_exactly_or_as_printed(tmp_path: Path) -> None:
