@@ -90,16 +90,20 @@ def start(child: Child, env: Mapping[str, str], stdout_fd: int, stderr_fd: int) 
     """The pid once the job's exec succeeded; None when the fork path must start it instead.
 
     Raises StartFailed when the job cannot start (the fork path would fail the same way).
-    The caller has checked the rest (`spawn._fast_path_fits`).
+    The caller has checked the rest (`spawn._fast_path_fits`). What does not depend on the
+    thread's directory is done here, in the caller's thread: the spawner thread runs at the
+    job's nice, and on a busy machine every step it takes waits for a share of a core.
     """
     spawner = _spawner(child.nice, child.io)
     if spawner is None:
         return None
-    paths = _candidates(child.argv[0], env)
+    actions = _file_actions(stdout_fd, stderr_fd)
+    if actions is None:
+        return None
+    candidates = _candidates(child.argv[0], env)
     umask = _current_umask()
     try:
-        return spawner.call(lambda: _start_here(paths, child, env, umask, stdout_fd=stdout_fd,
-                                                stderr_fd=stderr_fd))
+        return spawner.call(lambda: _start_here(candidates, child, env, umask, actions))
     except _HandBack:
         return None
 
@@ -117,34 +121,6 @@ def _current_umask() -> int:
     mask = os.umask(0o077)
     os.umask(mask)
     return mask
-
-
-def _candidates(program: str, env: Mapping[str, str]) -> list[str]:
-    """Where `os.execvpe` would look for `program`, in its order: the program itself when it
-    names a directory, else each entry of the JOB's PATH (the system default without one)."""
-    if os.path.dirname(program):
-        return [program]
-    # os.get_exec_path(env) without its catch_warnings (a third of a millisecond in a fresh
-    # supervisor); the same answer for a mapping of str, which is what a job's env is.
-    path = env.get("PATH")
-    directories = (os.defpath if path is None else path).split(os.pathsep)
-    return [os.path.join(directory, program) for directory in directories]
-
-
-def _start_here(paths: list[str], child: Child, env: Mapping[str, str], umask: int, *,
-                stdout_fd: int, stderr_fd: int) -> int:
-    """In the spawner thread: the job's umask and directory, then the spawn (a relative
-    program or PATH entry is then found from the job's directory, as after the fork path's
-    chdir)."""
-    os.umask(umask)
-    try:
-        os.chdir(child.cwd)
-    except OSError as exc:
-        raise StartFailed("chdir", exc.errno or 0) from None
-    actions = _file_actions(stdout_fd, stderr_fd)
-    if actions is None:
-        raise _HandBack
-    return _spawn_first(paths, child.argv, env, actions)
 
 
 def _file_actions(stdout_fd: int, stderr_fd: int) -> Actions | None:
@@ -172,28 +148,75 @@ def _file_actions(stdout_fd: int, stderr_fd: int) -> Actions | None:
     return actions
 
 
-def _spawn_first(paths: list[str], argv: list[str], env: Mapping[str, str],
+def _candidates(program: str, env: Mapping[str, str]) -> list[tuple[str, int]]:
+    """Where `os.execvpe` would look for `program`, in its order (the program itself when it
+    names a directory, else each entry of the JOB's PATH, the system default without one),
+    each with the errno that stat() already gives it (ENOENT, ENOTDIR) or 0.
+
+    An absolute candidate that stat() finds missing need not be spawned: exec would walk the
+    same path and fail the same way, and a spawn costs a clone. A relative one is looked up
+    from the job's directory, so only the spawner thread can try it.
+    """
+    if os.path.dirname(program):
+        paths = [program]
+    else:
+        # os.get_exec_path(env) without its catch_warnings (a third of a millisecond in a
+        # fresh supervisor); the same answer for a mapping of str, as a job's env is.
+        path = env.get("PATH")
+        directories = (os.defpath if path is None else path).split(os.pathsep)
+        paths = [os.path.join(directory, program) for directory in directories]
+    return [(path, _missing(path)) for path in paths]
+
+
+def _missing(path: str) -> int:
+    if not os.path.isabs(path):
+        return 0
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        return exc.errno or errno.ENOENT
+    except OSError:
+        pass  # the exec gives its own answer
+    return 0
+
+
+def _start_here(candidates: list[tuple[str, int]], child: Child, env: Mapping[str, str],
+                umask: int, actions: Actions) -> int:
+    """In the spawner thread: the job's umask and directory, then the spawn (a relative
+    program or PATH entry is then found from the job's directory, as after the fork path's
+    chdir)."""
+    os.umask(umask)
+    try:
+        os.chdir(child.cwd)
+    except OSError as exc:
+        raise StartFailed("chdir", exc.errno or 0) from None
+    return _spawn_first(candidates, child.argv, env, actions)
+
+
+def _spawn_first(candidates: list[tuple[str, int]], argv: list[str], env: Mapping[str, str],
                  actions: Actions) -> int:
     """`os.execvpe`'s search, with posix_spawn: ENOENT and ENOTDIR go on quietly; any other
     error is remembered (the first one) and the search goes on; when none started, the
     remembered error wins over the last one.
 
-    A candidate that stat() finds missing is not spawned: exec would walk the same path and
-    fail the same way, and a spawn costs a clone.
+    A candidate known to be missing is passed over, except the last when none was tried:
+    an error that comes before the path is walked (E2BIG, say) must still be the answer,
+    and then it is every candidate's. A ValueError or TypeError (an environment variable
+    name the exec refuses) goes to the fork path, whose child reports it its own way.
     """
     saved: int | None = None
     last = errno.ENOENT
-    for path in paths:
-        try:
-            os.stat(path)
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            last = exc.errno or errno.ENOENT
+    tried = False
+    for index, (path, missing) in enumerate(candidates):
+        if missing and (tried or index < len(candidates) - 1):
+            last = missing
             continue
-        except OSError:
-            pass  # the exec gives its own answer
+        tried = True
         try:
             return os.posix_spawn(path, argv, env, file_actions=actions, setsid=True,
                                   setsigdef=_DEFAULT_SIGNALS, setsigmask=())
+        except (ValueError, TypeError):
+            raise _HandBack from None
         except OSError as exc:
             last = exc.errno or 0
             if last in _AMBIGUOUS:

@@ -146,6 +146,13 @@ def test_no_command_and_nul_bytes_are_refused_before_either_path(way: str) -> No
     assert error.errno == errno.EINVAL and "NUL byte" in error.sentence
 
 
+def test_an_environment_too_large_for_the_kernel_is_e2big(way: str, tmp_path: Path) -> None:
+    big = {"PATH": f"{tmp_path}:{PATH}", "BIG": "x" * 200_000}  # over MAX_ARG_STRLEN
+    error = failure(job(["true"], env=big))
+    assert error.errno == errno.E2BIG
+    assert "Argument list too long; the arguments and the environment" in error.sentence
+
+
 # -- the directory ------------------------------------------------------------------------
 
 def test_the_job_runs_in_its_directory_and_the_supervisor_stays(way: str,
@@ -300,6 +307,22 @@ def test_an_ambiguous_spawn_error_is_retried_by_the_fork_path(
     out, status = run(job(["echo", "forked"]))
     assert (out, status) == ("forked\n", 0)
     assert tries  # the fast path was tried first
+
+
+@linux_only
+@pytest.mark.parametrize("path", ["/usr/bin:/bin", "/nowhere"])
+def test_an_environment_name_the_exec_refuses_is_the_fork_paths_sentence(
+        monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """posix_spawn refuses it before any path is walked; the fork path's child then reports
+    it (stage exec, no errno), found or not."""
+    monkeypatch.delenv("QEX_PLATFORM", raising=False)
+    answers = []
+    for forced in ("1", "0"):
+        monkeypatch.setenv(spawn_module.FORK_VAR, forced)
+        error = failure(job(["true"], env={"PATH": path, "A=B": "1"}))
+        answers.append((error.errno, error.sentence))
+    assert answers == [(0, "qex could not start `true`: an unknown fault; check the program "
+                           "and its permissions")] * 2
 
 
 @linux_only
