@@ -325,6 +325,28 @@ def test_an_environment_name_the_exec_refuses_is_the_fork_paths_sentence(
                            "and its permissions")] * 2
 
 
+def test_the_search_skips_known_missing_candidates_but_never_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate stat() found missing is not spawned, except the last when no other was:
+    an error that comes before the path walk must still be the answer."""
+    tried: list[str] = []
+
+    def refuse(path: str, *args: object, **kwargs: object) -> int:
+        tried.append(path)
+        raise OSError(errno.E2BIG, "too big")
+
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    missing = [("/a/x", errno.ENOENT), ("/b/x", errno.ENOTDIR), ("/c/x", errno.ENOENT)]
+    with pytest.raises(fastspawn.StartFailed) as caught:
+        fastspawn._spawn_first(missing, ["x"], {}, [])
+    assert tried == ["/c/x"] and caught.value.code == errno.E2BIG
+    tried.clear()
+    with pytest.raises(fastspawn.StartFailed) as caught:
+        fastspawn._spawn_first([("/a/x", errno.ENOENT), ("/b/x", 0), ("/c/x", errno.ENOTDIR)],
+                               ["x"], {}, [])
+    assert tried == ["/b/x"] and caught.value.code == errno.E2BIG
+
+
 @linux_only
 def test_prepare_starts_the_thread_that_spawn_uses(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(spawn_module.FORK_VAR, raising=False)
