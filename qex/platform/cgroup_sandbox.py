@@ -35,6 +35,8 @@ from qex.platform.cgroup import CgroupError, CgroupFS, join
 from qex.platform.sandbox import Evidence, Limits
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from qex.core.records import Enforcement
     from qex.core.states import EnforceMode
 
@@ -145,6 +147,13 @@ class CgroupSandbox:
             self._remove_leaf()
 
     # -- the forked child ------------------------------------------------------------------
+
+    def child_preexec(self) -> Callable[[], None] | None:
+        """`preexec` while this attempt has a job leaf to join; None when it has none (the
+        limits could not be applied), where `preexec` would do nothing."""
+        if self._procs_file is None or not self.active:
+            return None
+        return self.preexec
 
     def preexec(self) -> None:
         """In the forked child, before exec: join the job leaf (raises, so the spawn fails,

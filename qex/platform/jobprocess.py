@@ -8,6 +8,9 @@
 - `set_oom_score_adj`: `[politeness] oom_score_adj` for the job (Linux).
 - `children_usage`: getrusage(RUSAGE_CHILDREN), normalised to bytes and seconds.
 - `pidfd_open`: a descriptor that becomes readable when the job exits (Linux 5.3+).
+- `unshare_directory`: a directory and umask of the calling thread's own (unshare(CLONE_FS)),
+  so that the thread that spawns a job can enter the job's directory while the supervisor's
+  main thread stays where it is.
 
 The portable implementation (`qex.platform.host`) does none of the Linux calls: no
 subreaper, no I/O class, no oom_score_adj, no pidfd (the SIGCHLD path watches the job).
@@ -25,6 +28,7 @@ from typing import Any
 from qex.platform import host
 
 _PR_SET_CHILD_SUBREAPER = 36
+_CLONE_FS = 0x200
 _IOPRIO_WHO_PROCESS = 1
 _IOPRIO_CLASS_SHIFT = 13
 #: (class, level) per `[politeness] io` word; `none` makes no call at all.
@@ -75,6 +79,21 @@ def ioprio_setter(io: str) -> Callable[[], None] | None:
         syscall(number, _IOPRIO_WHO_PROCESS, 0, value)
 
     return apply
+
+
+def unshare_directory() -> bool:
+    """Give the calling thread its own directory and umask (Linux only).
+
+    Threads share them by default (CLONE_FS); after this, a chdir in this thread moves it
+    alone, and a child it vforks starts there. False where that cannot be had: the caller
+    then must not chdir in a thread.
+    """
+    if not host.linux():
+        return False
+    try:
+        return int(_libc().unshare(_CLONE_FS)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def set_oom_score_adj(value: int) -> None:

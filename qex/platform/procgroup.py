@@ -76,8 +76,9 @@ class ProcessGroupSandbox:
         self._mode = limits.mode
         self._before = read_oom_kills(self._events)
 
-    def preexec(self) -> None:
+    def child_preexec(self) -> None:
         """Nothing to join: the job stays in the supervisor's cgroup."""
+        return None
 
     def evidence(self) -> Evidence:
         after = read_oom_kills(self._events)

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from qex.core.model import dataclass, field
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from qex.core.records import Enforcement
     from qex.core.states import EnforceMode, OomEvidence
 
@@ -57,8 +59,10 @@ class Sandbox(Protocol):
     def begin_attempt(self, limits: Limits) -> None:
         """Apply the limits for the next attempt and snapshot the counters."""
 
-    def preexec(self) -> None:
-        """Runs in the forked child before exec: put it into the job cgroup."""
+    def child_preexec(self) -> Callable[[], None] | None:
+        """What the child must run between fork and exec in this attempt (join the job
+        cgroup), or None when nothing: then the supervisor may start the job by posix_spawn,
+        which runs no Python in the child. Asked after `begin_attempt`."""
 
     def evidence(self) -> Evidence:
         """Counters since `begin_attempt`: OOM kills, peak, pressure."""

@@ -37,7 +37,7 @@ from qex.store.paths import Paths
 from qex.supervisor import learning, notify
 from qex.supervisor.children import ChildWatch, Reaper
 from qex.supervisor.logcap import CappedLog
-from qex.supervisor.spawn import Child, SpawnError, spawn
+from qex.supervisor.spawn import Child, SpawnError, prepare, spawn
 from qex.supervisor.watch import watch_job
 
 if TYPE_CHECKING:
@@ -331,6 +331,14 @@ class Runner:
                 env[key] = value
         return env
 
+    def _child(self) -> Child:
+        """What to start for this attempt (asked after the sandbox's `begin_attempt`)."""
+        spec, politeness = self.spec, self.config.politeness
+        nice = spec.nice if spec.nice is not None else politeness.nice
+        return Child(argv=list(spec.command), env=self._job_env(), cwd=spec.cwd, nice=nice,
+                     io=politeness.io, oom_score_adj=politeness.oom_score_adj,
+                     preexec=self.sandbox.child_preexec())
+
     def _open_logs(self, number: int) -> tuple[CappedLog, CappedLog]:
         first = self.status.attempts == 0
         limit = self.config.logs.max_bytes
@@ -365,15 +373,12 @@ class Runner:
             )
         chaintrace.mark("sup.attempt", spec.id)
         status.enforcement = self.sandbox.describe()
+        child = self._child()
+        prepare(child)  # the spawner thread sets itself up while the logs open
         out_log, err_log = self._open_logs(number)
         _, cpu_before = jobprocess.children_usage()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        nice = spec.nice if spec.nice is not None else self.config.politeness.nice
-        child = Child(argv=list(spec.command), env=self._job_env(), cwd=spec.cwd, nice=nice,
-                      io=self.config.politeness.io,
-                      oom_score_adj=self.config.politeness.oom_score_adj,
-                      preexec=self.sandbox.preexec)
         chaintrace.mark("sup.spawn", spec.id)
         try:
             pid = spawn(child, out_w, err_w)

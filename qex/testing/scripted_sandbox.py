@@ -48,8 +48,9 @@ class ScriptedSandbox:
             with open(log, "a") as handle:
                 handle.write(json.dumps(model.asdict(limits)) + "\n")
 
-    def preexec(self) -> None:
+    def child_preexec(self) -> None:
         """Nothing to join."""
+        return None
 
     def evidence(self) -> Evidence:
         attempts = self._data.get("attempts") or []

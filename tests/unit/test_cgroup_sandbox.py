@@ -105,6 +105,18 @@ def test_preexec_puts_the_child_into_the_job_leaf(fs: FakeCgroupFS) -> None:
     assert fs.read(f"{SCOPE}/job-1", "cgroup.procs") == "0"
 
 
+def test_the_child_step_is_asked_for_only_with_a_leaf_to_join(fs: FakeCgroupFS) -> None:
+    """The supervisor starts a job by posix_spawn only when the sandbox has no step for the
+    child: never while a job leaf waits for it."""
+    box = opened(fs)
+    assert box.child_preexec() is None  # no attempt yet: no leaf
+    box.begin_attempt(limits_for("hard", 64 * MB, 1.5))
+    assert box.child_preexec() == box.preexec
+    off = opened(fs, mode="off")
+    off.begin_attempt(limits_for("off", 64 * MB, 1.5))
+    assert off.child_preexec() == off.preexec  # mode off in a scope still joins its leaf
+
+
 def test_preexec_failure_stops_the_spawn(fs: FakeCgroupFS) -> None:
     box = opened(fs)
     box.begin_attempt(limits_for("hard", 64 * MB, 1.5))
@@ -181,6 +193,7 @@ def test_a_refused_limit_makes_the_sandbox_inactive_not_a_liar(fs: FakeCgroupFS)
     assert box.reason is not None and "refused" in box.reason
     assert box.describe()["memory_max"] is None
     box.preexec()  # no leaf: nothing to join, and no error
+    assert box.child_preexec() is None  # so the job may start by posix_spawn
     assert box.evidence().source is None
 
 
@@ -258,6 +271,7 @@ def test_real_process_group_sandbox_takes_a_reason() -> None:
     procgroup = pytest.importorskip("qex.platform.procgroup")
     box = procgroup.ProcessGroupSandbox(reason="because")
     assert box.active is False and box.reason == "because"
+    assert box.child_preexec() is None  # nothing to join: the job may start by posix_spawn
 
 
 # -- pure parts ----------------------------------------------------------------------------------

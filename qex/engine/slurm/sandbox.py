@@ -81,8 +81,9 @@ class SlurmSandbox:
     def _events(self) -> Path | None:
         return self.cgroup / "memory.events" if self.cgroup is not None else None
 
-    def preexec(self) -> None:
-        """The job stays in the allocation's cgroup, with the supervisor."""
+    def child_preexec(self) -> None:
+        """Nothing to join: the job stays in the allocation's cgroup, with the supervisor."""
+        return None
 
     def evidence(self) -> Evidence:
         after = read_oom_kills(self._events())
