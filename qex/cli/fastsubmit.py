@@ -93,8 +93,12 @@ def _connect() -> Connection | None:
     try:
         conn = connect(paths, start=False)
         if conn is None:
+            from qex.platform import chaintrace
+
+            chaintrace.mark("cli.start", "-")
             load_config(paths)  # its notes come back with the coordinator's answer
             conn = connect(paths, start=True)
+            chaintrace.mark("cli.connected", "-")
     except ConfigError as exc:
         die(str(exc), Exit.QEX_FAILED)
     return conn

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from qex.coordinator.log import log
-from qex.platform import host
+from qex.platform import chaintrace, host
 from qex.platform.launch import Launched
 
 #: How long one answer may take before the server is declared broken.
@@ -53,6 +53,7 @@ class ForkServer:
                 cwd="/", start_new_session=True,
             )
         self._buffer = b""
+        chaintrace.mark("co.forkserver", "-")
         return self._proc
 
     def warm(self) -> None:

@@ -28,6 +28,7 @@ from qex.coordinator.startup import AnotherCoordinator, StartError, bind_socket,
 from qex.core.config import Config, ConfigError
 from qex.core.model import dataclass
 from qex.core.protocol import MAX_LINE
+from qex.platform import chaintrace
 from qex.store.paths import Paths, ensure_private_dir
 
 DEFAULT_IDLE_SECS = 3600.0
@@ -55,6 +56,7 @@ def run(paths: Paths) -> int:
     except ConfigError as exc:
         log(f"the coordinator did not start: {exc}")
         return 1
+    chaintrace.mark("co.config", "-")
     for note in config.notes:
         log(note)
     try:
@@ -153,6 +155,7 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
             log(f"the coordinator did not start: {exc}")
             return 1
         listener = Listener(sock, paths.socket_path, os.lstat(paths.socket_path).st_ino)
+    chaintrace.mark("co.bound", "-")
     try:
         return asyncio.run(_main(paths, config, listener))
     except Exception:
@@ -181,6 +184,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     from qex.platform.pollwatch import start_config_watch
     from qex.store.config_file import ConfigWatcher
 
+    chaintrace.mark("co.imported", "-")
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(calm_exception_handler)
     remember_program(qex.__file__, __file__)
@@ -198,6 +202,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     # Children exit at any time from here on; reap them from the start.
     loop.add_signal_handler(signal.SIGCHLD, reap_children, coord)
     recover(coord)
+    chaintrace.mark("co.recovered", "-")
 
     server = Server(coord)
     watcher: ConfigWatcher | None
@@ -224,6 +229,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     listener.sock.setblocking(False)
     unix_server = await asyncio.start_unix_server(server.serve, sock=listener.sock,
                                                   limit=MAX_LINE)
+    chaintrace.mark("co.listening", "-")
     where = listener.path or "the socket that systemd passed"
     log(f"the coordinator started; pid {os.getpid()}; version {__version__}; socket {where}")
     notify(f"READY=1\nSTATUS=the queue of {paths.state_dir} is open\nMAINPID={os.getpid()}")
