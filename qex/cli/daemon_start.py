@@ -21,7 +21,10 @@ def run_daemon() -> None:
     from qex.platform import chaintrace
 
     chaintrace.mark("co.process", "-")
+    from qex.coordinator import early
+
+    forkserver = early.start_from_env()  # first: it imports while we do
     from qex.cli.common import get_paths
     from qex.coordinator.main import run
 
-    sys.exit(run(get_paths(code=1)))
+    sys.exit(run(get_paths(code=1), forkserver))
