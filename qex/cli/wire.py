@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: How long the first answer may take before the full client takes over the connection.
 QUICK_ANSWER_SECS = 0.5
-#: The same for the first request to a coordinator this command started: it answers once it
+#: The same for the first request to a coordinator that was just started: it answers once it
 #: has imported the rest of itself. Not above the shortest "still waiting" step (1 s), so the
 #: full client that takes over still says so in time.
 STARTED_ANSWER_SECS = 1.0
@@ -74,7 +74,9 @@ class Wire:
 
     def __init__(self, sock: Any, *, started: bool = False) -> None:
         self.sock = sock
-        #: True when this command started the coordinator at the other end.
+        #: True when nobody listened at first: the coordinator at the other end was started
+        #: a moment ago (by this command, or by another one while this one waited for the
+        #: spawn lock), and may still be importing the rest of itself.
         self.started = started
 
     @classmethod
@@ -111,9 +113,9 @@ class Wire:
             return None
         chaintrace.mark("cli.start", "-")
         began = time.monotonic()
-        sock, spawned = starting.start(where, began, began + starting.ceiling_from_env())
+        sock, _spawned = starting.start(where, began, began + starting.ceiling_from_env())
         chaintrace.mark("cli.connected", "-")
-        return cls(sock, started=spawned)
+        return cls(sock, started=True)
 
     def close(self) -> None:
         self.sock.close()
@@ -121,7 +123,7 @@ class Wire:
     def request(self, message: dict[str, Any]) -> dict[str, Any] | Connection:
         """Send one request; its answer, or the full client's connection to read it from
         (which then owns the socket; otherwise the caller closes it). The answer may take
-        `QUICK_ANSWER_SECS` (`STARTED_ANSWER_SECS` from a coordinator this command started).
+        `QUICK_ANSWER_SECS` (`STARTED_ANSWER_SECS` from a coordinator that was just started).
 
         Nothing can be retried once the request is sent, so every failure after that is the
         full client's: it reports it with its own sentence and code.

@@ -13,8 +13,9 @@ Every answer is bounded by a ceiling (300 s, or `QEX_COORDINATOR_CEILING_SECS`),
 agent that calls qex must always get control back, and by the person's own `--timeout` when a
 command has one (`until`: it caps connecting, starting a coordinator and every request).
 Failures are raised as the exceptions of `qex.client.errors`, which say what happened; the
-CLI alone turns them into exit codes. This module imports only the standard library and
-`qex.core.protocol`, so `qex status <id> --json` stays fast.
+CLI alone turns them into exit codes. This module imports only the standard library,
+`qex.core.protocol` and `qex.client.starting` (itself light: the fast `qex submit` of a cold
+start uses it alone), so `qex status <id> --json` stays fast.
 """
 
 from __future__ import annotations
