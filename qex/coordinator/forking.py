@@ -161,7 +161,9 @@ class ForkServer:
 
         A server that is not running yet is started here but not waited for: this job takes
         the fresh path, and the next finds the server's imports done (waiting here would put
-        the whole start-up of the server into this job's launch)."""
+        the whole start-up of the server into this job's launch). The server the coordinator
+        started as its first act is running: the first job asks it, as `launch` does, and
+        waits at most for the rest of its imports."""
         if self._broken:
             return None
         if self._proc is None or self._proc.poll() is not None:
