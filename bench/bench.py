@@ -302,29 +302,105 @@ def stop_coordinator(env: dict[str, str], root: Path) -> None:
         time.sleep(0.01)
 
 
-def cold_start(env: dict[str, str], root: Path, reps: int) -> tuple[float, float]:
+#: The marks of a cold start, as `qex.platform.chaintrace` writes them ("-" is the job of the
+#: start-up marks; `t0`, `t1` and `t3` are the benchmark's own: the submit's start and end,
+#: and the end of the wait), each with what happened by then.
+COLD_MARKS = (
+    ("t0", "submit starts"),
+    ("cli.start", "submit: nobody listens, starts a coordinator"),
+    ("co.process", "coordinator: interpreter up, in `qex daemon`"),
+    ("fs.process", "fork server: interpreter up"),
+    ("co.config", "coordinator: config read"),
+    ("co.bound", "coordinator: socket bound"),
+    ("co.forkserver", "coordinator: fork server started"),
+    ("co.imported", "coordinator: imports done"),
+    ("co.recovered", "coordinator: recovery done"),
+    ("co.listening", "coordinator: serving the socket"),
+    ("cli.connected", "submit: connected"),
+    ("co.request", "coordinator: first request read"),
+    ("co.start", "coordinator: job admitted"),
+    ("co.starting.written", "coordinator: `starting` written"),
+    ("fs.ready", "fork server: imports done"),
+    ("fs.fork", "fork server: forks the supervisor"),
+    ("sup.exec", "supervisor: execs the job"),
+    ("sup.written.final", "supervisor: final record written"),
+    ("t1", "submit returns"),
+    ("t3", "wait returns"),
+)
+
+
+def cold_marks(trace: Path) -> dict[str, int]:
+    """The first time of each mark in one cold round's trace (ns, CLOCK_MONOTONIC)."""
+    found: dict[str, int] = {}
+    try:
+        text = trace.read_text()
+    except OSError:
+        return found
+    for line in text.splitlines():
+        t_text, _pid, _job, step = line.split(" ", 3)
+        for state in FINAL_MARKS:
+            step = step.replace(f".{state}", ".final")
+        found.setdefault(step, int(t_text))
+    return found
+
+
+def cold_start(envs: dict[str, dict[str, str]], reps: int
+               ) -> dict[str, tuple[float, float, dict[str, list[float]]]]:
     """submit-then-wait with no coordinator running (it is stopped before each round), in a
     state directory of its own: recovery reads every record, and the other sections leave
-    thousands behind."""
-    root = root / "cold"
-    root.mkdir(exist_ok=True)
-    fresh = make_env(root)
-    env = {**env, **{k: v for k, v in fresh.items()
-                     if k.startswith("XDG_") or k in ("HOME", "QEX_PEERS_DIR", "TMPDIR")}}
-    samples, floors = [], []
-    for _ in range(reps):
+    thousands behind. With several programs (`--before`), each round runs every one, so a
+    change of load hits them alike. Each run has a chain trace of its own
+    (`QEX_CHAIN_TRACE`). Per program: the median ms, the floor's, and per mark its ms after
+    the submit's start in each round."""
+    setups = {}
+    for label, env in envs.items():
+        root = root_of(env) / "cold"
+        root.mkdir(exist_ok=True)
+        fresh = make_env(root)
+        own = {**env, **{k: v for k, v in fresh.items()
+                         if k.startswith("XDG_") or k in ("HOME", "QEX_PEERS_DIR", "TMPDIR")}}
+        setups[label] = (root, own)
+    samples: dict[str, list[float]] = {label: [] for label in envs}
+    floors: list[float] = []
+    offsets = {label: {mark: [] for mark, _ in COLD_MARKS} for label in envs}
+    for rep in range(reps):
+        for label, (root, env) in setups.items():
+            stop_coordinator(env, root)
+            shutil.rmtree(root / "state" / "qex" / "jobs", ignore_errors=True)
+            trace = root / f"cold-{rep}.trace"
+            traced = {**env, "QEX_CHAIN_TRACE": str(trace)}
+            time.sleep(0.2)
+            floors.append(timed(FLOOR))
+            t0 = time.monotonic_ns()
+            start = time.perf_counter()
+            job = subprocess.run([*prog(env), "submit", "--", "true"], env=traced,
+                                 capture_output=True, text=True).stdout.strip()
+            t1 = time.monotonic_ns()
+            subprocess.run([*prog(env), "wait", job], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            samples[label].append(time.perf_counter() - start)
+            marks = {**cold_marks(trace), "t0": t0, "t1": t1, "t3": time.monotonic_ns()}
+            for mark, values in offsets[label].items():
+                if mark in marks:
+                    values.append((marks[mark] - t0) / 1e6)
+    for root, env in setups.values():
         stop_coordinator(env, root)
-        shutil.rmtree(root / "state" / "qex" / "jobs", ignore_errors=True)
-        time.sleep(0.2)
-        floors.append(timed(FLOOR))
-        start = time.perf_counter()
-        job = subprocess.run([*prog(env), "submit", "--", "true"], env=env, capture_output=True,
-                             text=True).stdout.strip()
-        subprocess.run([*prog(env), "wait", job], env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        samples.append(time.perf_counter() - start)
-    stop_coordinator(env, root)
-    return statistics.median(samples) * 1000, statistics.median(floors) * 1000
+    floor = statistics.median(floors) * 1000
+    return {label: (statistics.median(samples[label]) * 1000, floor, offsets[label])
+            for label in envs}
+
+
+def print_cold_steps(offsets: dict[str, list[float]]) -> None:
+    """The cold start as a timeline: each mark's median time after the submit's start, in
+    the order of those medians, and the gap to the row above."""
+    rows = sorted((statistics.median(values), mark) for mark, values in offsets.items()
+                  if values)
+    names = dict(COLD_MARKS)
+    print(f"{'step (median ms after the submit started)':<52} {'at':>8} {'gap':>8}")
+    before = 0.0
+    for at, mark in rows:
+        print(f"{names[mark]:<52} {at:>8.1f} {at - before:>+8.1f}   {mark}")
+        before = at
 
 
 def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> None:
@@ -504,16 +580,23 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
         per = (t_50 - ideal) / n_50ms * 2 * 1000
         row(f"{n_50ms} x 50 ms, 2 slots", t_50, "s", ideal, "ideal",
             f"<= 1.05 x ideal; {per:.1f} ms per job and slot")
-    if "cold" in only:
-        t_cold, floor = cold_start(env, root, 7 if quick else 15)
-        print(f"-- {label}cold start (load {os.getloadavg()[0]:.2f}) --")
-        floor_row("no coordinator: submit; wait", t_cold, floor, None)
-        print(f"{'':<34} target <= 80 ms")
     if "scale" in only:
         print(f"-- {label}scale --")
         scale(env, root, 5 if quick else 15, 500 if quick else 2000)
     if "chain" in only and PROGRAM_KEY not in env:  # an older tree has no trace to read
         chain(root, 40 if quick else 200)
+
+
+def cold_section(envs: dict[str, dict[str, str]], reps: int) -> None:
+    found = cold_start(envs, reps)
+    print(f"-- cold start, {reps} rounds (load {os.getloadavg()[0]:.2f}) --")
+    for label, (t_cold, floor, _) in found.items():
+        floor_row(f"{label}no coordinator: submit; wait", t_cold, floor, None)
+    print(f"{'':<34} target <= 80 ms")
+    for label, (_, _, offsets) in found.items():
+        if PROGRAM_KEY not in envs[label]:  # an older tree may lack the start-up marks
+            print(f"-- {label}cold start, step by step --")
+            print_cold_steps(offsets)
 
 
 def idle_figures(label: str, env: dict[str, str], quick: bool) -> None:
@@ -590,6 +673,8 @@ def main() -> None:
             qex(one, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)
         if "hot" in only:
             hot_commands(envs, max(reps, 15))
+        if "cold" in only:
+            cold_section(envs, 7 if args.quick else 15)
         for label, one in envs.items():
             sections(label, one, only, args.quick, reps, n_true, n_50ms)
         if "idle" not in only:

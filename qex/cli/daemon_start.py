@@ -18,7 +18,13 @@ def run_daemon() -> None:
     # whole life (asyncio treats a missing `ssl` as "no TLS", a supported configuration).
     if "ssl" not in sys.modules:
         sys.modules["ssl"] = None  # type: ignore[assignment]
+    from qex.platform import chaintrace
+
+    chaintrace.mark("co.process", "-")
+    from qex.coordinator import early
+
+    forkserver = early.start_from_env()  # first: it imports while we do
     from qex.cli.common import get_paths
     from qex.coordinator.main import run
 
-    sys.exit(run(get_paths(code=1)))
+    sys.exit(run(get_paths(code=1), forkserver))

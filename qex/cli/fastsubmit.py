@@ -6,8 +6,12 @@ spec with the same code the click path runs here. The output, the id file, the o
 the warnings and the exit codes are those of `qex.cli.submit_flow`.
 
 A plain submit (the id on stdout) talks through `qex.cli.wire` and imports nothing else
-unless the answer carries a warning or an error. This is the one place that speaks the
-`submit_words` request, so it can move onto a typed client method on its own.
+unless the answer carries a warning or an error. When nobody listens, it starts the
+coordinator itself (`Wire.connect(start=True)`, the full client's own start) and sends the
+same request to it. The config file is then checked by the coordinator, which refuses to
+start on a broken one; only when the start fails does this command read the file, to print
+the sentence and the code (121) that a broken file always gave. This is the one place that
+speaks the `submit_words` request, so it can move onto a typed client method on its own.
 """
 
 from __future__ import annotations
@@ -73,8 +77,13 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
 def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
     """The answer through `qex.cli.wire`, or through the full client when that cannot."""
     from qex.cli.wire import Wire
+    from qex.client.errors import ClientError
 
-    wire = Wire.connect()
+    try:
+        wire = Wire.connect(start=True)
+    except ClientError:
+        _check_config()  # a broken file is why the coordinator did not start: say so
+        raise
     if wire is None:
         conn = _connect()
         return None if conn is None else _guarded(lambda: conn.request(request))
@@ -104,6 +113,19 @@ def _connect() -> Connection | None:
     except ConfigError as exc:
         die(str(exc), Exit.QEX_FAILED)
     return conn
+
+
+def _check_config() -> None:
+    """End the command with 121 and the file's fault when the config file is broken."""
+    from qex.cli.common import die, get_paths
+    from qex.core.config import ConfigError
+    from qex.core.states import Exit
+    from qex.store.config_file import load_config
+
+    try:
+        load_config(get_paths(Exit.QEX_FAILED))
+    except ConfigError as exc:
+        die(str(exc), Exit.QEX_FAILED)
 
 
 def _guarded(action: Any) -> dict[str, Any]:

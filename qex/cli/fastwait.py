@@ -1,19 +1,30 @@
-"""`qex wait ID` for a job that already stopped, through `qex.cli.wire` alone.
+"""`qex wait ID` for a short job, through `qex.cli.wire` alone.
 
 An agent's loop runs `qex submit` and then `qex wait` on the id, and a short job has often
-stopped by then. For that case (a full id, a job that completed or failed with its own exit
-code, no error text, a plain name, a queue that is not paused) this prints the line that
-`qex.cli.wait_core` prints, with its exit code, from one `info` and one `status` request.
-Every other case returns None having changed nothing, and the full wait runs.
+stopped by then, or stops within a moment. For that case (a full id, a job that completed
+or failed with its own exit code, no error text, a plain name, a queue that is not paused)
+this prints the line that `qex.cli.wait_core` prints, with its exit code, from one `info`
+and one `status` request; for a job that is `starting` or `running`, it also sends the
+`wait` request on the same connection and waits up to `LIVE_WAIT_SECS` for the answer
+(which comes when the job is final), with SIGINT and SIGTERM ending the wait as the full
+wait ends it (its two lines, 122) from then on. Every other case (a queued job, whose
+reason the full wait narrates; a job that runs longer; an end that is not plain) returns
+None having changed nothing (a `wait` request changes nothing, and closing the connection
+drops it), and the full wait runs.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _HEX = frozenset("0123456789abcdef")
+#: How long a job that is starting or running may take to end before the full wait (with
+#: its narration and its recovery when the coordinator goes away) takes over.
+LIVE_WAIT_SECS = 1.0
+_LIVE = frozenset({"starting", "running"})
 _NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -41,6 +52,35 @@ def simple_result(record: dict[str, Any]) -> tuple[str, int] | None:
     return f"{job_id[:8]} ({name}) {state}: {text}", result
 
 
+def _stop_signals(job_id: str) -> Callable[[], None]:
+    """From now on the first SIGINT or SIGTERM ends the command as the full wait ends it
+    (`qex.cli.jobcmd.interruptible`: its two lines, then 122; the handlers are then the
+    defaults, so a second one ends the command at once). Kept when the full wait takes over,
+    until it puts its own in place, so that no signal falls between the two. Returns the
+    call that puts the previous handlers back."""
+    import _signal  # type: ignore[import-not-found]  # `signal` would import `enum`
+
+    watched = (_signal.SIGINT, _signal.SIGTERM)
+    previous = {signum: _signal.getsignal(signum) for signum in watched}
+
+    def handler(signum: int, _frame: object) -> None:
+        for other in watched:
+            _signal.signal(other, _signal.SIG_DFL)
+        from qex.cli.exits import WAIT_INTERRUPTED
+        from qex.cli.wait_ends import report_interrupted
+
+        report_interrupted([job_id])
+        raise SystemExit(WAIT_INTERRUPTED)
+
+    def restore() -> None:
+        for signum, old in previous.items():
+            _signal.signal(signum, old)
+
+    for signum in watched:
+        _signal.signal(signum, handler)
+    return restore
+
+
 def wait_finished(word: str, *, quiet: bool) -> int | None:
     """The exit code after printing the result, or None for the full wait."""
     if not is_full_id(word):
@@ -61,12 +101,19 @@ def wait_finished(word: str, *, quiet: bool) -> int | None:
         if not isinstance(answer, dict):
             answer.close()
             return None
+        record = answer.get("status") if answer.get("result") == "status" else None
+        restore: Callable[[], None] | None = None
+        if isinstance(record, dict) and record.get("state") in _LIVE:
+            restore = _stop_signals(word)
+            ended = wire.ask({"op": "wait", "id": word}, LIVE_WAIT_SECS)
+            record = ended.get("status") if ended and ended.get("result") == "status" else None
     finally:
         wire.close()
-    record = answer.get("status") if answer.get("result") == "status" else None
     found = simple_result(record) if isinstance(record, dict) else None
     if found is None:
         return None
+    if restore is not None:
+        restore()
     if not quiet:
         import sys
 

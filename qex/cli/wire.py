@@ -4,14 +4,19 @@
 `selectors`), `import json` pulls in `re`, and `pathlib` and `typing` each cost as much
 again. A plain `qex submit` needs none of them: it finds the socket, sends one line and
 reads one line. This module does exactly that, and hands everything unusual to the full
-client (`qex.client.connection`): nobody listening, a refused connect, a socket path that
-needs hashing, an answer that is slow to come (the full client then keeps reading the same
-connection, with its ceiling and its "still waiting" line).
+client (`qex.client.connection`): a refused connect, a socket path that needs hashing, an
+answer that is slow to come (the full client then keeps reading the same connection, with
+its ceiling and its "still waiting" line). When nobody listens, `connect(start=True)` starts
+a coordinator through `qex.client.starting.start`, the start that the full client uses too.
 """
 
 from __future__ import annotations
 
 import os
+
+from qex.store.where import socket_path, state_dir
+
+__all__ = ["QUICK_ANSWER_SECS", "Wire", "decode", "encode", "socket_path", "state_dir"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,40 +24,12 @@ if TYPE_CHECKING:
 
     from qex.client.connection import Connection
 
-#: The socket path must fit sun_path (as `qex.store.paths.MAX_SOCKET_PATH`); longer paths
-#: are hashed there, so they go to the full client. A margin keeps clear of normalisation.
-_SHORT_ENOUGH = 90
 #: How long the first answer may take before the full client takes over the connection.
 QUICK_ANSWER_SECS = 0.5
-
-
-def state_dir(env: dict[str, str] | os._Environ[str]) -> str | None:
-    """qex's state directory for this environment, as `Paths.from_env` finds it; None when
-    only the full code can say (no HOME, or a path that `pathlib` would normalise)."""
-    if not (env.get("XDG_CONFIG_HOME") or env.get("HOME")):
-        return None  # Paths refuses this environment; let it say so
-    state_home = env.get("XDG_STATE_HOME", "")
-    if not state_home:
-        home = env.get("HOME", "")
-        if not home:
-            return None
-        state_home = os.path.join(home, ".local", "state")
-    path = os.path.join(state_home, "qex")
-    if "//" in path or "/./" in path:
-        return None
-    return path
-
-
-def socket_path(env: dict[str, str] | os._Environ[str]) -> str | None:
-    """The coordinator's socket for this environment, as `Paths.from_env` finds it; None
-    when only the full code can say (see `state_dir`, or a path too long for sun_path)."""
-    state = state_dir(env)
-    if state is None:
-        return None
-    path = os.path.join(state, "run", "qex.sock")
-    if len(os.fsencode(path)) > _SHORT_ENOUGH:
-        return None
-    return path
+#: The same for the first request to a coordinator that was just started: it answers once it
+#: has imported the rest of itself. Not above the shortest "still waiting" step (1 s), so the
+#: full client that takes over still says so in time.
+STARTED_ANSWER_SECS = 1.0
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -95,12 +72,20 @@ def decode(line: bytes) -> dict[str, Any] | None:
 class Wire:
     """One connected socket that has not sent anything yet."""
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: Any, *, started: bool = False) -> None:
         self.sock = sock
+        #: True when nobody listened at first: the coordinator at the other end was started
+        #: a moment ago (by this command, or by another one while this one waited for the
+        #: spawn lock), and may still be importing the rest of itself.
+        self.started = started
 
     @classmethod
-    def connect(cls) -> Wire | None:
-        """A connection to a listening coordinator, or None (the caller uses the full client)."""
+    def connect(cls, *, start: bool = False) -> Wire | None:
+        """A connection to a listening coordinator, or None (the caller uses the full client).
+
+        `start`: when nobody listens, start a coordinator (`qex.client.starting.start`) and
+        connect to it; its failures are raised as the full client raises them.
+        """
         import _socket
 
         path = socket_path(os.environ)
@@ -110,25 +95,46 @@ class Wire:
         try:
             sock.settimeout(1.0)
             sock.connect(path)
-        except OSError:
+        except OSError as exc:
             sock.close()
-            return None
+            return cls._start() if start and _nobody_listens(exc) else None
         return cls(sock)
+
+    @classmethod
+    def _start(cls) -> Wire | None:
+        import time
+
+        from qex.client import starting
+        from qex.platform import chaintrace
+        from qex.store.where import Where
+
+        where = Where.from_env(os.environ)
+        if where is None:
+            return None
+        chaintrace.mark("cli.start", "-")
+        began = time.monotonic()
+        sock, _spawned = starting.start(where, began, began + starting.ceiling_from_env())
+        chaintrace.mark("cli.connected", "-")
+        return cls(sock, started=True)
 
     def close(self) -> None:
         self.sock.close()
 
     def request(self, message: dict[str, Any]) -> dict[str, Any] | Connection:
         """Send one request; its answer, or the full client's connection to read it from
-        (which then owns the socket; otherwise the caller closes it).
+        (which then owns the socket; otherwise the caller closes it). The answer may take
+        `QUICK_ANSWER_SECS` (`STARTED_ANSWER_SECS` from a coordinator that was just started).
 
         Nothing can be retried once the request is sent, so every failure after that is the
         full client's: it reports it with its own sentence and code.
         """
+        import time
+
         data = encode(message)
         chunks: list[bytes] = []
+        sent_at = time.monotonic()
         try:
-            self.sock.settimeout(QUICK_ANSWER_SECS)
+            self.sock.settimeout(STARTED_ANSWER_SECS if self.started else QUICK_ANSWER_SECS)
             self.sock.sendall(data)
             # Look for the end in each new chunk only: a list of thousands of jobs is megabytes.
             while True:
@@ -148,4 +154,39 @@ class Wire:
                 return answer
         from qex.client.connection import adopt
 
-        return adopt(self.sock.detach(), buffered)
+        return adopt(self.sock.detach(), buffered, sent_at=sent_at)
+
+
+    def ask(self, message: dict[str, Any], seconds: float) -> dict[str, Any] | None:
+        """Send one request and read its answer for up to `seconds`; None when none came in
+        time (or the line ended, or was not one JSON object). The caller then closes the
+        socket, which tells the coordinator to drop the request: for a request that changes
+        nothing (`wait`), so that the full code can ask again."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        chunks: list[bytes] = []
+        try:
+            self.sock.settimeout(seconds)
+            self.sock.sendall(encode(message))
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    return None
+                chunks.append(chunk)
+                if b"\n" in chunk:
+                    break
+        except OSError:
+            return None
+        line, _, rest = b"".join(chunks).partition(b"\n")
+        return decode(line) if not rest else None
+
+
+def _nobody_listens(exc: OSError) -> bool:
+    from qex.client.starting import nobody_listens
+
+    return nobody_listens(exc)

@@ -13,20 +13,21 @@ Every answer is bounded by a ceiling (300 s, or `QEX_COORDINATOR_CEILING_SECS`),
 agent that calls qex must always get control back, and by the person's own `--timeout` when a
 command has one (`until`: it caps connecting, starting a coordinator and every request).
 Failures are raised as the exceptions of `qex.client.errors`, which say what happened; the
-CLI alone turns them into exit codes. This module imports only the standard library and
-`qex.core.protocol`, so `qex status <id> --json` stays fast.
+CLI alone turns them into exit codes. This module imports only the standard library,
+`qex.core.protocol` and `qex.client.starting` (itself light: the fast `qex submit` of a cold
+start uses it alone), so `qex status <id> --json` stays fast.
 """
 
 from __future__ import annotations
 
 import _socket as socket  # the C module: `socket` adds enums and selectors, unused here
-import errno
 import os
 import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from qex.client import starting
 from qex.client.errors import (
     ClientError,
     CoordinatorError,
@@ -35,42 +36,37 @@ from qex.client.errors import (
     TimedOut,
     Unreachable,
 )
+from qex.client.starting import (
+    CONNECTED,
+    DEFAULT_CEILING,
+    NO_ANSWER,
+    NOBODY_LISTENS,
+    SANDBOX_ERRNOS,
+    ceiling_from_env,
+    seconds_text,
+)
 from qex.core import protocol
 from qex.core.protocol import Result
 from qex.core.units import env_seconds
 from qex.store.paths import Paths
+from qex.store.where import Where
 
 __all__ = [
-    "NO_LIMIT", "ClientError", "Connection", "CoordinatorError", "Lost", "Refused",
-    "RequestError", "TimedOut", "Unreachable", "ceiling_from_env", "connect",
+    "CONNECTED", "DEFAULT_CEILING", "NOBODY_LISTENS", "NO_ANSWER", "NO_LIMIT",
+    "SANDBOX_ERRNOS", "ClientError", "Connection", "CoordinatorError", "Lost", "Refused",
+    "RequestError", "TimedOut", "Unreachable", "ceiling_from_env", "connect", "seconds_text",
 ]
 
-DEFAULT_CEILING = 300.0
 #: A request that takes longer than this prints one "still waiting" line (1..10 s by env).
 DEFAULT_SAY_WAITING = 10.0
 
-_NOBODY = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK, errno.ENOTDIR})
-SANDBOX_ERRNOS = frozenset({
-    errno.EACCES, errno.EPERM, errno.EROFS, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT,
-    errno.EOPNOTSUPP, errno.ENOSYS,
-})
 #: `timeout=NO_LIMIT` in `request` waits as long as the coordinator keeps the line open.
 NO_LIMIT = float("inf")
-
-
-def ceiling_from_env(env: dict[str, str] | None = None) -> float:
-    """The answer ceiling in seconds: `QEX_COORDINATOR_CEILING_SECS` (1..86400) or 300."""
-    return env_seconds(os.environ if env is None else env, "QEX_COORDINATOR_CEILING_SECS",
-                       DEFAULT_CEILING, low=1.0, high=86400.0)
 
 
 def _say_waiting_step() -> float:
     return env_seconds(os.environ, "QEX_SAY_WAITING_AFTER_SECS", DEFAULT_SAY_WAITING,
                        low=1.0, high=10.0)
-
-
-def seconds_text(value: float) -> str:
-    return f"{value:g}"
 
 
 class Connection:
@@ -93,6 +89,8 @@ class Connection:
         self.until = until
         #: True when this command started the coordinator.
         self.spawned = spawned
+        #: When the request that `answer` reads was sent (`adopt`), on time.monotonic().
+        self.sent_at: float | None = None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -150,9 +148,13 @@ class Connection:
     def _poison(self, why: str) -> None:
         self._poisoned = f"{why}, so this connection carries no further request; connect again"
 
-    def _read_line(self, deadline: float, what: str, *, say_waiting: bool) -> dict[str, Any]:
-        started = time.monotonic()
+    def _read_line(self, deadline: float, what: str, *, say_waiting: bool,
+                   waited: float = 0.0) -> dict[str, Any]:
+        """The next answer line. `waited`: seconds the caller already waited for it (the
+        "still waiting" line comes that much sooner)."""
+        started = time.monotonic() - waited
         step = _say_waiting_step()
+        first_step = max(step - waited, 0.01)
         said = False
         while True:
             newline = self._buffer.find(b"\n")
@@ -177,7 +179,8 @@ class Connection:
             remaining = deadline - now
             if remaining <= 0:
                 raise self._no_answer(what, now - started, deadline)
-            wait = remaining if remaining == NO_LIMIT else min(remaining, step)
+            wait = remaining if remaining == NO_LIMIT else min(remaining, first_step)
+            first_step = step
             try:
                 self._sock.settimeout(None if wait == NO_LIMIT else wait)
                 chunk = self._sock.recv(1 << 16)
@@ -233,9 +236,12 @@ class Connection:
         return self._read_line(deadline, what, say_waiting=timeout is None)
 
     def answer(self, op: str) -> dict[str, Any]:
-        """The answer to a request of `op` sent on this socket before it became a Connection."""
-        deadline = time.monotonic() + self.ceiling
-        return self._read_line(deadline, f"the request `{op}`", say_waiting=True)
+        """The answer to a request of `op` sent on this socket before it became a Connection
+        (`adopt`): the ceiling and the "still waiting" line count from the send."""
+        now = time.monotonic()
+        sent = now if self.sent_at is None else min(self.sent_at, now)
+        return self._read_line(sent + self.ceiling, f"the request `{op}`", say_waiting=True,
+                               waited=now - sent)
 
     def send(self, message: dict[str, Any]) -> None:
         """Send a request without reading its answer (pair with `receive`, for select loops)."""
@@ -389,15 +395,18 @@ class Connection:
         return self.receive()
 
 
-def adopt(fd: int, buffered: bytes, paths: Paths | None = None) -> Connection:
+def adopt(fd: int, buffered: bytes, paths: Paths | None = None, *,
+          sent_at: float | None = None) -> Connection:
     """A Connection over a socket that `qex.cli.wire` opened and sent one request on.
 
     `buffered` is what was read of the answer so far; `Connection.answer` reads the rest
-    under the ceiling, as `request` would have.
+    under the ceiling, as `request` would have, counted from `sent_at` (the send, on
+    time.monotonic()) when given.
     """
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
     conn = Connection(sock, paths or Paths.from_env(), ceiling_from_env())
     conn._buffer += buffered
+    conn.sent_at = sent_at
     return conn
 
 
@@ -420,59 +429,15 @@ def check(message: dict[str, Any], answer: dict[str, Any]) -> None:
 
 # -- connecting and starting ----------------------------------------------------------------
 
-CONNECTED, NOBODY_LISTENS, NO_ANSWER = "connected", "nobody", "no-answer"
-
-#: Connect errors that mean "something is there but did not take the call yet" (so waiting
-#: may help); every errno outside this set and `_NOBODY` can never succeed, and says so.
-_BUSY = frozenset({
-    errno.EAGAIN, errno.ETIMEDOUT, errno.EINTR, errno.EACCES, errno.EPERM, errno.ECONNRESET,
-    errno.EINPROGRESS, errno.EALREADY, errno.ENOBUFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE,
-})
-
 
 def attempt(paths: Paths, budget: float) -> tuple[str, socket.socket | None, OSError | None]:
-    """One connect attempt, classified. Raises Unreachable when no attempt can succeed."""
-    try:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-    except OSError as exc:
-        if exc.errno in SANDBOX_ERRNOS:
-            from qex.client.starting import sandbox_message
-
-            raise Unreachable(sandbox_message(paths.socket_dir, exc)) from None
-        raise Unreachable(f"qex could not make a Unix socket ({exc.strerror or exc})") from None
-    try:
-        sock.settimeout(max(min(budget, 1.0), 0.01))
-        sock.connect(os.fspath(paths.socket_path))
-    except TimeoutError as exc:
-        sock.close()
-        return NO_ANSWER, None, exc
-    except OSError as exc:
-        sock.close()
-        if exc.errno in _NOBODY:
-            return NOBODY_LISTENS, None, exc
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            from qex.client.starting import probe_socket_dir, sandbox_message
-
-            refused = probe_socket_dir(paths.socket_dir)
-            if refused is not None:
-                raise Unreachable(sandbox_message(paths.socket_dir, refused)) from None
-        if exc.errno not in _BUSY:
-            raise Unreachable(
-                f"qex cannot use the socket {paths.socket_path} ({exc.strerror or exc}), and "
-                "waiting would not change that; a path that is too long can be made shorter "
-                "with a shorter XDG_STATE_HOME") from None
-        return NO_ANSWER, None, exc
-    sock.settimeout(None)
-    return CONNECTED, sock, None
+    """One connect attempt, classified (`qex.client.starting.attempt`). Raises Unreachable
+    when no attempt can succeed."""
+    return starting.attempt(Where.of(paths), budget)
 
 
 def no_answer_error(paths: Paths, waited: float, exc: OSError | None) -> TimedOut:
-    cause = f" ({exc.strerror})" if exc is not None and exc.strerror else ""
-    return TimedOut(
-        f"the socket {paths.socket_path} gave no answer in {seconds_text(round(waited))} "
-        f"seconds{cause}; "
-        "qex starts no second coordinator beside one that may be alive, so run "
-        "`qex info --no-start` to see it, or stop the process that holds the socket")
+    return starting.no_answer_error(Where.of(paths), waited, exc)
 
 
 def connect(paths: Paths, *, start: bool = True, ceiling: float | None = None,
@@ -500,6 +465,5 @@ def connect(paths: Paths, *, start: bool = True, ceiling: float | None = None,
         pause = min(pause * 2, 0.5)
     if not start:
         return None
-    from qex.client.starting import start_and_connect
-
-    return start_and_connect(paths, limit, began, deadline, until=until)
+    sock, spawned = starting.start(Where.of(paths), began, deadline)
+    return Connection(sock, paths, limit, spawned=spawned, until=until)

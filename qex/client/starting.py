@@ -7,38 +7,79 @@ session, stdin from /dev/null, output appended to `daemon.log`, cwd `/`). The lo
 until the socket answers, so the next command in line finds the new coordinator. A spawn
 that does not come up says why: the last lines of its log, or a sandbox that refuses Unix
 sockets in the socket's directory (the harness's owner must allow it; docs/sandbox.md).
+
+With systemd's socket unit installed (`qex systemd install`) nobody ever gets here: the
+socket always answers, and systemd starts the coordinator on the first connection.
+
+This is the one definition of how a coordinator is started. The full client
+(`qex.client.connection.connect`) and the cold `qex submit` of the fast path
+(`qex.cli.fastsubmit`, which then speaks over `qex.cli.wire`) both call `start`, so the
+module is light: plain strings for the paths (`qex.store.where.Where`), the C socket
+module, and a fork and exec of its own in place of `subprocess` (which alone costs about as
+much as the interpreter's start-up, `locale` and `re` included).
 """
 
 from __future__ import annotations
 
+import _socket
+import errno
 import fcntl
 import os
-import socket
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
-from qex.client.connection import (
-    CONNECTED,
-    NO_ANSWER,
-    SANDBOX_ERRNOS,
-    Connection,
-    attempt,
-    no_answer_error,
-    seconds_text,
-)
 from qex.client.errors import TimedOut, Unreachable
-from qex.store.paths import Paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from qex.store.where import Where
 
 #: How long a freshly spawned coordinator may take to open its socket.
 SPAWN_WAIT = 10.0
 #: After this long without a socket, look for a sandbox that refuses Unix sockets.
 SANDBOX_PROBE_AFTER = 1.0
 SANDBOX_DOC = "docs/sandbox.md"
+DEFAULT_CEILING = 300.0
+
+_NOBODY = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK, errno.ENOTDIR})
+SANDBOX_ERRNOS = frozenset({
+    errno.EACCES, errno.EPERM, errno.EROFS, errno.EAFNOSUPPORT, errno.EPROTONOSUPPORT,
+    errno.EOPNOTSUPP, errno.ENOSYS,
+})
+#: Connect errors that mean "something is there but did not take the call yet" (so waiting
+#: may help); every errno outside this set and `_NOBODY` can never succeed, and says so.
+_BUSY = frozenset({
+    errno.EAGAIN, errno.ETIMEDOUT, errno.EINTR, errno.EACCES, errno.EPERM, errno.ECONNRESET,
+    errno.EINPROGRESS, errno.EALREADY, errno.ENOBUFS, errno.ENOMEM, errno.EMFILE, errno.ENFILE,
+})
+
+CONNECTED, NOBODY_LISTENS, NO_ANSWER = "connected", "nobody", "no-answer"
 
 
-def sandbox_message(directory: Path, exc: OSError) -> str:
+def nobody_listens(exc: OSError) -> bool:
+    """True when a failed connect means that no coordinator runs (so one may be started)."""
+    return exc.errno in _NOBODY
+
+
+def ceiling_from_env(env: Mapping[str, str] | None = None) -> float:
+    """The answer ceiling in seconds: `QEX_COORDINATOR_CEILING_SECS` (1..86400) or 300."""
+    env = os.environ if env is None else env
+    if not env.get("QEX_COORDINATOR_CEILING_SECS", "").strip():
+        return DEFAULT_CEILING  # the usual case, without the units module
+    from qex.core.units import env_seconds
+
+    return env_seconds(env, "QEX_COORDINATOR_CEILING_SECS", DEFAULT_CEILING, low=1.0,
+                       high=86400.0)
+
+
+def seconds_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def sandbox_message(directory: object, exc: OSError) -> str:
     return (
         f"this process may not use a Unix socket in {directory} ({exc.strerror or exc}), which is "
         f"what a sandbox around the command does; only the person who runs this harness can allow "
@@ -46,24 +87,25 @@ def sandbox_message(directory: Path, exc: OSError) -> str:
     )
 
 
-def probe_socket_dir(directory: Path) -> OSError | None:
+def probe_socket_dir(directory: str | os.PathLike[str]) -> OSError | None:
     """The error when this process may not make files or Unix sockets in `directory`.
 
     A sandboxed harness refuses with EACCES/EPERM/EROFS and the like; any other failure (the
     directory does not exist yet, say) is not a sandbox and gives None.
     """
-    probe = directory / f".qp{os.getpid()}"
+    probe = os.path.join(os.fspath(directory), f".qp{os.getpid()}")
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.close(fd)
         os.unlink(probe)
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
         try:
-            server.bind(os.fspath(probe))
+            server.bind(probe)
             server.listen(1)
-            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            client = _socket.socket(_socket.AF_UNIX,
+                                    _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
             try:
-                client.connect(os.fspath(probe))
+                client.connect(probe)
             finally:
                 client.close()
         finally:
@@ -77,30 +119,71 @@ def probe_socket_dir(directory: Path) -> OSError | None:
     return None
 
 
-def _prepare_run_dir(paths: Paths) -> None:
+def attempt(where: Where, budget: float) -> tuple[str, Any, OSError | None]:
+    """One connect attempt, classified. Raises Unreachable when no attempt can succeed."""
+    try:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in SANDBOX_ERRNOS:
+            raise Unreachable(sandbox_message(where.socket_dir, exc)) from None
+        raise Unreachable(f"qex could not make a Unix socket ({exc.strerror or exc})") from None
+    try:
+        sock.settimeout(max(min(budget, 1.0), 0.01))
+        sock.connect(where.socket_path)
+    except TimeoutError as exc:
+        sock.close()
+        return NO_ANSWER, None, exc
+    except OSError as exc:
+        sock.close()
+        if exc.errno in _NOBODY:
+            return NOBODY_LISTENS, None, exc
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            refused = probe_socket_dir(where.socket_dir)
+            if refused is not None:
+                raise Unreachable(sandbox_message(where.socket_dir, refused)) from None
+        if exc.errno not in _BUSY:
+            raise Unreachable(
+                f"qex cannot use the socket {where.socket_path} ({exc.strerror or exc}), and "
+                "waiting would not change that; a path that is too long can be made shorter "
+                "with a shorter XDG_STATE_HOME") from None
+        return NO_ANSWER, None, exc
+    sock.settimeout(None)
+    return CONNECTED, sock, None
+
+
+def no_answer_error(where: Where, waited: float, exc: OSError | None) -> TimedOut:
+    cause = f" ({exc.strerror})" if exc is not None and exc.strerror else ""
+    return TimedOut(
+        f"the socket {where.socket_path} gave no answer in {seconds_text(round(waited))} "
+        f"seconds{cause}; "
+        "qex starts no second coordinator beside one that may be alive, so run "
+        "`qex info --no-start` to see it, or stop the process that holds the socket")
+
+
+def _prepare_run_dir(where: Where) -> None:
     try:
         # The state dir itself is private too (records, environments, the socket's dir):
         # mkdir's default mode under the usual umask would leave it 0755.
-        for directory in (paths.state_dir, paths.run_dir):
-            directory.mkdir(parents=True, exist_ok=True)
+        for directory in (where.state_dir, where.run_dir):
+            os.makedirs(directory, exist_ok=True)
             os.chmod(directory, 0o700)
     except OSError as exc:
         if exc.errno in SANDBOX_ERRNOS:
-            raise Unreachable(sandbox_message(paths.run_dir, exc)) from None
+            raise Unreachable(sandbox_message(where.run_dir, exc)) from None
         raise Unreachable(
-            f"qex could not make its directory {paths.run_dir} ({exc.strerror or exc}); "
+            f"qex could not make its directory {where.run_dir} ({exc.strerror or exc}); "
             "check that the disk has room and that the directory is yours"
         ) from None
 
 
-def _take_spawn_lock(paths: Paths, began: float, deadline: float) -> int:
+def _take_spawn_lock(where: Where, began: float, deadline: float) -> int:
     try:
-        fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(where.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         if exc.errno in SANDBOX_ERRNOS:
-            raise Unreachable(sandbox_message(paths.run_dir, exc)) from None
+            raise Unreachable(sandbox_message(where.run_dir, exc)) from None
         raise Unreachable(
-            f"qex could not open its lock file {paths.spawn_lock} ({exc.strerror or exc})"
+            f"qex could not open its lock file {where.spawn_lock} ({exc.strerror or exc})"
         ) from None
     while True:
         try:
@@ -111,26 +194,26 @@ def _take_spawn_lock(paths: Paths, began: float, deadline: float) -> int:
         except OSError as exc:
             os.close(fd)
             raise Unreachable(
-                f"qex could not lock {paths.spawn_lock} ({exc.strerror or exc})"
+                f"qex could not lock {where.spawn_lock} ({exc.strerror or exc})"
             ) from None
         if time.monotonic() >= deadline:
             os.close(fd)
             raise TimedOut(
-                f"a different qex command held the lock {paths.spawn_lock} for "
+                f"a different qex command held the lock {where.spawn_lock} for "
                 f"{seconds_text(round(time.monotonic() - began))} seconds while it started a "
                 "coordinator; "
                 "run `qex info --no-start`, and stop that command if it hangs")
         time.sleep(0.02)
 
 
-def _log_size(path: Path) -> int:
+def _log_size(path: str) -> int:
     try:
         return os.stat(path).st_size
     except OSError:
         return 0
 
 
-def _log_tail(path: Path, count: int = 5, since: int = 0) -> str:
+def _log_tail(path: str, count: int = 5, since: int = 0) -> str:
     """The last lines the coordinator we started wrote (from `since`, the size before it).
 
     Lines of earlier coordinators are left out: they describe faults that may be long fixed.
@@ -149,20 +232,108 @@ def _log_tail(path: Path, count: int = 5, since: int = 0) -> str:
     return " / ".join(lines) if lines else "(the coordinator wrote nothing to its log)"
 
 
-def spawn_coordinator(paths: Paths) -> Any:
+class Spawned:
+    """A child that `spawn_detached` started: its pid, and `poll` as `subprocess.Popen`
+    has it (None while it runs, then its exit code, or minus the signal that ended it)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 0  # reaped elsewhere: what Popen says then
+                return self.returncode
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def spawn_detached(argv: list[str], log: int) -> Spawned:
+    """fork and exec `argv` as `subprocess.Popen(argv, stdin=DEVNULL, stdout=log, stderr=log,
+    cwd="/", start_new_session=True, close_fds=True)` would; an exec that fails raises its
+    OSError here, as Popen raises it. The caller keeps `log` (and closes it)."""
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        said_r, said_w = os.pipe()  # close-on-exec: its end of file says the exec worked
+    except OSError:
+        os.close(null)
+        raise
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child, until its exec
+            _become(argv, null, log, said_w)
+        os.close(said_w)
+        said_w = -1
+        said = b""
+        while True:
+            chunk = os.read(said_r, 64)
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        for fd in (null, said_r, said_w):
+            if fd >= 0:
+                os.close(fd)
+    if said:
+        os.waitpid(pid, 0)
+        code = int(said) if said.isdigit() else errno.EINVAL
+        raise OSError(code, os.strerror(code))
+    return Spawned(pid)
+
+
+def _become(argv: list[str], null: int, log: int, said: int) -> None:  # pragma: no cover
+    """The child between fork and exec: never returns."""
+    code = errno.EINVAL
+    try:
+        os.setsid()
+        os.chdir("/")
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        _close_all_but(said)
+        os.execv(argv[0], argv)
+    except OSError as exc:
+        code = exc.errno or errno.EINVAL
+    except BaseException:
+        pass
+    try:
+        os.write(said, str(code).encode())
+    finally:
+        os._exit(255)  # as subprocess's child does when its exec fails
+
+
+def _close_all_but(keep: int) -> None:  # pragma: no cover - in the child
+    """Close every descriptor above 2 but `keep`: those the command inherited from its own
+    parent are not close-on-exec, and the coordinator must not hold them for its life."""
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        try:
+            fds = [int(name) for name in os.listdir(listing)]
+            break
+        except (OSError, ValueError):
+            continue
+    else:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def spawn_coordinator(where: Where) -> Spawned:
     """Start `python -m qex daemon` detached: its own session, cwd /, output to daemon.log.
 
     The spawn lock's descriptor is close-on-exec, so the coordinator never holds it.
     """
-    import subprocess
-
-    log = os.open(paths.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    log = os.open(where.daemon_log,
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "qex", "daemon"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
-            start_new_session=True, close_fds=True,
-        )
+        return spawn_detached([sys.executable, "-m", "qex", "daemon"], log)
     except OSError as exc:
         raise Unreachable(
             f"qex could not start a coordinator ({exc.strerror or exc}); check that "
@@ -172,31 +343,36 @@ def spawn_coordinator(paths: Paths) -> Any:
         os.close(log)
 
 
-def start_and_connect(paths: Paths, limit: float, began: float, deadline: float, *,
-                      until: float | None = None) -> Connection:
-    _prepare_run_dir(paths)
-    lock = _take_spawn_lock(paths, began, deadline)
+def start(where: Where, began: float, deadline: float) -> tuple[Any, bool]:
+    """A connected socket (a `_socket.socket`) to the coordinator, started here when nobody
+    listens even under the spawn lock; and True when this command started it.
+
+    `began` is when the command began to connect, `deadline` the instant it must give up
+    (the ceiling, or the person's own limit). Raises the errors of `qex.client.errors`.
+    """
+    _prepare_run_dir(where)
+    lock = _take_spawn_lock(where, began, deadline)
     try:
         # Another command may have started one while this one waited for the lock.
-        outcome, sock, exc = attempt(paths, deadline - time.monotonic())
+        outcome, sock, exc = attempt(where, deadline - time.monotonic())
         if outcome == CONNECTED and sock is not None:
-            return Connection(sock, paths, limit, until=until)
+            return sock, False
         if outcome == NO_ANSWER:
-            raise no_answer_error(paths, time.monotonic() - began, exc)
-        log_start = _log_size(paths.daemon_log)
-        child = spawn_coordinator(paths)
+            raise no_answer_error(where, time.monotonic() - began, exc)
+        log_start = _log_size(where.daemon_log)
+        child = spawn_coordinator(where)
         spawned_at = time.monotonic()
         spawn_deadline = min(deadline, spawned_at + SPAWN_WAIT)
         pause = 0.002
         probed = False
         while True:
-            outcome, sock, exc = attempt(paths, spawn_deadline - time.monotonic())
+            outcome, sock, exc = attempt(where, spawn_deadline - time.monotonic())
             if outcome == CONNECTED and sock is not None:
-                return Connection(sock, paths, limit, spawned=True, until=until)
+                return sock, True
             now = time.monotonic()
             if not probed and now - spawned_at >= SANDBOX_PROBE_AFTER:
                 probed = True
-                directory = paths.socket_dir if paths.socket_dir.is_dir() else paths.run_dir
+                directory = where.socket_dir if os.path.isdir(where.socket_dir) else where.run_dir
                 refused = probe_socket_dir(directory)
                 if refused is not None:
                     raise Unreachable(sandbox_message(directory, refused))
@@ -204,15 +380,17 @@ def start_and_connect(paths: Paths, limit: float, began: float, deadline: float,
             if code not in (None, 0):
                 raise Unreachable(
                     f"the coordinator stopped at once with the code {code}; its log "
-                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log, since=log_start)}"
+                    f"{where.daemon_log} ends with: "
+                    f"{_log_tail(where.daemon_log, since=log_start)}"
                 )
             if now >= spawn_deadline:
                 if now >= deadline:
-                    raise no_answer_error(paths, now - began, exc)
+                    raise no_answer_error(where, now - began, exc)
                 raise Unreachable(
                     f"the coordinator did not open its socket in {seconds_text(SPAWN_WAIT)} "
                     "seconds; its log "
-                    f"{paths.daemon_log} ends with: {_log_tail(paths.daemon_log, since=log_start)}"
+                    f"{where.daemon_log} ends with: "
+                    f"{_log_tail(where.daemon_log, since=log_start)}"
                 )
             time.sleep(min(pause, max(spawn_deadline - now, 0.0)))
             pause = min(pause * 2, 0.05)

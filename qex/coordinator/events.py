@@ -21,12 +21,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import uuid
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 from qex.core.model import dataclass
+from qex.core.names import new_id
 from qex.core.protocol import Result
 from qex.core.states import State
 
@@ -63,7 +63,7 @@ class EventHub:
         self.version = version
         self.pid = pid
         self.started_at = started_at
-        self.stream_id = str(uuid.uuid4())
+        self.stream_id = new_id()
         self._ring: deque[tuple[int, bytes]] = deque(maxlen=self.retained)
         self._last_seq = 0
         self._reported: dict[str, tuple[str, str | None]] = {}

@@ -1,8 +1,10 @@
 """The coordinator's side of the supervisor fork server (`qex.supervisor.forkserver`).
 
-Started with the coordinator when its config runs jobs without a systemd scope (so that
-the server imports while the first command is still talking to the coordinator), else on
-the first job that needs one, and kept for the coordinator's life. A request is a line
+Started as the coordinator's first act (`start_early`, before its own imports, so that the
+two processes import side by side and the first job finds the server ready), kept when the
+config will use it (`wanted`: every job without a scope, and the held supervisors of the
+pystemd backend), stopped at once otherwise; a server that is not running is started on the
+first job that needs one. It is kept for the coordinator's life. A request is a line
 and its answer a line, on the event loop's thread: the answer comes back in about a
 millisecond (one fork of a small process). Any fault turns the server off for this
 coordinator and the caller falls back to a fresh supervisor process, so a broken fork
@@ -18,18 +20,39 @@ import os
 import select
 import subprocess
 import sys
-from pathlib import Path
+from collections.abc import Mapping
 
 from qex.coordinator.log import log
-from qex.platform import host
-from qex.platform.launch import Launched
+from qex.platform import chaintrace, host
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qex.core.config import Config
+    from qex.platform.launch import Launched
 
 #: How long one answer may take before the server is declared broken.
 ANSWER_TIMEOUT = 5.0
 
 
+def wanted(config: Config, env: Mapping[str, str] | None = None) -> bool:
+    """True when this config starts supervisors through the fork server.
+
+    Without a scope (`[enforce] mode = "off"`, or `use_systemd = false`) every job does. With
+    one, only the pystemd backend can take a forked supervisor (held until it sits in its
+    scope, `qex.platform.launch.forks_held`): systemd-run makes the scope around a process of
+    its own, and a machine that cannot make a scope starts a fresh supervisor with the
+    reason in its record.
+    """
+    if config.enforce.mode == "off" or not config.enforce.use_systemd:
+        return True
+    from qex.platform.detect import detect
+    from qex.platform.launch import forks_held
+
+    return forks_held(detect(), os.environ if env is None else env)
+
+
 class ForkServer:
-    def __init__(self, log_path: Path) -> None:
+    def __init__(self, log_path: str | os.PathLike[str]) -> None:
         self._log_path = log_path
         self._proc: subprocess.Popen[bytes] | None = None
         # The coordinator watches forked supervisors with a pidfd, so the portable
@@ -41,7 +64,7 @@ class ForkServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def _ensure(self) -> subprocess.Popen[bytes] | None:
+    def _ensure(self, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes] | None:
         if self._broken:
             return None
         if self._proc is not None and self._proc.poll() is None:
@@ -50,10 +73,26 @@ class ForkServer:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "qex.supervisor", "--forkserver"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
-                cwd="/", start_new_session=True,
+                cwd="/", start_new_session=True, env=env,
             )
         self._buffer = b""
+        chaintrace.mark("co.forkserver", "-")
         return self._proc
+
+    def start_early(self, env: Mapping[str, str] | None = None) -> None:
+        """Start the server before the coordinator knows whether its config uses one.
+
+        The coordinator's first act: its own imports and the server's take about as long,
+        so they run side by side, and the first job finds the server ready instead of
+        waiting for its start-up. `env` is the environment the server would get later (the
+        caller leaves out what belongs to the coordinator alone). A failure here is not
+        final (under systemd the log's directory may not exist yet): `warm` tries again once
+        the coordinator knows that it wants the server; `stop_unused` stops it otherwise.
+        """
+        try:
+            self._ensure(env)
+        except OSError:
+            self._proc = None
 
     def warm(self) -> None:
         """Start the server now, so that the first job finds its imports done (a cold start
@@ -62,6 +101,25 @@ class ForkServer:
             self._ensure()
         except OSError as exc:
             self._give_up(f"it could not start ({exc.strerror})")
+
+    def stop_unused(self) -> None:
+        """Stop a server that was started early and never asked for a supervisor (the config
+        does not use it, or the coordinator stops before it serves). A later job that needs
+        one starts it again."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.kill()
+            proc.wait()
+        except OSError:
+            pass
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
 
     def _give_up(self, why: str) -> None:
         log(f"the supervisor fork server is off for this coordinator: {why}")
@@ -91,6 +149,8 @@ class ForkServer:
         answer = self._ask(f"start {job_id}", job_id)
         if answer is None:
             return None
+        from qex.platform.launch import Launched
+
         return Launched(pid=answer[0], start_token=answer[1], backend="process-group",
                         forked=True)
 
@@ -101,7 +161,9 @@ class ForkServer:
 
         A server that is not running yet is started here but not waited for: this job takes
         the fresh path, and the next finds the server's imports done (waiting here would put
-        the whole start-up of the server into this job's launch)."""
+        the whole start-up of the server into this job's launch). The server the coordinator
+        started as its first act is running: the first job asks it, as `launch` does, and
+        waits at most for the rest of its imports."""
         if self._broken:
             return None
         if self._proc is None or self._proc.poll() is not None:

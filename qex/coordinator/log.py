@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: daemon.log is rotated past this size; one older file is kept.
 DEFAULT_MAX_BYTES = 1024 * 1024
@@ -93,5 +95,7 @@ def log_repeating(key: str, message: str) -> None:
 
 def log_exception(what: str) -> None:
     """An unexpected fault at a process boundary: one line, then the traceback indented."""
+    import traceback
+
     detail = traceback.format_exc().rstrip().replace("\n", "\n    ")
     log(f"{what}:\n    {detail}")

@@ -1,11 +1,18 @@
 """`qex daemon`: start, recover, serve, and stop the coordinator of one state dir.
 
 Start sequence (each step can end the process, with the reason in the log):
+0. the descriptor limit, and the supervisor fork server, started before anything else
+   (`qex.coordinator.early`): its imports and ours then take their time side by side;
 1. read the config (a bad file: exit 1, the message in the log);
 2. the run and jobs dirs, 0700;
 3. the pid lock (held by another process: exit 0 quietly; a CLI may have raced us);
-4. the socket: systemd's, or our own bound under umask 0177;
-5. recovery from the records, then READY=1 to systemd.
+4. the socket: systemd's, or our own bound under umask 0177 (a command may connect and send
+   its request from here on: it waits in the socket's backlog while we import the rest);
+5. keep the fork server if the config uses it, else stop it; then the imports of the event
+   loop and the rest of the coordinator;
+6. recovery from the records, then READY=1 to systemd.
+Until step 5 this module imports only what those steps need (no asyncio), so that the
+socket is there early and the fork server starts at once.
 Stop (SIGTERM, SIGINT, idle, replaced program): unlink the socket first (only if we bound
 it) so new commands start a new coordinator, `bye` to event readers, withdraw the peer
 record, STOPPING=1. The jobs continue: their supervisors do not depend on us.
@@ -13,22 +20,24 @@ record, STOPPING=1. The jobs continue: their supervisors do not depend on us.
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import os
-import signal
-import socket
-import time
-from pathlib import Path
 
 from qex import __version__
-from qex.coordinator.forking import ForkServer
 from qex.coordinator.log import log, log_exception
-from qex.coordinator.startup import AnotherCoordinator, StartError, bind_socket, lock_pid_file
-from qex.core.config import Config, ConfigError
 from qex.core.model import dataclass
-from qex.core.protocol import MAX_LINE
-from qex.store.paths import Paths, ensure_private_dir
+from qex.platform import chaintrace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    import socket
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from qex.coordinator.forking import ForkServer
+    from qex.core.config import Config
+    from qex.store.config_file import Look
+    from qex.store.paths import Paths
 
 DEFAULT_IDLE_SECS = 3600.0
 #: How long event readers get to receive `bye` at the stop.
@@ -43,18 +52,44 @@ def idle_limit(env: dict[str, str] | None = None) -> float:
                        DEFAULT_IDLE_SECS, low=0.001)
 
 
-def run(paths: Paths) -> int:
-    """The whole life of a coordinator. Returns the process exit code."""
+def run(paths: Paths, forkserver: ForkServer | None = None) -> int:
+    """The whole life of a coordinator. Returns the process exit code.
+
+    `forkserver`: the one that `qex.coordinator.early` started as the process's first act;
+    without it, it is started here."""
+    from qex.coordinator import early
     from qex.coordinator.log import configure
-    from qex.store.config_file import load_config
 
     configure(paths.daemon_log)
-    raise_open_file_limit()
+    if forkserver is None:
+        forkserver = early.start(paths.daemon_log)
+    serving = False
     try:
-        config = load_config(paths)
+        code = _start(paths, forkserver)
+        if not isinstance(code, int):
+            serving = True
+            code = code()
+        return code
+    finally:
+        if not serving:
+            forkserver.stop_unused()
+
+
+def _start(paths: Paths, forkserver: ForkServer) -> int | Callable[[], int]:
+    """Steps 1 to 5: an exit code when this process does not become the coordinator, else
+    the call that serves until the stop."""
+    from qex.coordinator.forking import wanted
+    from qex.coordinator.startup import AnotherCoordinator, StartError, lock_pid_file
+    from qex.core.config import ConfigError
+    from qex.store.config_file import load_config_and_look
+    from qex.store.paths import ensure_private_dir
+
+    try:
+        config, look = load_config_and_look(paths)
     except ConfigError as exc:
         log(f"the coordinator did not start: {exc}")
         return 1
+    chaintrace.mark("co.config", "-")
     for note in config.notes:
         log(note)
     try:
@@ -73,25 +108,23 @@ def run(paths: Paths) -> int:
     except StartError as exc:
         log(f"the coordinator did not start: {exc}")
         return 0
-    try:
-        return _serve_with_socket(paths, config)
-    finally:
+    listener = _listener(paths)
+    if isinstance(listener, int):
         os.close(lock_fd)
+        return listener
+    chaintrace.mark("co.bound", "-")
+    if wanted(config):
+        forkserver.warm()  # started early already, unless its log could not be opened then
+    else:
+        forkserver.stop_unused()
 
+    def serve() -> int:
+        try:
+            return _serve(paths, config, look, listener, forkserver)
+        finally:
+            os.close(lock_fd)
 
-def raise_open_file_limit() -> None:
-    """Soft RLIMIT_NOFILE up to the hard limit: every connection and job costs descriptors,
-    and the soft default (often 1024) is a convention, not a resource the machine lacks."""
-    try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
-            # An unlimited hard limit is not a number select() or a kernel table accepts.
-            target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ImportError, ValueError, OSError):
-        pass
+    return serve
 
 
 def calm_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
@@ -100,6 +133,8 @@ def calm_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, o
     asyncio already stops accepting for a second after EMFILE; what must not happen is a
     traceback per try. The repeats are counted (`log_repeating`).
     """
+    import errno
+
     from qex.coordinator.log import log_repeating
 
     exc = context.get("exception")
@@ -137,24 +172,31 @@ class Listener:
         self.path = None
 
 
-def _serve_with_socket(paths: Paths, config: Config) -> int:
+def _listener(paths: Paths) -> Listener | int:
+    """systemd's socket, or our own; an exit code when there is none for us."""
+    from qex.coordinator.startup import AnotherCoordinator, StartError, bind_socket
     from qex.platform.activation import listen_socket
 
     inherited = listen_socket()
     if inherited is not None:
-        listener = Listener(inherited)
-    else:
-        try:
-            sock = bind_socket(paths.socket_path)
-        except AnotherCoordinator as exc:
-            log(f"{exc}; this process stops")
-            return 0
-        except (StartError, OSError) as exc:
-            log(f"the coordinator did not start: {exc}")
-            return 1
-        listener = Listener(sock, paths.socket_path, os.lstat(paths.socket_path).st_ino)
+        return Listener(inherited)
     try:
-        return asyncio.run(_main(paths, config, listener))
+        sock = bind_socket(paths.socket_path)
+    except AnotherCoordinator as exc:
+        log(f"{exc}; this process stops")
+        return 0
+    except (StartError, OSError) as exc:
+        log(f"the coordinator did not start: {exc}")
+        return 1
+    return Listener(sock, paths.socket_path, os.lstat(paths.socket_path).st_ino)
+
+
+def _serve(paths: Paths, config: Config, look: Look, listener: Listener,
+           forkserver: ForkServer) -> int:
+    import asyncio
+
+    try:
+        return asyncio.run(_main(paths, config, look, listener, forkserver))
     except Exception:
         log_exception("the coordinator stopped after a fault")
         return 1
@@ -164,8 +206,12 @@ def _serve_with_socket(paths: Paths, config: Config) -> int:
 
 
 async def _main(  # noqa: PLR0915 (the start-up steps, in order)
-    paths: Paths, config: Config, listener: Listener,
+    paths: Paths, config: Config, look: Look, listener: Listener, forkserver: ForkServer,
 ) -> int:
+    import asyncio
+    import signal
+    import time
+
     import qex
     from qex.coordinator.events import EventHub, retained_from_env
     from qex.coordinator.hooks import make_hook_runner
@@ -174,6 +220,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     from qex.coordinator.runner import Runner, remember_program
     from qex.coordinator.server import Server
     from qex.coordinator.state import Coordinator
+    from qex.core.protocol import MAX_LINE
     from qex.platform import machine as machine_info
     from qex.platform import procs
     from qex.platform.activation import notify
@@ -181,6 +228,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     from qex.platform.pollwatch import start_config_watch
     from qex.store.config_file import ConfigWatcher
 
+    chaintrace.mark("co.imported", "-")
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(calm_exception_handler)
     remember_program(qex.__file__, __file__)
@@ -192,17 +240,16 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     )
     coord.touch()
     make_hook_runner(coord)
-    coord.forkserver = ForkServer(paths.daemon_log)
-    if config.enforce.mode == "off" or not config.enforce.use_systemd:
-        coord.forkserver.warm()
+    coord.forkserver = forkserver
     # Children exit at any time from here on; reap them from the start.
     loop.add_signal_handler(signal.SIGCHLD, reap_children, coord)
     recover(coord)
+    chaintrace.mark("co.recovered", "-")
 
     server = Server(coord)
     watcher: ConfigWatcher | None
     try:
-        watcher = ConfigWatcher(paths, config)
+        watcher = ConfigWatcher(paths, config, first=look)
     except Exception as exc:
         log(f"the configuration file will not be read again while this coordinator runs: {exc}")
         watcher = None
@@ -224,6 +271,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     listener.sock.setblocking(False)
     unix_server = await asyncio.start_unix_server(server.serve, sock=listener.sock,
                                                   limit=MAX_LINE)
+    chaintrace.mark("co.listening", "-")
     where = listener.path or "the socket that systemd passed"
     log(f"the coordinator started; pid {os.getpid()}; version {__version__}; socket {where}")
     notify(f"READY=1\nSTATUS=the queue of {paths.state_dir} is open\nMAINPID={os.getpid()}")

@@ -121,6 +121,8 @@ class Server:
         self.coord = coord
         self.clients: set[Client] = set()
         self.streams: set[Client] = set()
+        #: The first request is a step of the coordinator's start (`co.request` in the trace).
+        self._first = True
         #: One handler per request of `protocol.Op` but `events`, which takes over the line.
         self._handlers: dict[str, Handler] = {
             Op.PING: self._ping,
@@ -181,6 +183,9 @@ class Server:
             if not line.strip():
                 continue
             self.coord.touch()
+            if self._first:
+                self._first = False
+                chaintrace.mark("co.request", "-")
             try:
                 message = protocol.decode(line)
             except protocol.ProtocolError as exc:

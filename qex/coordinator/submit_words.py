@@ -30,9 +30,6 @@ OPTION_FIELDS = frozenset({
     "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window", "engine",
 })
 
-_config_cache: dict[str, tuple[tuple[str, str, bytes], Any]] = {}
-
-
 def _refused(message: str) -> dict[str, Any]:
     answer = protocol.error(protocol.REFUSED, message)
     answer["build"] = True
@@ -40,18 +37,11 @@ def _refused(message: str) -> dict[str, Any]:
 
 
 def _config(config_path: Any) -> Any:
-    """The config in force for this path, parsed again only when its bytes changed."""
-    from qex.store.config_file import config_from_look, look_at
+    """The config in force for this path, parsed again only when its bytes changed (the
+    coordinator's own read at its start counts: `parsed_config`)."""
+    from qex.store.config_file import look_at, parsed_config
 
-    look = look_at(config_path)
-    key = str(config_path)
-    cached = _config_cache.get(key)
-    if cached is not None and cached[0] == look.fingerprint():
-        return cached[1]
-    config = config_from_look(look, config_path)
-    _config_cache.clear()
-    _config_cache[key] = (look.fingerprint(), config)
-    return config
+    return parsed_config(look_at(config_path), config_path)
 
 
 def _learned(paths: Any, config: Any, machine: Any, cwd: str,

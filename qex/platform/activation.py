@@ -17,6 +17,7 @@ from collections.abc import MutableMapping
 SD_LISTEN_FDS_START = 3
 #: `FileDescriptorName=` in systemd/qex.socket.
 FD_NAME = "qex"
+#: Also in `qex.coordinator.early`, which may not import this module (`socket`).
 _LISTEN_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
 
 

@@ -13,9 +13,7 @@ socket; no process is spawned and pystemd is looked up, never imported.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import socket
 import stat
 from collections.abc import Callable, Mapping
@@ -68,12 +66,21 @@ class Probe:
     #: Exists when PID 1 is systemd (sd_booted).
     booted_marker: Path = Path("/run/systemd/system")
     uid: int | None = None
-    which: Callable[[str], str | None] = shutil.which
+    which: Callable[[str], str | None] = field(default_factory=lambda: _which)
     has_module: Callable[[str], bool] | None = None
     connect: Callable[[Path], bool] | None = None
 
 
+def _which(name: str) -> str | None:
+    import shutil  # here, not at the top: the coordinator imports this module at its first
+    # job even when it makes no scope, and shutil brings bz2 and lzma along
+
+    return shutil.which(name)
+
+
 def _module_exists(name: str) -> bool:
+    import importlib.util
+
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):

@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 #: The switch, read from the environment at each question (tests set and unset it).
 ENV_VAR = "QEX_PLATFORM"

@@ -128,6 +128,16 @@ class PidfdHeld:
             self._fd = None
 
 
+def forks_held(caps: Capabilities, env: Mapping[str, str]) -> bool:
+    """True when a job that wants a scope gets a held supervisor from the fork server: only
+    the pystemd backend can move a process that already runs into a new scope (systemd-run
+    makes the scope around a process of its own), and `QEX_SCOPE_FORK=0` asks for fresh
+    supervisors. The coordinator asks this at its start, to know whether it keeps the server
+    it started early (`qex.coordinator.forking.wanted`)."""
+    return (caps.enforcement_possible and caps.scope_backend == "pystemd"
+            and env.get("QEX_SCOPE_FORK") != "0")
+
+
 def supervisor_argv(job_id: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "qex.supervisor", job_id, *extra]
 
@@ -245,7 +255,7 @@ class ScopeLauncher:
                 scope_env[name] = os.environ[name]
         if backend == "systemd-run":
             return self._systemd_run(request, argv, log, scope_env)
-        if fork is not None and os.environ.get("QEX_SCOPE_FORK") != "0":
+        if fork is not None and forks_held(caps, os.environ):
             held = self._hold(fork, job_id)
             if held is not None:
                 return self._pystemd_held(request, held, argv, log, env)

@@ -132,9 +132,34 @@ def config_from_look(look: Look, path: Path) -> Config:
     return parse_config(data, shown)
 
 
+#: The last content parsed, and its config: the coordinator reads the file at its start, its
+#: watcher looks at it again, and each `submit_words` reads it as it is now; the same bytes
+#: are parsed once. (A failed parse is not kept: its error is raised again.)
+_last_parsed: list[tuple[str, tuple[str, str, bytes], Config]] = []
+
+
+def parsed_config(look: Look, path: Path) -> Config:
+    """`config_from_look`, parsed again only when the path or the bytes changed (the parse
+    depends on nothing else)."""
+    key = str(path)
+    fingerprint = look.fingerprint()
+    for seen_key, seen_fingerprint, config in _last_parsed:
+        if seen_key == key and seen_fingerprint == fingerprint:
+            return config
+    config = config_from_look(look, path)
+    _last_parsed[:] = [(key, fingerprint, config)]
+    return config
+
+
 def load_config(paths: Paths) -> Config:
     """The config in force for these paths: the defaults when the file does not exist."""
     return config_from_look(look_at(paths.config_file), paths.config_file)
+
+
+def load_config_and_look(paths: Paths) -> tuple[Config, Look]:
+    """`load_config`, and the look it came from (for `ConfigWatcher(first=...)`)."""
+    look = look_at(paths.config_file)
+    return parsed_config(look, paths.config_file), look
 
 
 Reader = Callable[[Path], Look]
@@ -154,7 +179,8 @@ class ConfigWatcher:
     #: ... taken this far apart, so the agreement spans about half a second.
     LOOK_EVERY = 0.05
 
-    def __init__(self, paths: Paths, initial: Config, *, reader: Reader = look_at) -> None:
+    def __init__(self, paths: Paths, initial: Config, *, reader: Reader = look_at,
+                 first: Look | None = None) -> None:
         self.path = paths.config_file
         self._reader = reader
         self.error: str | None = None
@@ -163,12 +189,16 @@ class ConfigWatcher:
         self._agreeing = 0
         # The content in force is what is on disk now, if it gives the initial config. If the
         # file changed since the caller loaded it (or cannot be used), nothing counts as in
-        # force, so the first check settles on the current content and reports it.
-        first = reader(self.path)
+        # force, so the first check settles on the current content and reports it. `first`
+        # is the look the caller took `initial` from: the same bytes now need no parse.
+        now = reader(self.path)
         self._installed: tuple[str, str, bytes] | None = None
+        if first is not None and now.fingerprint() == first.fingerprint():
+            self._installed = now.fingerprint()
+            return
         try:
-            if config_from_look(first, self.path) == initial:
-                self._installed = first.fingerprint()
+            if config_from_look(now, self.path) == initial:
+                self._installed = now.fingerprint()
         except ConfigError:
             pass
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from qex.core.model import dataclass
+from qex.store.where import MAX_SOCKET_PATH
 
-#: The longest socket path that fits `sun_path` on every OS qex runs on (macOS: 104 with NUL).
-MAX_SOCKET_PATH = 100
+__all__ = ["MAX_SOCKET_PATH", "PathError", "Paths", "ensure_private_dir", "fallback_socket"]
 
 
 #: The fallback directories are tried in this order; /tmp is last and always fits.

@@ -11,6 +11,9 @@ import sys
 
 def entry(argv: list[str]) -> int:
     if argv == ["--forkserver"]:
+        from qex.platform import chaintrace
+
+        chaintrace.mark("fs.process", "-")
         from qex.supervisor.forkserver import serve
 
         return serve()

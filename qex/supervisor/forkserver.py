@@ -219,6 +219,7 @@ def serve() -> int:
         _answer(f"error {exc}")
         return 1
     preload()
+    chaintrace.mark("fs.ready", "-")
     signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is not for us
     buffer = b""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 from typing import Any
 
@@ -240,3 +241,114 @@ def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
     qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
     for args in cases:
         _same_bytes(qex_env, *args)
+
+
+# -- no coordinator yet: the fast submit starts it -------------------------------------------
+
+STAMP = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}\]")
+
+
+def _no_coordinator(env: Env) -> None:
+    if env.coordinator_pid() is not None:
+        env.run("coordinator", "stop", check=True)
+    env.wait_for(lambda: env.coordinator_pid() is None, what="the coordinator to stop")
+
+
+def _cold_both(env: Env, *args: str) -> list[tuple[int, str, str]]:
+    """`args` run with no coordinator, the fast way and then the click way."""
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        _no_coordinator(env)
+        proc = env.run(*args, extra_env=extra)
+        shown.append((proc.returncode, STAMP.sub("<t>", _mask(proc.stdout)),
+                      STAMP.sub("<t>", _mask(proc.stderr))))
+    return shown
+
+
+def test_a_cold_submission_reads_the_same(qex_env: Env) -> None:
+    """The fast path starts the coordinator itself (no click) and gets the same answer, and
+    the coordinator builds the same spec (the learner is off: each job that ends would
+    teach it a claim for the next submission of the same command)."""
+    qex_env.write_config("[learn]\nenabled = false\n")
+    for args in (["--", "true"], ["--json", "--", "true"],
+                 ["--name", "cold", "--env", "A=1", "--", "sh", "-c", "echo $A"]):
+        ids = []
+        for extra in ({}, CLICK_ONLY):
+            _no_coordinator(qex_env)
+            proc = qex_env.run("submit", *args, extra_env=extra)
+            assert proc.returncode == 0, proc.stderr
+            assert qex_env.coordinator_pid() is not None  # this submission started it
+            found = UUID.search(proc.stdout)
+            assert found, proc.stdout
+            ids.append((found.group(0), _mask(proc.stdout), _mask(proc.stderr)))
+        (fast_id, *fast_shown), (slow_id, *slow_shown) = ids
+        assert fast_shown == slow_shown, args
+        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
+    for job in (fast_id, slow_id):
+        assert qex_env.run("wait", job).returncode == 0
+
+
+def test_a_cold_submission_with_a_broken_config_refuses_the_same_way(qex_env: Env) -> None:
+    """The fast path leaves the config to the coordinator, which does not start on a broken
+    file; the command then says what the click path says before it starts anything."""
+    qex_env.write_config("[budget]\ncpu = \n")
+    fast, slow = _cold_both(qex_env, "submit", "--", "true")
+    assert fast == slow
+    assert fast[0] == 121 and not fast[1] and "qex.toml" in fast[2]
+    assert qex_env.coordinator_pid() is None
+
+
+def test_a_coordinator_that_stops_at_once_is_reported_the_same_way(qex_env: Env) -> None:
+    qex_env.state.mkdir(parents=True, exist_ok=True)
+    (qex_env.state / "jobs").write_text("not a directory\n")
+    fast, slow = _cold_both(qex_env, "submit", "--", "true")
+    assert fast == slow
+    assert fast[0] != 0 and "the coordinator stopped at once with the code 1" in fast[2]
+
+
+def test_a_wait_on_a_running_job_agrees(qex_env: Env) -> None:
+    """`wait` on a job that still runs: the fast form waits on the wire for a short job and
+    hands a longer one to the full wait; either way it prints what the click path prints."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    for command in ("sleep 0.3; exit 3", "sleep 1.5; exit 4"):
+        shown = []
+        for extra in ({}, CLICK_ONLY):
+            job = qex_env.submit("--", "sh", "-c", command)
+            qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
+                             what="a running job")
+            proc = qex_env.run("wait", job, extra_env=extra)
+            shown.append((proc.returncode, _mask(proc.stdout), _mask(proc.stderr)))
+        assert shown[0] == shown[1], command
+        assert shown[0][0] in (3, 4)
+
+
+def _catches_sigterm(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    except OSError:
+        pass
+    return False
+
+
+def test_a_stopped_wait_on_a_running_job_reads_the_same(qex_env: Env) -> None:
+    """SIGTERM while `wait` waits: the wait stops (122, the two lines), the job runs on."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        job = qex_env.submit("--", "sleep", "60")
+        qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
+                         what="a running job")
+        proc = subprocess.Popen([*QEX, "wait", job], env={**qex_env.env, **extra}, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=str(qex_env.root))
+        qex_env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        shown.append((proc.returncode, _mask(out), _mask(err)))
+        assert qex_env.record(job)["state"] == "running"
+        qex_env.run("kill", job, check=True)
+    assert shown[0] == shown[1]
+    assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]

@@ -1,0 +1,416 @@
+"""The pieces of a cold start (no coordinator yet): the light paths of `qex.store.where`,
+the spawn without `subprocess`, the fork server started before the coordinator's imports and
+kept only where the config uses it, one parse per config content, the random ids, and the
+wire's bounded request. No timing: only what each piece does."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import isolated_env, wait_gone
+
+from qex.client import starting
+from qex.client.errors import Unreachable
+from qex.core.config import Config, EnforceSection
+from qex.core.names import is_uuid, new_id
+from qex.platform.detect import Capabilities
+from qex.store import config_file
+from qex.store.paths import Paths
+from qex.store.where import Where, socket_path, state_dir
+
+# -- where: Paths without pathlib ---------------------------------------------------------
+
+PARTS = st.sampled_from(["", "/", "//", ".", "..", "a", "b c", "é", "x/", "./y", "/z/..", "q" * 30])
+VALUES = st.lists(PARTS, max_size=4).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(home=st.one_of(st.none(), VALUES), state=st.one_of(st.none(), VALUES),
+       config=st.one_of(st.none(), VALUES))
+def test_where_names_what_paths_names_or_leaves_it_to_paths(
+        home: str | None, state: str | None, config: str | None) -> None:
+    env = {name: value for name, value in (("HOME", home), ("XDG_STATE_HOME", state),
+                                           ("XDG_CONFIG_HOME", config)) if value is not None}
+    where = Where.from_env(env)
+    if where is None:
+        return  # the full Paths decides (or refuses); nothing to hold against
+    paths = Paths.from_env(env)
+    assert where.state_dir == str(paths.state_dir)
+    assert where.run_dir == str(paths.run_dir)
+    assert where.socket_path == str(paths.socket_path) == socket_path(env)
+    assert where.socket_dir == str(paths.socket_dir)
+    assert where.spawn_lock == str(paths.spawn_lock)
+    assert where.daemon_log == str(paths.daemon_log)
+    assert state_dir(env) == where.state_dir
+    same = Where.of(paths)
+    assert (same.socket_path, same.spawn_lock, same.daemon_log) == (
+        where.socket_path, where.spawn_lock, where.daemon_log)
+
+
+@pytest.mark.parametrize("env", [
+    {}, {"HOME": ""}, {"XDG_STATE_HOME": "/s"}, {"HOME": "/h", "XDG_STATE_HOME": "/" + "d" * 120},
+    {"HOME": "/h", "XDG_STATE_HOME": "."}, {"HOME": "/h", "XDG_STATE_HOME": "./s"},
+    {"HOME": "/h", "XDG_STATE_HOME": "/s/"}, {"HOME": "//h"},
+])
+def test_where_leaves_unusual_environments_to_paths(env: dict[str, str]) -> None:
+    assert Where.from_env(env) is None
+
+
+# -- the spawn without subprocess ----------------------------------------------------------
+
+REPORT = ("import os, sys; fds = sorted(int(f) for f in os.listdir('/proc/self/fd')); "
+          "print(os.getcwd(), os.getsid(0) == os.getpid(), os.readlink('/proc/self/fd/0'), "
+          "fds, sep='|', flush=True); sys.exit(int(sys.argv[1]))")
+
+
+def _poll_until_done(child: starting.Spawned) -> int:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        code = child.poll()
+        if code is not None:
+            return code
+        time.sleep(0.01)
+    raise AssertionError("the spawned child did not end")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_detached_spawn_is_what_popen_made(tmp_path: Path) -> None:
+    """A new session, cwd /, stdin from /dev/null, output to the log, and no descriptor of
+    ours, not even one that was inheritable."""
+    log_path = tmp_path / "daemon.log"
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)  # as a descriptor from the command's own parent
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        child = starting.spawn_detached([sys.executable, "-c", REPORT, "3"], log)
+    finally:
+        os.close(log)
+        os.close(write_end)
+    os.close(read_end)
+    assert _poll_until_done(child) == 3
+    assert child.poll() == 3
+    cwd, session, stdin, fds = log_path.read_text().strip().split("|")
+    assert cwd == "/" and session == "True" and stdin == "/dev/null"
+    assert fds == "[0, 1, 2, 3]"  # 0-2 and the listing's own: not the inheritable pipe
+
+
+def test_a_spawn_that_cannot_exec_raises_as_popen_does(tmp_path: Path) -> None:
+    log = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        with pytest.raises(OSError) as caught:
+            starting.spawn_detached([str(tmp_path / "no-such-program")], log)
+    finally:
+        os.close(log)
+    assert caught.value.errno == errno.ENOENT
+    assert caught.value.strerror == os.strerror(errno.ENOENT)
+
+
+def test_a_spawned_child_killed_by_a_signal_polls_as_minus_the_signal(tmp_path: Path) -> None:
+    log = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        child = starting.spawn_detached([sys.executable, "-c", "import time; time.sleep(60)"],
+                                        log)
+    finally:
+        os.close(log)
+    assert child.poll() is None
+    os.kill(child.pid, 9)
+    assert _poll_until_done(child) == -9
+
+
+def test_a_coordinator_that_cannot_be_spawned_says_why(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    root, env = isolated_env("qxs", {})
+    try:
+        where = Where.from_env(env)
+        assert where is not None
+        os.makedirs(where.run_dir)
+        monkeypatch.setattr(sys, "executable", str(root / "gone" / "python"))
+        with pytest.raises(Unreachable) as caught:
+            starting.spawn_coordinator(where)
+        assert caught.value.message == (
+            "qex could not start a coordinator (No such file or directory); check that "
+            f"{root / 'gone' / 'python'} still exists")
+    finally:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_ceiling_needs_no_units_module_when_unset() -> None:
+    assert starting.ceiling_from_env({}) == starting.DEFAULT_CEILING
+    assert starting.ceiling_from_env({"QEX_COORDINATOR_CEILING_SECS": "20"}) == 20.0
+    assert starting.ceiling_from_env({"QEX_COORDINATOR_CEILING_SECS": "0"}) == 300.0
+
+
+# -- the fork server: started first, kept where it is used ---------------------------------
+
+def _caps(backend: str | None, possible: bool = True) -> Capabilities:
+    return Capabilities(os="linux", scope_backend=backend, enforcement_possible=possible)
+
+
+@pytest.mark.parametrize(("mode", "use_systemd", "caps", "env", "kept"), [
+    ("off", True, None, {}, True),
+    ("soft", False, None, {}, True),
+    ("hard", False, None, {}, True),
+    ("soft", True, _caps("pystemd"), {}, True),
+    ("hard", True, _caps("pystemd"), {}, True),
+    ("soft", True, _caps("pystemd"), {"QEX_SCOPE_FORK": "0"}, False),
+    ("soft", True, _caps("systemd-run"), {}, False),
+    ("soft", True, _caps(None, possible=False), {}, False),
+])
+def test_the_fork_server_is_wanted_where_a_launch_uses_it(
+        monkeypatch: pytest.MonkeyPatch, mode: str, use_systemd: bool,
+        caps: Capabilities | None, env: dict[str, str], kept: bool) -> None:
+    from qex.coordinator import forking
+    from qex.platform import detect
+
+    asked: list[bool] = []
+
+    def fake_detect(use_systemd: bool = True) -> Capabilities:
+        asked.append(use_systemd)
+        assert caps is not None, "no scope wanted: nothing to detect"
+        return caps
+
+    monkeypatch.setattr(detect, "detect", fake_detect)
+    config = Config(enforce=EnforceSection(mode=mode, use_systemd=use_systemd))  # type: ignore[arg-type]
+    assert forking.wanted(config, env) is kept
+    assert asked in ([], [True])
+
+
+def test_the_launch_takes_a_held_supervisor_by_the_same_rule() -> None:
+    from qex.platform.launch import forks_held
+
+    assert forks_held(_caps("pystemd"), {})
+    assert not forks_held(_caps("pystemd"), {"QEX_SCOPE_FORK": "0"})
+    assert not forks_held(_caps("systemd-run"), {})
+    assert not forks_held(_caps("pystemd", possible=False), {})
+
+
+@pytest.fixture
+def fork_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("QEX_CHAIN_TRACE", raising=False)
+    return tmp_path
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the fork server needs pidfd")
+def test_an_early_server_that_is_not_used_is_stopped_and_can_start_again(
+        fork_env: Path) -> None:
+    from qex.coordinator.forking import ForkServer
+
+    server = ForkServer(fork_env / "daemon.log")
+    server.start_early({**os.environ, "QEX_EARLY": "1"})
+    first = server.pid
+    assert first is not None
+    server.stop_unused()
+    assert server.pid is None
+    wait_gone(first)
+    server.warm()  # a later job that wants one starts it again: not given up
+    try:
+        assert server.pid is not None and server.pid != first
+    finally:
+        server.close()
+        proc = server._proc
+        if proc is not None:
+            proc.wait(timeout=20)
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+
+def test_an_early_start_without_its_log_directory_is_not_final(fork_env: Path) -> None:
+    from qex.coordinator.forking import ForkServer
+
+    server = ForkServer(fork_env / "not-yet" / "daemon.log")
+    server.start_early(None)
+    assert server.pid is None
+    if hasattr(os, "pidfd_open"):
+        assert not server._broken  # `warm` tries again once the directory is there
+
+
+def test_the_server_gets_no_listen_variables() -> None:
+    from qex.coordinator.early import without_listen_vars
+
+    assert without_listen_vars({"A": "1"}) is None
+    assert without_listen_vars({"A": "1", "LISTEN_PID": "5", "LISTEN_FDS": "1",
+                                "LISTEN_FDNAMES": "qex"}) == {"A": "1"}
+
+
+class _Recorder:
+    """Stands in for ForkServer in `main.run`: the calls, in order."""
+
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, log_path: Path) -> None:
+        _Recorder.calls = ["new"]
+
+    def start_early(self, env: dict[str, str] | None) -> None:
+        self.calls.append("start_early")
+
+    def warm(self) -> None:
+        self.calls.append("warm")
+
+    def stop_unused(self) -> None:
+        self.calls.append("stop_unused")
+
+
+@pytest.fixture
+def coordinator_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
+    root, env = isolated_env("qxm", {})
+    for name in ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "TMPDIR"):
+        monkeypatch.setenv(name, env[name])
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        yield Paths.from_env(env)
+    finally:
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("config", "calls", "code"), [
+    ("", ["new", "start_early", "warm"], 0),
+    ('[enforce]\nmode = "soft"\n', ["new", "start_early", "stop_unused"], 0),
+    ("[budget\n", ["new", "start_early", "stop_unused"], 1),
+])
+def test_the_coordinator_starts_its_fork_server_first_and_keeps_it_only_when_used(
+        coordinator_env: Paths, monkeypatch: pytest.MonkeyPatch, config: str,
+        calls: list[str], code: int) -> None:
+    from qex.coordinator import early, main
+    from qex.platform import detect
+
+    monkeypatch.setattr(detect, "detect", lambda use_systemd=True: _caps("systemd-run"))
+    monkeypatch.setattr(early, "ForkServer", _Recorder)
+    served: list[bool] = []
+
+    def fake_serve(paths: Paths, config: Config, look: Any, listener: Any,
+                   forkserver: Any) -> int:
+        served.append(True)
+        assert _Recorder.calls[-1] in ("warm", "stop_unused")  # decided before serving
+        listener.unlink()
+        listener.sock.close()
+        return 0
+
+    monkeypatch.setattr(main, "_serve", fake_serve)
+    coordinator_env.config_file.parent.mkdir(parents=True, exist_ok=True)
+    coordinator_env.config_file.write_text(config)
+    assert main.run(coordinator_env) == code
+    assert _Recorder.calls == calls
+    assert served == ([True] if code == 0 else [])
+
+
+# -- one parse per config content ------------------------------------------------------------
+
+def test_the_same_config_bytes_are_parsed_once(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c"),
+                            "XDG_STATE_HOME": str(tmp_path / "s")})
+    paths.config_file.parent.mkdir(parents=True)
+    paths.config_file.write_text("[budget]\ncpu = 3\n")
+    parses: list[int] = []
+    real = config_file.config_from_look
+
+    def counting(look: config_file.Look, path: Path) -> Config:
+        parses.append(1)
+        return real(look, path)
+
+    monkeypatch.setattr(config_file, "config_from_look", counting)
+    monkeypatch.setattr(config_file, "_last_parsed", [])
+    config, look = config_file.load_config_and_look(paths)
+    assert config.budget.cpu.absolute == 3 and len(parses) == 1
+    watcher = config_file.ConfigWatcher(paths, config, first=look)
+    assert len(parses) == 1  # the watcher's first look: the same bytes
+    assert config_file.parsed_config(config_file.look_at(paths.config_file),
+                                     paths.config_file) is config
+    assert len(parses) == 1
+    paths.config_file.write_text("[budget]\ncpu = 1\n")
+    assert config_file.parsed_config(config_file.look_at(paths.config_file),
+                                     paths.config_file).budget.cpu.absolute == 1
+    assert len(parses) == 2
+    assert watcher.check(0.0) is None  # a new content starts to settle, as before
+
+
+def test_a_watcher_given_an_older_look_still_compares(tmp_path: Path) -> None:
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c"),
+                            "XDG_STATE_HOME": str(tmp_path / "s")})
+    paths.config_file.parent.mkdir(parents=True)
+    paths.config_file.write_text("[budget]\ncpu = 3\n")
+    config, look = config_file.load_config_and_look(paths)
+    paths.config_file.write_text("[budget]\ncpu = 2\n")
+    watcher = config_file.ConfigWatcher(paths, config, first=look)
+    assert watcher._installed is None  # the file changed since: nothing counts as in force
+
+
+# -- ids without the uuid module -------------------------------------------------------------
+
+def test_new_ids_are_version_4_uuids() -> None:
+    seen = set()
+    for _ in range(2000):
+        text = new_id()
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and is_uuid(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        seen.add(text)
+    assert len(seen) == 2000
+
+
+# -- the wire's bounded request --------------------------------------------------------------
+
+def _answering(server: socket.socket, reply: bytes | None, delay: float) -> threading.Thread:
+    def run() -> None:
+        server.recv(1 << 16)
+        time.sleep(delay)
+        if reply is not None:
+            server.sendall(reply)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(("reply", "delay", "expected"), [
+    (b'{"result":"status","status":{"state":"completed"}}\n', 0.0,
+     {"result": "status", "status": {"state": "completed"}}),
+    (b'{"result":"status"}\n', 0.5, None),  # later than asked for
+    (None, 0.0, None),  # nothing comes
+    (b'{"a":1}\n{"b":2}\n', 0.0, None),  # two lines: not the one answer
+    (b"not json\n", 0.0, None),
+])
+def test_a_bounded_request_gives_its_answer_or_none(reply: bytes | None, delay: float,
+                                                    expected: dict[str, Any] | None) -> None:
+    from qex.cli.wire import Wire
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        thread = _answering(theirs, reply, delay)
+        assert Wire(ours).ask({"op": "wait", "id": "x"}, 0.25) == expected
+        thread.join(5)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_bounded_request_sees_the_end_of_the_line() -> None:
+    from qex.cli.wire import Wire
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    theirs.close()
+    try:
+        assert Wire(ours).ask({"op": "wait", "id": "x"}, 5.0) is None
+    finally:
+        ours.close()
