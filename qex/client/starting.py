@@ -29,6 +29,7 @@ import sys
 import time
 
 from qex.client.errors import TimedOut, Unreachable
+from qex.core.pyexec import module_argv
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -333,7 +334,7 @@ def spawn_coordinator(where: Where) -> Spawned:
     log = os.open(where.daemon_log,
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        return spawn_detached([sys.executable, "-m", "qex", "daemon"], log)
+        return spawn_detached(module_argv("qex", "daemon"), log)
     except OSError as exc:
         raise Unreachable(
             f"qex could not start a coordinator ({exc.strerror or exc}); check that "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from qex.coordinator.forking import ForkServer
+from qex.platform.activation import LISTEN_VARS
 
 
 def raise_open_file_limit() -> None:
@@ -31,16 +32,13 @@ def raise_open_file_limit() -> None:
         pass
 
 
-_LISTEN_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
-
-
 def without_listen_vars(env: dict[str, str] | os._Environ[str]) -> dict[str, str] | None:
     """`env` without systemd's LISTEN_* variables, for a child started before
     `qex.platform.activation.listen_socket` took them out; None (inherit ours) when there
     are none. (Every descriptor of ours is closed in the child anyway.)"""
-    if not any(name in env for name in _LISTEN_VARS):
+    if not any(name in env for name in LISTEN_VARS):
         return None
-    return {name: value for name, value in env.items() if name not in _LISTEN_VARS}
+    return {name: value for name, value in env.items() if name not in LISTEN_VARS}
 
 
 def start(log_path: str | os.PathLike[str]) -> ForkServer:

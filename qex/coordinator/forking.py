@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 import select
 import subprocess
-import sys
 from collections.abc import Mapping
 
 from qex.coordinator.log import log
+from qex.core.pyexec import module_argv
 from qex.platform import chaintrace, host
 
 TYPE_CHECKING = False
@@ -71,7 +71,7 @@ class ForkServer:
             return self._proc
         with open(self._log_path, "ab") as log_file:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "qex.supervisor", "--forkserver"],
+                module_argv("qex.supervisor", "--forkserver"),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
                 cwd="/", start_new_session=True, env=env,
             )

@@ -15,11 +15,11 @@ when its bytes changed.
 from __future__ import annotations
 
 import os
-import sys
 
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
 from qex.core.config import ConfigError, HooksSection
+from qex.core.pyexec import module_argv
 from qex.store import jobs as job_files
 from qex.store.config_file import CONTENT, MISSING, config_from_look, look_at
 
@@ -61,7 +61,7 @@ def make_hook_runner(coord: Coordinator) -> None:
             return
         from qex.platform.launch import spawn_detached
 
-        argv = [sys.executable, "-m", "qex.supervisor", "--hook", job.id]
+        argv = module_argv("qex.supervisor", "--hook", job.id)
         try:
             spawn_detached(argv, job.dir / job_files.SUPERVISOR_LOG, dict(os.environ))
         except OSError as exc:

@@ -11,14 +11,17 @@ shutdown() on it (systemd keeps listening on its own copy and starts the next co
 from __future__ import annotations
 
 import os
-import socket
-from collections.abc import MutableMapping
+
+TYPE_CHECKING = False  # `qex.coordinator.early` reads LISTEN_VARS before any heavy import
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import MutableMapping
 
 SD_LISTEN_FDS_START = 3
 #: `FileDescriptorName=` in systemd/qex.socket.
 FD_NAME = "qex"
-#: Also in `qex.coordinator.early`, which may not import this module (`socket`).
-_LISTEN_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
+#: What systemd sets for a socket-activated process.
+LISTEN_VARS = ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES")
 
 
 def listen_socket(env: MutableMapping[str, str] | None = None) -> socket.socket | None:
@@ -29,8 +32,8 @@ def listen_socket(env: MutableMapping[str, str] | None = None) -> socket.socket 
     nor keep the listening socket open after the coordinator is gone.
     """
     env = os.environ if env is None else env
-    raw = {name: env.get(name, "") for name in _LISTEN_VARS}
-    for name in _LISTEN_VARS:
+    raw = {name: env.get(name, "") for name in LISTEN_VARS}
+    for name in LISTEN_VARS:
         env.pop(name, None)
     try:
         pid = int(raw["LISTEN_PID"] or "0")
@@ -49,6 +52,8 @@ def listen_socket(env: MutableMapping[str, str] | None = None) -> socket.socket 
     chosen = fds[0]
     if FD_NAME in names and names.index(FD_NAME) < count:
         chosen = fds[names.index(FD_NAME)]
+    import socket
+
     try:
         sock = socket.socket(fileno=chosen)
     except OSError:
@@ -69,6 +74,8 @@ def notify(message: str, env: MutableMapping[str, str] | None = None) -> bool:
         address = "\0" + address[1:]
     elif not address.startswith("/"):
         return False  # vsock: and other transports are not for a user service
+    import socket
+
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
             sock.connect(address)

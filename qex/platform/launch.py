@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Protocol
 
 from qex.core.model import dataclass, field
+from qex.core.pyexec import module_argv
 from qex.platform import chaintrace, procs
 from qex.platform.cgroup import cgroup_of
 from qex.platform.detect import Capabilities, detect
@@ -139,7 +139,7 @@ def forks_held(caps: Capabilities, env: Mapping[str, str]) -> bool:
 
 
 def supervisor_argv(job_id: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "qex.supervisor", job_id, *extra]
+    return module_argv("qex.supervisor", job_id, *extra)
 
 
 def spawn_detached(

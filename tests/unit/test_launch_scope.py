@@ -178,7 +178,7 @@ def test_systemd_run_wraps_the_supervisor(tmp_path: Path) -> None:
     assert argv[argv.index("-p") + 1] == "Delegate=yes"
     assert "OOMPolicy=continue" in argv
     tail = argv[argv.index("--") + 1:]
-    assert tail[1:] == ["-m", "qex.supervisor", JOB]
+    assert tail[1:] == ["-P", "-m", "qex.supervisor", JOB]
     assert got.backend == "systemd-run" and got.unit == "qex-1a2b3c4d-1.scope"
     assert "QEX_SCOPE_NOTE" not in spawner.calls[0]["env"]
     assert spawner.calls[0]["go_fd"] is None

@@ -132,7 +132,7 @@ def test_batch_script_quotes_and_runs_the_node_program() -> None:
                                 env={"XDG_STATE_HOME": "/shared/it's"})
     assert text.startswith("#!/bin/sh\n")
     assert "export XDG_STATE_HOME='/shared/it'\"'\"'s'" in text
-    assert text.rstrip().endswith("exec '/opt/py thon/bin/python' -m qex.engine.slurm.node abc")
+    assert text.rstrip().endswith("exec '/opt/py thon/bin/python' -P -m qex.engine.slurm.node abc")
 
 
 def test_only_a_completed_record_lets_afterok_pass() -> None:

@@ -143,7 +143,7 @@ def test_program_is_the_console_script_when_run_as_one(monkeypatch: pytest.Monke
     monkeypatch.setattr(sys, "argv", [str(script), "systemd", "install"])
     assert cmd.qex_program() == [str(script)]
     monkeypatch.setattr(sys, "argv", ["/x/qex/__main__.py"])
-    assert cmd.qex_program() == [sys.executable, "-m", "qex"]
+    assert cmd.qex_program() == [sys.executable, "-P", "-m", "qex"]
 
 
 def test_install_writes_units_and_starts_the_socket(home: Path,
@@ -280,3 +280,18 @@ def test_install_stops_a_coordinator_the_cli_started(home: Path,
             holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
+
+
+def test_qex_modules_start_clear_of_the_working_directory(tmp_path: Path) -> None:
+    """A `qex` package in the directory a process starts in is not the one it imports."""
+
+    from qex.core.pyexec import module_argv, runs_module
+
+    shadow = tmp_path / "qex"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise SystemExit('the shadow qex was imported')\n")
+    (shadow / "__main__.py").write_text("raise SystemExit('the shadow qex ran')\n")
+    argv = module_argv("qex", "version")
+    assert runs_module(argv)
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "shadow" not in done.stdout + done.stderr

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from qex.cli.common import die, get_paths, print_json, warn
+from qex.core.pyexec import module_argv, runs_module
 
 SOCKET_UNIT = "qex.socket"
 SERVICE_UNIT = "qex.service"
@@ -46,7 +47,7 @@ def qex_program() -> list[str]:
         found = argv0 if os.sep in argv0 else shutil.which(argv0)
         if found and os.access(found, os.X_OK):
             return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "qex"]
+    return module_argv("qex")
 
 
 def pinned_environment(program: list[str]) -> dict[str, str]:
@@ -61,7 +62,7 @@ def pinned_environment(program: list[str]) -> dict[str, str]:
     }
     if paths.peers_dir_override is not None:
         env["QEX_PEERS_DIR"] = str(paths.peers_dir_override)
-    if program[1:2] == ["-m"]:
+    if runs_module(program):
         # `python -m qex` from a checkout: make the package importable from any directory.
         import qex
 

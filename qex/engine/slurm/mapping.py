@@ -120,7 +120,8 @@ def batch_script(*, python: str, job_id: str, env: Mapping[str, str]) -> str:
              "# It starts qex's own supervisor, which writes the record into the shared state."]
     for key in sorted(env):
         lines.append(f"export {key}={shlex.quote(env[key])}")
-    lines.append(f"exec {shlex.quote(python)} -m qex.engine.slurm.node {shlex.quote(job_id)}")
+    # -P: the script runs in the job's directory, whose own `qex` must not shadow ours.
+    lines.append(f"exec {shlex.quote(python)} -P -m qex.engine.slurm.node {shlex.quote(job_id)}")
     return "\n".join(lines) + "\n"
 
 
