@@ -96,6 +96,22 @@ def unshare_directory() -> bool:
         return False
 
 
+def be_polite(nice: int | None, set_ioprio: Callable[[], None] | None) -> None:
+    """Give the calling thread the job's nice value and I/O class, which a process forked or
+    spawned from it inherits (both are per-thread on Linux). Best effort: a value the system
+    refuses does not stop the job."""
+    if nice is not None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        except OSError:
+            pass
+    if set_ioprio is not None:
+        try:
+            set_ioprio()
+        except OSError:
+            pass
+
+
 def set_oom_score_adj(value: int) -> None:
     """Offer this process to the OOM killer first (positive) or last (negative); Linux only."""
     if not host.linux() or value == 0:

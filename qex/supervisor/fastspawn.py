@@ -298,16 +298,7 @@ def _prepare_thread(nice: int | None, set_ioprio: Callable[[], None] | None) -> 
     signal.pthread_sigmask(signal.SIG_BLOCK, _blockable_signals())
     if not jobprocess.unshare_directory():
         return False
-    if nice is not None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, nice)  # on Linux: this thread only
-        except OSError:
-            pass
-    if set_ioprio is not None:
-        try:
-            set_ioprio()
-        except OSError:
-            pass
+    jobprocess.be_polite(nice, set_ioprio)  # on Linux: this thread only
     return True
 
 

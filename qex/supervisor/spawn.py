@@ -201,16 +201,7 @@ def _child(  # pragma: no cover - runs in the child
         stage = "chdir"
         os.chdir(child.cwd)
         stage = "setup"
-        if child.nice is not None:
-            try:
-                os.setpriority(os.PRIO_PROCESS, 0, child.nice)
-            except OSError:
-                pass
-        if set_ioprio is not None:
-            try:
-                set_ioprio()
-            except OSError:
-                pass
+        jobprocess.be_polite(child.nice, set_ioprio)
         jobprocess.set_oom_score_adj(child.oom_score_adj)
         stage = "exec"
         os.execvpe(child.argv[0], child.argv, env)
