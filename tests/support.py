@@ -8,6 +8,7 @@ import signal
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 #: The folders of an isolated state, each pointed at by one variable of `isolated_env`.
 STATE_DIRS = ("home", "config", "state", "run", "peers", "tmp")
@@ -94,3 +95,14 @@ def _is_zombie(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
+
+
+def paths_with_config(tmp_path: Path, text: str) -> Any:
+    """`Paths` of a private state under `tmp_path`, with a config file holding `text`."""
+    from qex.store.paths import Paths
+
+    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    paths.config_file.parent.mkdir(parents=True)
+    paths.config_file.write_text(text)
+    return paths

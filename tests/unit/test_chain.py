@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from coordkit import add_job, make_coord
+from support import paths_with_config
 
 from qex.coordinator.server import sent_record
 from qex.core.config import Config
@@ -145,10 +146,7 @@ def test_a_note_without_a_usable_record_falls_back_to_the_file() -> None:
 
 def test_a_forked_supervisor_reuses_the_servers_parse_of_the_same_bytes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
-    paths.config_file.parent.mkdir(parents=True)
-    paths.config_file.write_text('[budget]\ncpu = 3\n')
+    paths = paths_with_config(tmp_path, "[budget]\ncpu = 3\n")
     parses: list[bytes] = []
     real = config_files.config_from_look
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import isolated_env, wait_gone
+from support import isolated_env, paths_with_config, wait_gone
 
 from qex.client import starting
 from qex.client.errors import Unreachable
@@ -318,10 +318,7 @@ def test_the_coordinator_starts_its_fork_server_first_and_keeps_it_only_when_use
 
 def test_the_same_config_bytes_are_parsed_once(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c"),
-                            "XDG_STATE_HOME": str(tmp_path / "s")})
-    paths.config_file.parent.mkdir(parents=True)
-    paths.config_file.write_text("[budget]\ncpu = 3\n")
+    paths = paths_with_config(tmp_path, "[budget]\ncpu = 3\n")
     parses: list[int] = []
     real = config_file.config_from_look
 
