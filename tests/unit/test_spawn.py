@@ -211,7 +211,9 @@ def test_signals_are_default_and_unblocked(way: str) -> None:
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
     assert bits(out, "SigBlk") == 0
-    assert bits(out, "SigIgn") & ~GLIBC_INTERNAL == expected
+    # The test's own process may ignore glibc's two internal signals already (a build tool
+    # started through posix_spawn on an older glibc): compare without them on both sides.
+    assert bits(out, "SigIgn") & ~GLIBC_INTERNAL == expected & ~GLIBC_INTERNAL
 
 
 def test_a_closed_pipe_kills_the_job_with_sigpipe(way: str) -> None:
