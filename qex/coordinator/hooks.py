@@ -21,7 +21,7 @@ from qex.coordinator.state import Coordinator, Job, label
 from qex.core.config import ConfigError, HooksSection
 from qex.core.pyexec import module_argv
 from qex.store import jobs as job_files
-from qex.store.config_file import CONTENT, MISSING, config_from_look, look_at
+from qex.store.config_file import CONTENT, MISSING, look_at, parsed_config
 
 
 class HooksInForce:
@@ -29,22 +29,16 @@ class HooksInForce:
 
     def __init__(self, coord: Coordinator) -> None:
         self.coord = coord
-        self._seen: tuple[str, str, bytes] | None = None
-        self._hooks: HooksSection | None = None
 
     def now(self) -> HooksSection:
         path = self.coord.paths.config_file
         look = look_at(path)
         if look.kind not in (CONTENT, MISSING):
             return self.coord.config.hooks
-        fingerprint = look.fingerprint()
-        if fingerprint != self._seen or self._hooks is None:
-            try:
-                self._hooks = config_from_look(look, path).hooks
-            except ConfigError:
-                return self.coord.config.hooks
-            self._seen = fingerprint
-        return self._hooks
+        try:
+            return parsed_config(look, path).hooks  # parsed once per content
+        except ConfigError:
+            return self.coord.config.hooks
 
 
 def make_hook_runner(coord: Coordinator) -> None:

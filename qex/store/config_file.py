@@ -132,22 +132,24 @@ def config_from_look(look: Look, path: Path) -> Config:
     return parse_config(data, shown)
 
 
-#: The last content parsed, and its config: the coordinator reads the file at its start, its
-#: watcher looks at it again, and each `submit_words` reads it as it is now; the same bytes
-#: are parsed once. (A failed parse is not kept: its error is raised again.)
-_last_parsed: list[tuple[str, tuple[str, str, bytes], Config]] = []
+#: The last content parsed, and its config. The coordinator reads the file at its start, its
+#: watcher and its hook runner look at it again, each `submit_words` reads it as it is now,
+#: and the fork server parses it before it forks a supervisor (whose copy then needs no
+#: parse); the same bytes are parsed once. A failed parse is not kept: it raises again.
+_last_parsed: tuple[str, tuple[str, str, bytes], Config] | None = None
 
 
 def parsed_config(look: Look, path: Path) -> Config:
     """`config_from_look`, parsed again only when the path or the bytes changed (the parse
     depends on nothing else)."""
+    global _last_parsed
     key = str(path)
     fingerprint = look.fingerprint()
-    for seen_key, seen_fingerprint, config in _last_parsed:
-        if seen_key == key and seen_fingerprint == fingerprint:
-            return config
+    last = _last_parsed
+    if last is not None and last[0] == key and last[1] == fingerprint:
+        return last[2]
     config = config_from_look(look, path)
-    _last_parsed[:] = [(key, fingerprint, config)]
+    _last_parsed = (key, fingerprint, config)
     return config
 
 
@@ -197,7 +199,7 @@ class ConfigWatcher:
             self._installed = now.fingerprint()
             return
         try:
-            if config_from_look(now, self.path) == initial:
+            if parsed_config(now, self.path) == initial:
                 self._installed = now.fingerprint()
         except ConfigError:
             pass
@@ -238,7 +240,7 @@ class ConfigWatcher:
             self.error = reason
             return None
         try:
-            config = config_from_look(look, self.path)
+            config = parsed_config(look, self.path)
         except ConfigError as exc:
             self.error = f"{exc} (until then the coordinator keeps the values it had)"
             return None

@@ -176,31 +176,25 @@ def _take_lock(job_dir: os.PathLike[str]) -> int | None:
 
 
 #: The config that the fork server parsed, and the exact bytes it parsed (`remember_config`).
-_parsed: tuple[bytes, Config] | None = None
-
-
 def remember_config(paths: Paths) -> None:
-    """In the fork server, before a fork: parse the config file once per content, so that a
-    forked supervisor whose file still holds the same bytes takes the result as it is.
+    """In the fork server, before a fork: parse the config file once per content
+    (`config_file.parsed_config`), so that a forked supervisor whose file still holds the
+    same bytes takes the result as it is.
 
     Measured in a forked child: parsing touched about 300 pages that the child shares with
     the server, each a copy-on-write fault (2 ms of a supervisor's start on an idle virtual
     machine, many more on a loaded one). A file that cannot be read or parsed is left to
     the child, which says why in the job's record.
     """
-    global _parsed
-    from qex.store.config_file import CONTENT, config_from_look, look_at
+    from qex.store.config_file import CONTENT, look_at, parsed_config
 
     look = look_at(paths.config_file)
     if look.kind != CONTENT:
-        _parsed = None
-        return
-    if _parsed is not None and _parsed[0] == look.data:
         return
     try:
-        _parsed = (look.data, config_from_look(look, paths.config_file))
+        parsed_config(look, paths.config_file)
     except ConfigError:
-        _parsed = None
+        pass
 
 
 def _load_config(paths: Paths, job_id: str) -> tuple[Config, list[str]]:
@@ -209,13 +203,9 @@ def _load_config(paths: Paths, job_id: str) -> tuple[Config, list[str]]:
     The file is always read here (it may have changed since the fork server looked); only
     the parse is skipped when its bytes are the ones the server parsed."""
     try:
-        from qex.store.config_file import CONTENT, config_from_look, look_at
+        from qex.store.config_file import look_at, parsed_config
 
-        look = look_at(paths.config_file)
-        known = _parsed
-        if known is not None and look.kind == CONTENT and look.data == known[0]:
-            return known[1], []
-        return config_from_look(look, paths.config_file), []
+        return parsed_config(look_at(paths.config_file), paths.config_file), []
     except (ConfigError, OSError, ImportError) as exc:
         text = " ".join(str(exc).split())
         say(f"the config file could not be read: {text}")

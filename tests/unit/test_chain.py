@@ -155,7 +155,7 @@ def test_a_forked_supervisor_reuses_the_servers_parse_of_the_same_bytes(
         return real(look, path)
 
     monkeypatch.setattr(config_files, "config_from_look", counting)
-    monkeypatch.setattr(supervisor_main, "_parsed", None)
+    monkeypatch.setattr(config_files, "_last_parsed", None)
     supervisor_main.remember_config(paths)
     assert len(parses) == 1
     supervisor_main.remember_config(paths)  # the same bytes: no second parse in the server

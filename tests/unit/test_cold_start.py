@@ -327,7 +327,7 @@ def test_the_same_config_bytes_are_parsed_once(tmp_path: Path,
         return real(look, path)
 
     monkeypatch.setattr(config_file, "config_from_look", counting)
-    monkeypatch.setattr(config_file, "_last_parsed", [])
+    monkeypatch.setattr(config_file, "_last_parsed", None)
     config, look = config_file.load_config_and_look(paths)
     assert config.budget.cpu.absolute == 3 and len(parses) == 1
     watcher = config_file.ConfigWatcher(paths, config, first=look)
