@@ -23,6 +23,7 @@ from qex.core.log_words import (
     DEFAULT_TAIL,
     FAST_TAIL_BYTES,
     STATUS_LINES,
+    STATUS_STREAMS,
     STREAMS,
     hidden_sentence,
 )
@@ -116,7 +117,7 @@ def status_excerpts(record: dict[str, Any]) -> list[tuple[str, list[str], list[s
         return None
     job_dir = os.path.join(state, "jobs", job_id)
     found: list[tuple[str, bytes]] = []
-    for stream in ("stderr", "stdout"):
+    for stream in STATUS_STREAMS:
         if os.path.exists(os.path.join(job_dir, f"{stream}.log.tail")):
             return None
         data = _read(os.path.join(job_dir, f"{stream}.log"))

@@ -36,7 +36,9 @@ def show_status(paths: Any, word: str, *, as_json: bool, show_env: bool, no_logs
 
         records, _ = wait_for(paths, conn, [dict(r) for r in records], timeout=timeout,
                               narrate=not (quiet or as_json), may_start=True, group=found.group)
-    streams = ("stdout",) if only_stdout else ("stderr",) if only_stderr else ("stderr", "stdout")
+    from qex.core.log_words import STATUS_STREAMS
+
+    streams = ("stdout",) if only_stdout else ("stderr",) if only_stderr else STATUS_STREAMS
     if not quiet:
         from qex.cli.status_print import print_records
 

@@ -14,7 +14,7 @@ from qex.cli.record_view import JobView, view
 from qex.cli.render_status import status_json, status_text
 from qex.core import logsel
 from qex.core import state_words as words
-from qex.core.log_words import STATUS_LINES
+from qex.core.log_words import STATUS_LINES, STATUS_STREAMS
 from qex.core.model import dataclass
 
 if TYPE_CHECKING:
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from qex.core.records import LogsDropped
     from qex.store.paths import Paths
 
-#: The streams `qex status` shows, in the order it shows them.
-STREAMS = ("stderr", "stdout")
 
 
 @dataclass
@@ -55,7 +53,7 @@ def _size(path: Path) -> int:
 
 
 def load_excerpts(job_dir: Path, record: RecordLike, *,
-                  sel: logsel.Selection | None, streams: tuple[str, ...] = STREAMS,
+                  sel: logsel.Selection | None, streams: tuple[str, ...] = STATUS_STREAMS,
                   always: bool = False) -> list[Excerpt]:
     """The log excerpts `qex status` shows for `record`.
 
@@ -95,7 +93,7 @@ def read_env(job_dir: Path) -> dict[str, str]:
 
 def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
                   show_env: bool = False, no_logs: bool = False,
-                  sel: logsel.Selection | None = None, streams: tuple[str, ...] = STREAMS,
+                  sel: logsel.Selection | None = None, streams: tuple[str, ...] = STATUS_STREAMS,
                   group: bool = False) -> None:
     """Print records as `qex status` does: text blocks, or JSON (an array for a group)."""
     import sys

@@ -10,6 +10,8 @@ from __future__ import annotations
 STREAMS = ("stdout", "stderr")
 #: Lines shown per stream when the reader gives no range option.
 DEFAULT_TAIL = 500
+#: The streams `qex status` shows, in the order it shows them (the cause is usually on stderr).
+STATUS_STREAMS = ("stderr", "stdout")
 #: Lines of output `qex status` shows for a job that stopped without completing, in all
 #: (half each when both streams have text).
 STATUS_LINES = 20
