@@ -58,6 +58,20 @@ def _read(path: str) -> bytes | None:
         return None
 
 
+def _read_streams(job_dir: str, streams: tuple[str, ...]) -> list[tuple[str, bytes]] | None:
+    """Each stream's whole log; None when one still spills into `<stream>.log.tail` or is too
+    large to read whole (the full body then reads it)."""
+    found: list[tuple[str, bytes]] = []
+    for stream in streams:
+        if os.path.exists(os.path.join(job_dir, f"{stream}.log.tail")):
+            return None
+        data = _read(os.path.join(job_dir, f"{stream}.log"))
+        if data is None:
+            return None
+        found.append((stream, data))
+    return found
+
+
 def show(word: str) -> int | None:
     """Print the default view of a stopped job's logs: the exit code, or None for the full
     body (having printed nothing)."""
@@ -82,14 +96,10 @@ def show(word: str) -> int | None:
         return None
     if record.get("logs_dropped"):
         return None  # its notes need the record's counts: the full body words them
-    found: list[tuple[str, bytes, int]] = []
-    for stream in STREAMS:
-        if os.path.exists(os.path.join(job_dir, f"{stream}.log.tail")):
-            return None
-        data = _read(os.path.join(job_dir, f"{stream}.log"))
-        if data is None:
-            return None
-        found.append((stream, *tail(data)))
+    logs = _read_streams(job_dir, STREAMS)
+    if logs is None:
+        return None
+    found = [(stream, *tail(data)) for stream, data in logs]
     out, err = sys.stdout, sys.stderr
     for stream, text, hidden in found:
         out.flush()
@@ -116,15 +126,10 @@ def status_excerpts(record: dict[str, Any]) -> list[tuple[str, list[str], list[s
     if state is None:
         return None
     job_dir = os.path.join(state, "jobs", job_id)
-    found: list[tuple[str, bytes]] = []
-    for stream in STATUS_STREAMS:
-        if os.path.exists(os.path.join(job_dir, f"{stream}.log.tail")):
-            return None
-        data = _read(os.path.join(job_dir, f"{stream}.log"))
-        if data is None:
-            return None
-        if data:
-            found.append((stream, data))
+    logs = _read_streams(job_dir, STATUS_STREAMS)
+    if logs is None:
+        return None
+    found = [(stream, data) for stream, data in logs if data]
     count = STATUS_LINES // 2 if len(found) > 1 else STATUS_LINES
     excerpts = []
     for stream, data in found:
