@@ -66,7 +66,8 @@ def load_config(paths: Paths, code: int = 1) -> Config:
 
 
 def print_json(data: Any) -> None:
-    """One indented JSON document on stdout (`qex.cli.jsontext`, which spares `import json`)."""
-    from qex.cli.jsontext import print_json as write
+    """One indented JSON document on stdout (`qex.core.jsontext`, which spares `import json`)."""
+    from qex.core.jsontext import dumps
 
-    write(data)
+    sys.stdout.write(dumps(data) + "\n")
+    sys.stdout.flush()

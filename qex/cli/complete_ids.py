@@ -28,7 +28,7 @@ _ACTIVE = frozenset({"starting", "running"})
 def candidates(kind: str) -> list[tuple[str, str]]:
     """(id, safe name) of the jobs of one kind, newest first. Never raises."""
     try:
-        from qex.cli.record_json import sort_key
+        from qex.core.record_json import sort_key
         from qex.store import atomic, jobs
         from qex.store.paths import Paths
 

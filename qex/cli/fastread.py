@@ -85,8 +85,8 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
     import sys
 
     if as_json:
-        from qex.cli.jsontext import dumps
-        from qex.cli.record_json import display_record
+        from qex.core.jsontext import dumps
+        from qex.core.record_json import display_record
 
         text = dumps(display_record(record))
     else:
@@ -115,68 +115,101 @@ def list_text() -> int | None:
     return _list(as_json=False)
 
 
-def _listing() -> tuple[list[dict[str, Any]], list[Any], dict[str, Any] | None] | None:
-    """(the records, the damaged entries, the pauses) as `list_core` asks for them; None
-    when the full body must ask."""
+class _Listing:
+    """What `list_core` asks the coordinator for: the records (or, for `--json`, the
+    document the coordinator wrote), the damaged entries and the pauses."""
+
+    def __init__(self, records: list[dict[str, Any]], document: bytes | None,
+                 damaged: list[Any], pauses: dict[str, Any] | None) -> None:
+        self.records, self.document = records, document
+        self.damaged, self.pauses = damaged, pauses
+
+
+def _listing(*, as_json: bool) -> _Listing | None:
+    """The listing, or None when the full body must ask."""
     wire = _connect()
     if wire is None:
         return None
     try:
-        listed = _ask(wire, {"op": "list"})
-        if listed is None or listed.get("result") != "jobs":
+        listed: dict[str, Any] | None = None
+        document = None
+        if as_json:
+            got = wire.request_text({"op": "list_json"})  # protocol.list_json()
+            if got is None:
+                return None
+            if got[0].get("result") == "jobs_json":
+                listed, document = got
+            elif got[0].get("result") != "error":
+                return None  # an error: a coordinator older than `list_json`; ask for `list`
+        if listed is None:
+            listed = _ask(wire, {"op": "list"})
+            if listed is None or listed.get("result") != "jobs":
+                return None
+        asked, pauses = _pauses(wire)
+        if not asked:
             return None
-        names = _ask(wire, {"op": "capabilities"})
-        if names is None:
-            return None
-        pauses = None
-        known = names.get("names") if names.get("result") == "capabilities" else None
-        if isinstance(known, list) and "pause" in known:
-            pauses = _ask(wire, {"op": "pause_state"})
-            if pauses is None or pauses.get("result") not in ("pause_state", "error"):
-                return None  # the full client words an answer of the wrong kind
-            if pauses.get("result") == "error":
-                pauses = None
     finally:
         wire.close()
     jobs, damaged = listed.get("jobs"), listed.get("damaged")
     records = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
-    return records, damaged if isinstance(damaged, list) else [], pauses
+    return _Listing(records, document, damaged if isinstance(damaged, list) else [], pauses)
+
+
+def _pauses(wire: Wire) -> tuple[bool, dict[str, Any] | None]:
+    """(asked, the pause state): the state is None when the coordinator does not know
+    pauses or answered with an error; `asked` is False when an answer did not come at once
+    or was of the wrong kind (the full client words that)."""
+    names = _ask(wire, {"op": "capabilities"})
+    if names is None:
+        return False, None
+    known = names.get("names") if names.get("result") == "capabilities" else None
+    if not (isinstance(known, list) and "pause" in known):
+        return True, None
+    pauses = _ask(wire, {"op": "pause_state"})
+    if pauses is None or pauses.get("result") not in ("pause_state", "error"):
+        return False, None
+    return True, pauses if pauses.get("result") == "pause_state" else None
 
 
 def _list(*, as_json: bool) -> int | None:
-    found = _listing()
+    found = _listing(as_json=as_json)
     if found is None:
         return None
-    records, damaged, pauses = found
     import sys
     import time
 
     from qex.cli.common import warn
 
     now = time.time()
+    pauses = found.pauses
     if pauses is not None and (pauses.get("queue") or pauses.get("locks")):
         from qex.cli.queue_lines import pause_lines
 
         for line in pause_lines(pauses, now):
             warn(line)
-    if damaged:
+    if found.damaged:
         from qex.cli.list_core import damaged_line
 
-        for entry in damaged:
+        for entry in found.damaged:
             if isinstance(entry, dict):
                 warn(damaged_line(entry))
-    from qex.cli.record_json import sort_key
+    if found.document is not None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(found.document + b"\n")
+        sys.stdout.buffer.flush()
+        return 0
+    from qex.core.record_json import sort_key
 
-    chosen = sorted(records, key=sort_key)
+    chosen = sorted(found.records, key=sort_key)
     if as_json:
-        from qex.cli.jsontext import print_json
-        from qex.cli.record_json import display_record
+        from qex.cli.common import print_json
+        from qex.core.record_json import display_record
 
         print_json([display_record(r) for r in chosen])
         return 0
     from qex.cli.render_table import table_lines
 
-    sys.stdout.write("\n".join(table_lines(chosen, records, now)) + "\n")
+    sys.stdout.write("\n".join(table_lines(chosen, found.records, now)) + "\n")
     sys.stdout.flush()
     return 0
 

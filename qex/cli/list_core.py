@@ -19,7 +19,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     from qex.cli import job_filters as jf
     from qex.cli.queue_lines import pause_lines
     from qex.cli.reach import open_connection, pause_state
-    from qex.cli.record_json import display_record, sort_key
+    from qex.core.record_json import display_record, sort_key
 
     paths = get_paths()
     conn = open_connection(paths, start=True)

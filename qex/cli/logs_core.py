@@ -61,8 +61,8 @@ def _notes(job_dir: Any, stream: str, record: dict[str, Any], tagged: bool) -> l
 def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
           as_json: bool) -> None:
     from qex.cli.log_files import incomplete_note, log_path, select_file, stream_json, write_out
-    from qex.cli.record_json import display_record
     from qex.core.logsel import SelectionError
+    from qex.core.record_json import display_record
 
     results = {}
     for stream in streams:

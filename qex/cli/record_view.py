@@ -14,9 +14,9 @@ the dict itself (`record_json.display_record`), so output never changes shape.
 
 from __future__ import annotations
 
-from qex.cli.record_json import display_record
 from qex.core import state_words as words
 from qex.core.names import printable_line, safe_name, short_id
+from qex.core.record_json import display_record
 from qex.core.unit_text import format_duration
 
 TYPE_CHECKING = False

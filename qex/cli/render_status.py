@@ -15,11 +15,11 @@ code without the typed records. Reading the logs and the environment is
 
 from __future__ import annotations
 
-from qex.cli.record_json import display_record
 from qex.cli.record_view import JobView, display, signal_text, view
 from qex.core import state_words as words
 from qex.core.log_words import for_json
 from qex.core.names import printable_line, safe_name, short_id, visible
+from qex.core.record_json import display_record
 from qex.core.unit_text import format_duration, format_size
 
 TYPE_CHECKING = False

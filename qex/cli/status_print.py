@@ -99,7 +99,7 @@ def print_records(paths: Paths, records: list[dict[str, Any]], *, as_json: bool,
     import sys
     import time
 
-    from qex.cli.jsontext import dumps
+    from qex.core.jsontext import dumps
 
     now = time.time()
     blocks: list[str] = []

@@ -40,7 +40,7 @@ def wait_words(words: list[str], timeout: float | None, next_only: bool, quiet: 
         group=group, next_only=next_only,
     )
     if as_json:
-        from qex.cli.record_json import display_record
+        from qex.core.record_json import display_record
 
         shown = [display_record(r) for r in finals]
         print_json(shown[0] if next_only else shown)

@@ -157,6 +157,43 @@ class Wire:
         return adopt(self.sock.detach(), buffered, sent_at=sent_at)
 
 
+    def request_text(self, message: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+        """Send a request whose answer line may be followed by text (`protocol.list_json`):
+        the answer and that text (empty when the answer has none, as an error has none).
+        None when the answer did not come at once, or the text did not come whole (each part
+        may take `QUICK_ANSWER_SECS`); the caller closes the socket and asks the full way."""
+        try:
+            self.sock.settimeout(STARTED_ANSWER_SECS if self.started else QUICK_ANSWER_SECS)
+            self.sock.sendall(encode(message))
+            chunks: list[bytes] = []
+            while True:
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    return None
+                chunks.append(chunk)
+                if b"\n" in chunk:
+                    break
+            line, _, rest = b"".join(chunks).partition(b"\n")
+            answer = decode(line)
+            if answer is None:
+                return None
+            size = answer.get("size")
+            if not isinstance(size, int) or size < 0:
+                return (answer, b"") if not rest else None
+            if len(rest) > size:
+                return None  # more than the answer said: not an answer this client knows
+            text = bytearray(size)
+            text[:len(rest)] = rest
+            view, got = memoryview(text), len(rest)
+            while got < size:
+                count = self.sock.recv_into(view[got:])
+                if not count:
+                    return None
+                got += count
+        except OSError:
+            return None
+        return answer, bytes(text)
+
     def ask(self, message: dict[str, Any], seconds: float) -> dict[str, Any] | None:
         """Send one request and read its answer for up to `seconds`; None when none came in
         time (or the line ended, or was not one JSON object). The caller then closes the

@@ -28,16 +28,53 @@ def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
 
 
 def handle_list(coord: Coordinator) -> dict[str, Any]:
-    for job in [job for job in coord.jobs.live() if job.active]:
-        coord.refresh(job)
+    _refresh_active(coord)
     answer = protocol.answer(Result.JOBS,
                              jobs=[record.to_dict() for record in coord.sorted_records()])
+    damaged = _damaged(coord)
+    if damaged:
+        answer["damaged"] = damaged
+    return answer
+
+
+def handle_list_json(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
+    """`list_json`: the answer line and the document that follows it.
+
+    A listing of thousands of jobs was a second of encoding, parsing and re-encoding; each
+    record's text is now made once and kept with its job until the record changes. The
+    test for a change compares the record's fields with the copy the text was made from
+    (`==` on dicts goes into lists and dicts, so a change inside `assigned` counts too).
+    """
+    from qex.core.jsontext import array, array_item
+    from qex.core.record_json import display_record
+
+    _refresh_active(coord)
+    items: list[str] = []
+    for job in coord.sorted_jobs():
+        cached = job.shown_cache
+        if cached is None or cached[0] != vars(job.record):
+            data = job.record.to_dict()
+            cached = job.shown_cache = (data, array_item(display_record(data)))
+        items.append(cached[1])
+    document = array(items).encode("ascii")
+    answer = protocol.answer(Result.JOBS_JSON, size=len(document))
+    damaged = _damaged(coord)
+    if damaged:
+        answer["damaged"] = damaged
+    return answer, document
+
+
+def _refresh_active(coord: Coordinator) -> None:
+    """Take the newer records that running jobs' supervisors wrote (a listing shows them)."""
+    for job in [job for job in coord.jobs.live() if job.active]:
+        coord.refresh(job)
+
+
+def _damaged(coord: Coordinator) -> list[dict[str, str]]:
+    """The job directories whose records cannot be read, while their directory is there."""
     damaged = {job_id: path for job_id, path in coord.damaged.items()
                if job_id not in coord.jobs and os.path.isdir(os.path.dirname(path))}
-    if damaged:
-        answer["damaged"] = [{"id": job_id, "path": path}
-                             for job_id, path in sorted(damaged.items())]
-    return answer
+    return [{"id": job_id, "path": path} for job_id, path in sorted(damaged.items())]
 
 
 def handle_status(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import os
 import socket
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from qex.coordinator import control, pausing, queries
 from qex.coordinator.events import wrap
@@ -35,7 +35,16 @@ EVENT_WRITE_TIMEOUT = 30.0
 #: A `wait` re-reads the record at least this often, whatever it was told.
 WAIT_RECHECK_SECS = 30.0
 
-Handler = Callable[["Client", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+class WithText(NamedTuple):
+    """An answer line and the text that follows it (`list_json`, `protocol.list_json`)."""
+
+    answer: dict[str, Any]
+    text: bytes
+
+
+Handler = Callable[["Client", dict[str, Any]], Awaitable["dict[str, Any] | WithText | None"]]
 
 
 class Client:
@@ -85,8 +94,11 @@ class Client:
             if not waiter.done():
                 waiter.cancel()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any], text: bytes = b"") -> None:
+        """Write one answer line, and the bytes that follow it when the answer has them."""
         self.writer.write(protocol.encode(message))
+        if text:
+            self.writer.write(text)
         await self.writer.drain()
 
     def close(self) -> None:
@@ -132,6 +144,7 @@ class Server:
             Op.SUBMIT_WORDS: self._submit_words,
             Op.OWN_JOB: self._own_job,
             Op.LIST: self._list,
+            Op.LIST_JSON: self._list_json,
             Op.STATUS: self._status,
             Op.WAIT: self._wait,
             Op.KILL: self._kill,
@@ -210,7 +223,10 @@ class Server:
                 answer = protocol.error(protocol.INTERNAL, f"qex could not handle `{op}`: {exc}")
             if answer is None:
                 return  # the client went away while it waited
-            await client.send(answer)
+            if isinstance(answer, WithText):
+                await client.send(answer.answer, answer.text)
+            else:
+                await client.send(answer)
 
     def _release(self, client: Client) -> None:
         """The connection ended: cancel the still-queued jobs it owned.
@@ -255,6 +271,9 @@ class Server:
 
     async def _list(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return queries.handle_list(self.coord)
+
+    async def _list_json(self, client: Client, message: dict[str, Any]) -> WithText:
+        return WithText(*queries.handle_list_json(self.coord))
 
     async def _status(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return queries.handle_status(self.coord, message)

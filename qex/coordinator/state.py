@@ -95,6 +95,9 @@ class Job:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
     known_cache: tuple[Any, Any] | None = None
+    #: The record as `qex list --json` shows it (`queries.handle_list_json`), and a copy of
+    #: the record it was made from; made on the first such listing, remade when they differ.
+    shown_cache: tuple[dict[str, Any], str] | None = None
     #: A result the supervisor could not write yet (a full disk), and its sentence: shown
     #: while it waits, and recorded by the coordinator should the supervisor die first.
     pending: JobStatus | None = None
@@ -229,9 +232,13 @@ class Coordinator:
         """Any job that is not final keeps the coordinator alive."""
         return any(True for _ in self.jobs.live())
 
+    def sorted_jobs(self) -> list[Job]:
+        """Every job in submission order (the time, then the sequence for a tie)."""
+        return sorted(self.jobs.values(),
+                      key=lambda job: (job.record.submitted_at, job.record.sequence))
+
     def sorted_records(self) -> list[JobStatus]:
-        return sorted((job.record for job in self.jobs.values()),
-                      key=lambda r: (r.submitted_at, r.sequence))
+        return [job.record for job in self.sorted_jobs()]
 
     # -- records -------------------------------------------------------------------------
 

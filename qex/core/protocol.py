@@ -64,6 +64,8 @@ class Op:
     SUBMIT_WORDS: Final = "submit_words"
     OWN_JOB: Final = "own_job"
     LIST: Final = "list"
+    #: `list` as the document `qex list --json` prints, sent after the answer line.
+    LIST_JSON: Final = "list_json"
     STATUS: Final = "status"
     WAIT: Final = "wait"
     KILL: Final = "kill"
@@ -84,6 +86,8 @@ class Result:
     CAPABILITIES: Final = "capabilities"
     SUBMITTED: Final = "submitted"
     JOBS: Final = "jobs"
+    #: `list_json`'s answer: `size` bytes of JSON text follow the line (see `list_json`).
+    JOBS_JSON: Final = "jobs_json"
     STATUS: Final = "status"
     PAUSE_STATE: Final = "pause_state"
     EVENT: Final = "event"
@@ -99,6 +103,7 @@ ANSWERS: dict[str, str] = {
     Op.SUBMIT_WORDS: Result.SUBMITTED,
     Op.OWN_JOB: Result.OK,
     Op.LIST: Result.JOBS,
+    Op.LIST_JSON: Result.JOBS_JSON,
     Op.STATUS: Result.STATUS,
     Op.WAIT: Result.STATUS,
     Op.KILL: Result.OK,
@@ -168,6 +173,17 @@ def own_job(job_id: str) -> dict[str, Any]:
 
 def list_jobs() -> dict[str, Any]:
     return {"op": Op.LIST}
+
+
+def list_json() -> dict[str, Any]:
+    """Every record as `qex list --json` prints it, made by the coordinator.
+
+    The one answer that is more than a line: `{"result": "jobs_json", "size": N}` (with
+    `damaged` as `list` has it) is followed by exactly N bytes, the ASCII text of the JSON
+    document, so that a listing of thousands of jobs is neither encoded into a line nor
+    parsed back by the client. A coordinator older than this request refuses it as unknown.
+    """
+    return {"op": Op.LIST_JSON}
 
 
 def status(job_id: str) -> dict[str, Any]:

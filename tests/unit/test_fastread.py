@@ -39,6 +39,7 @@ def test_the_requests_are_the_protocol_requests() -> None:
     """The lines fastread sends, spelled as `qex.core.protocol` spells them."""
     assert protocol.status("x") == {"op": "status", "id": "x"}
     assert protocol.list_jobs() == {"op": "list"}
+    assert protocol.list_json() == {"op": "list_json"}
     assert protocol.capabilities() == {"op": "capabilities"}
     assert protocol.pause_state() == {"op": "pause_state"}
     assert protocol.cancel("x") == {"op": "cancel", "id": "x"}
@@ -47,3 +48,4 @@ def test_the_requests_are_the_protocol_requests() -> None:
     assert (protocol.ANSWERS["status"], protocol.ANSWERS["list"],
             protocol.ANSWERS["kill"], protocol.ANSWERS["cancel"],
             protocol.ANSWERS["pause_state"]) == ("status", "jobs", "ok", "ok", "pause_state")
+    assert protocol.ANSWERS["list_json"] == "jobs_json"

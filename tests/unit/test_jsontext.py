@@ -1,4 +1,4 @@
-"""`qex.cli.jsontext.dumps` writes what `json.dumps(value, indent=2)` writes."""
+"""`qex.core.jsontext.dumps` writes what `json.dumps(value, indent=2)` writes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.cli.jsontext import dumps
+from qex.core.jsontext import array, array_item, dumps
 
 _SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True)
             | st.text())
@@ -47,3 +47,9 @@ def test_deeper_than_the_made_indents() -> None:
     for depth in range(40):
         value = [value] if depth % 2 else {"k": value, "n": depth}
     assert dumps(value) == json.dumps(value, indent=2)
+
+
+@given(st.lists(_VALUES, max_size=5))
+def test_array_from_items_is_the_list(values: list[Any]) -> None:
+    """The coordinator's ready item texts, joined, are the list as json writes it."""
+    assert array([array_item(v) for v in values]) == json.dumps(values, indent=2)

@@ -43,8 +43,8 @@ def parse_since(text: str) -> tuple[Any, bool]:
 
 def _display(event: dict[str, Any]) -> dict[str, Any]:
     """The event with the job's names in safe form, as `qex list` would show them."""
-    from qex.cli.record_json import display_record
     from qex.core.names import safe_name
+    from qex.core.record_json import display_record
 
     shown = dict(event)
     if isinstance(shown.get("name"), str):

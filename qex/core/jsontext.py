@@ -118,9 +118,19 @@ def dumps(value: Any) -> str:
     return "".join(out)
 
 
-def print_json(value: Any) -> None:
-    """Write one indented JSON document and a newline to stdout, and flush it."""
-    import sys
 
-    sys.stdout.write(dumps(value) + "\n")
-    sys.stdout.flush()
+def array_item(value: Any) -> str:
+    """`value` as `dumps` writes it when it is an item of a top-level list (one level deeper).
+
+    With `array`, a list can be written from items written earlier: the coordinator keeps
+    each record's item text, and `qex list --json` copies them instead of encoding."""
+    out: list[str] = []
+    _encode(value, 1, out)
+    return "".join(out)
+
+
+def array(items: list[str]) -> str:
+    """`dumps(values)` for a list, from its items as `array_item` wrote them."""
+    if not items:
+        return "[]"
+    return "[\n  " + ",\n  ".join(items) + "\n]"
