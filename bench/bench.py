@@ -420,6 +420,7 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     rss_many = rss_kb(pid)
     many = interleaved(reps, {"submit": [*prog(env), "submit", "--", "true"],
                               "list --json": [*prog(env), "list", "--json"]}, env)
+    rss_listed = rss_kb(pid)  # the coordinator now also keeps each record's listing text
     print(f"-- scale: {queued} queued (load {os.getloadavg()[0]:.2f}) --")
     floor_row("submit, 10 queued", few["submit"], few["floor"], 2.0)
     floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
@@ -427,6 +428,8 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     print(f"{f'list --json, {queued} queued':<34} {many['list --json']:>8.1f} ms  (target <= 100 ms)")
     grown = (rss_many - rss_10) / (queued - 10)
     print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
+    listed = (rss_listed - rss_10) / (queued - 10)
+    print(f"{'  the same after list --json':<34} {listed:>8.2f} KB  (target < 10 KB)")
     stop_coordinator(env, root)
     shutil.rmtree(root / "state" / "qex", ignore_errors=True)
     qex(env, "info", "--json")

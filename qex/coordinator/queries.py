@@ -42,8 +42,10 @@ def handle_list_json(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
 
     A listing of thousands of jobs was a second of encoding, parsing and re-encoding; each
     record's text is now made once and kept with its job until the record changes. The
-    test for a change compares the record's fields with the copy the text was made from
-    (`==` on dicts goes into lists and dicts, so a change inside `assigned` counts too).
+    test for a change compares the record's fields with the copy the text was made from:
+    its names, and its values (`to_dict` copied the lists and dicts among them, and `==`
+    goes into them, so a change inside `assigned` counts too). The copy is two tuples, the
+    names shared by all jobs, to keep the memory per job small.
     """
     from qex.core.jsontext import array, array_item
     from qex.core.record_json import display_record
@@ -51,17 +53,24 @@ def handle_list_json(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
     _refresh_active(coord)
     items: list[str] = []
     for job in coord.sorted_jobs():
+        fields = vars(job.record)
         cached = job.shown_cache
-        if cached is None or cached[0] != vars(job.record):
+        if cached is None or cached[1] != tuple(fields.values()) or cached[0] != tuple(fields):
             data = job.record.to_dict()
-            cached = job.shown_cache = (data, array_item(display_record(data)))
-        items.append(cached[1])
+            names = tuple(data)
+            cached = job.shown_cache = (_FIELD_NAMES.setdefault(names, names),
+                                        tuple(data.values()), array_item(display_record(data)))
+        items.append(cached[2])
     document = array(items).encode("ascii")
     answer = protocol.answer(Result.JOBS_JSON, size=len(document))
     damaged = _damaged(coord)
     if damaged:
         answer["damaged"] = damaged
     return answer, document
+
+
+#: One tuple of field names shared by every kept listing text (`Job.shown_cache`).
+_FIELD_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 def _refresh_active(coord: Coordinator) -> None:

@@ -95,9 +95,10 @@ class Job:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
     known_cache: tuple[Any, Any] | None = None
-    #: The record as `qex list --json` shows it (`queries.handle_list_json`), and a copy of
-    #: the record it was made from; made on the first such listing, remade when they differ.
-    shown_cache: tuple[dict[str, Any], str] | None = None
+    #: The record as `qex list --json` shows it (`queries.handle_list_json`), after a copy of
+    #: the record's field names and values that it was made from; made on the first such
+    #: listing, remade when the record differs from the copy.
+    shown_cache: tuple[tuple[str, ...], tuple[Any, ...], str] | None = None
     #: A result the supervisor could not write yet (a full disk), and its sentence: shown
     #: while it waits, and recorded by the coordinator should the supervisor die first.
     pending: JobStatus | None = None
