@@ -102,8 +102,14 @@ class Client:
         await self.writer.drain()
 
     def close(self) -> None:
-        if self._pending is not None and not self._pending.done():
-            self._pending.cancel()
+        task = self._pending
+        if task is not None and not task.done():
+            task.cancel()
+        elif task is not None and not task.cancelled():
+            # A read that failed after the loop stopped reading (the peer's end broke while
+            # the coordinator stopped): taken here, or asyncio logs "Task exception was never
+            # retrieved" for a connection that ended as connections do.
+            task.exception()
         try:
             self.writer.close()
         except (OSError, RuntimeError):
