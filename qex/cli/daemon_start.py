@@ -18,6 +18,9 @@ def run_daemon() -> None:
     # whole life (asyncio treats a missing `ssl` as "no TLS", a supported configuration).
     if "ssl" not in sys.modules:
         sys.modules["ssl"] = None  # type: ignore[assignment]
+    from qex.platform.detach import detach_from_caller
+
+    detach_from_caller()  # directory `/`, and no descriptor of the caller's kept open
     from qex.platform import chaintrace
 
     chaintrace.mark("co.process", "-")

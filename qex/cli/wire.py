@@ -136,14 +136,7 @@ class Wire:
         try:
             self.sock.settimeout(STARTED_ANSWER_SECS if self.started else QUICK_ANSWER_SECS)
             self.sock.sendall(data)
-            # Look for the end in each new chunk only: a list of thousands of jobs is megabytes.
-            while True:
-                chunk = self.sock.recv(1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                if b"\n" in chunk:
-                    break
+            self._receive_line(chunks)
         except OSError:
             pass
         buffered = b"".join(chunks)
@@ -156,6 +149,24 @@ class Wire:
 
         return adopt(self.sock.detach(), buffered, sent_at=sent_at)
 
+    def _receive_line(self, chunks: list[bytes], deadline: float | None = None) -> bool:
+        """Receive into `chunks` until one holds a newline: True then, False when the
+        connection ended or `deadline` (monotonic) passed first. A timeout raises OSError."""
+        import time
+
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.sock.settimeout(left)
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                return False
+            chunks.append(chunk)
+            # Look for the end in each new chunk only: a list of thousands of jobs is megabytes.
+            if b"\n" in chunk:
+                return True
 
     def request_text(self, message: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
         """Send a request whose answer line may be followed by text (`protocol.list_json`):
@@ -166,13 +177,8 @@ class Wire:
             self.sock.settimeout(STARTED_ANSWER_SECS if self.started else QUICK_ANSWER_SECS)
             self.sock.sendall(encode(message))
             chunks: list[bytes] = []
-            while True:
-                chunk = self.sock.recv(1 << 16)
-                if not chunk:
-                    return None
-                chunks.append(chunk)
-                if b"\n" in chunk:
-                    break
+            if not self._receive_line(chunks):
+                return None
             line, _, rest = b"".join(chunks).partition(b"\n")
             answer = decode(line)
             if answer is None:
@@ -206,17 +212,8 @@ class Wire:
         try:
             self.sock.settimeout(seconds)
             self.sock.sendall(encode(message))
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self.sock.settimeout(left)
-                chunk = self.sock.recv(1 << 16)
-                if not chunk:
-                    return None
-                chunks.append(chunk)
-                if b"\n" in chunk:
-                    break
+            if not self._receive_line(chunks, deadline):
+                return None
         except OSError:
             return None
         line, _, rest = b"".join(chunks).partition(b"\n")

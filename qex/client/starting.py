@@ -15,8 +15,8 @@ This is the one definition of how a coordinator is started. The full client
 (`qex.client.connection.connect`) and the cold `qex submit` of the fast path
 (`qex.cli.fastsubmit`, which then speaks over `qex.cli.wire`) both call `start`, so the
 module is light: plain strings for the paths (`qex.store.where.Where`), the C socket
-module, and a fork and exec of its own in place of `subprocess` (which alone costs about as
-much as the interpreter's start-up, `locale` and `re` included).
+module, and the `posix_spawn` of `qex.platform.detach` in place of `subprocess` (which
+alone costs about as much as the interpreter's start-up, `locale` and `re` included).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import time
 
 from qex.client.errors import TimedOut, Unreachable
 from qex.core.pyexec import module_argv
+from qex.platform.detach import Spawned, spawn_detached
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -233,108 +234,15 @@ def _log_tail(path: str, count: int = 5, since: int = 0) -> str:
     return " / ".join(lines) if lines else "(the coordinator wrote nothing to its log)"
 
 
-class Spawned:
-    """A child that `spawn_detached` started: its pid, and `poll` as `subprocess.Popen`
-    has it (None while it runs, then its exit code, or minus the signal that ended it)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                self.returncode = 0  # reaped elsewhere: what Popen says then
-                return self.returncode
-            if pid == self.pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-
-def spawn_detached(argv: list[str], log: int) -> Spawned:
-    """fork and exec `argv` as `subprocess.Popen(argv, stdin=DEVNULL, stdout=log, stderr=log,
-    cwd="/", start_new_session=True, close_fds=True)` would; an exec that fails raises its
-    OSError here, as Popen raises it. The caller keeps `log` (and closes it)."""
-    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        said_r, said_w = os.pipe()  # close-on-exec: its end of file says the exec worked
-    except OSError:
-        os.close(null)
-        raise
-    try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child, until its exec
-            _become(argv, null, log, said_w)
-        os.close(said_w)
-        said_w = -1
-        said = b""
-        while True:
-            chunk = os.read(said_r, 64)
-            if not chunk:
-                break
-            said += chunk
-    finally:
-        for fd in (null, said_r, said_w):
-            if fd >= 0:
-                os.close(fd)
-    if said:
-        os.waitpid(pid, 0)
-        code = int(said) if said.isdigit() else errno.EINVAL
-        raise OSError(code, os.strerror(code))
-    return Spawned(pid)
-
-
-def _become(argv: list[str], null: int, log: int, said: int) -> None:  # pragma: no cover
-    """The child between fork and exec: never returns."""
-    code = errno.EINVAL
-    try:
-        os.setsid()
-        os.chdir("/")
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        _close_all_but(said)
-        os.execv(argv[0], argv)
-    except OSError as exc:
-        code = exc.errno or errno.EINVAL
-    except BaseException:
-        pass
-    try:
-        os.write(said, str(code).encode())
-    finally:
-        os._exit(255)  # as subprocess's child does when its exec fails
-
-
-def _close_all_but(keep: int) -> None:  # pragma: no cover - in the child
-    """Close every descriptor above 2 but `keep`: those the command inherited from its own
-    parent are not close-on-exec, and the coordinator must not hold them for its life."""
-    for listing in ("/proc/self/fd", "/dev/fd"):
-        try:
-            fds = [int(name) for name in os.listdir(listing)]
-            break
-        except (OSError, ValueError):
-            continue
-    else:
-        fds = list(range(3, 1024))
-    for fd in fds:
-        if fd > 2 and fd != keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
 def spawn_coordinator(where: Where) -> Spawned:
-    """Start `python -m qex daemon` detached: its own session, cwd /, output to daemon.log.
-
-    The spawn lock's descriptor is close-on-exec, so the coordinator never holds it.
-    """
+    """Start `python -m qex daemon` detached: its own session, output to daemon.log. The
+    coordinator moves to `/` and closes what it inherited from this command's caller as its
+    first act (`qex.platform.detach.detach_from_caller`); the spawn lock's descriptor is
+    close-on-exec, so it never holds that."""
     log = os.open(where.daemon_log,
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        return spawn_detached(module_argv("qex", "daemon"), log)
+        return Spawned(spawn_detached(module_argv("qex", "daemon"), log))
     except OSError as exc:
         raise Unreachable(
             f"qex could not start a coordinator ({exc.strerror or exc}); check that "

@@ -53,11 +53,11 @@ def make_hook_runner(coord: Coordinator) -> None:
             return
         if (job.dir / job_files.HOOK_RAN).exists():
             return
-        from qex.platform.launch import spawn_detached
+        from qex.platform.launch import spawn_logged
 
         argv = module_argv("qex.supervisor", "--hook", job.id)
         try:
-            spawn_detached(argv, job.dir / job_files.SUPERVISOR_LOG, dict(os.environ))
+            spawn_logged(argv, job.dir / job_files.SUPERVISOR_LOG, dict(os.environ))
         except OSError as exc:
             log(f"qex could not start the stop hook of the job {label(job.record)}: "
                 f"{exc.strerror or exc}")

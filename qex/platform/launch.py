@@ -42,6 +42,7 @@ from qex.core.model import dataclass, field
 from qex.core.pyexec import module_argv
 from qex.platform import chaintrace, procs
 from qex.platform.cgroup import cgroup_of
+from qex.platform.detach import PASSED_FD, spawn_detached
 from qex.platform.detect import Capabilities, detect
 from qex.platform.scope import (
     PystemdScopeManager,
@@ -54,7 +55,7 @@ from qex.platform.scope import (
 )
 
 #: The fd number at which a supervisor finds its go pipe (named in QEX_SUPERVISOR_GO_FD).
-GO_FD = 3
+GO_FD = PASSED_FD
 #: How long the coordinator waits for the user manager to finish a scope's start job.
 SCOPE_TIMEOUT = 10.0
 #: The signal that releases a supervisor held by the fork server (see `HeldSupervisor`).
@@ -142,39 +143,18 @@ def supervisor_argv(job_id: str, *extra: str) -> list[str]:
     return module_argv("qex.supervisor", job_id, *extra)
 
 
-def spawn_detached(
+def spawn_logged(
     argv: list[str], log_path: Path, env: Mapping[str, str], *, go_fd: int | None = None
 ) -> int:
-    """posix_spawn with a new session, stdin from /dev/null, output appended to `log_path`.
+    """`qex.platform.detach.spawn_detached` with the output appended to `log_path` (made 0600).
 
-    `go_fd`, when given, is handed to the child as fd `GO_FD` (every other fd of ours is
-    close-on-exec, so the child inherits nothing else).
+    `go_fd`, when given, is handed to the child as fd `GO_FD`.
     """
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
-            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, fd, 1),
-            (os.POSIX_SPAWN_DUP2, fd, 2),
-        ]
-        if go_fd is not None:
-            # dup2 onto a fixed number clears close-on-exec there (also when the numbers match).
-            actions.append((os.POSIX_SPAWN_DUP2, go_fd, GO_FD))
-        executable = argv[0]
-        if os.sep not in executable:
-            found = _which(executable, env)
-            if found is None:
-                raise FileNotFoundError(f"`{executable}` is not on PATH")
-            executable = found
-        return os.posix_spawn(executable, argv, dict(env), file_actions=actions, setsid=True)
+        return spawn_detached(argv, fd, env, pass_fd=go_fd)
     finally:
         os.close(fd)
-
-
-def _which(name: str, env: Mapping[str, str]) -> str | None:
-    import shutil
-
-    return shutil.which(name, path=env.get("PATH") or os.environ.get("PATH"))
 
 
 def _next_sequence(job_dir: Path) -> int:
@@ -215,7 +195,7 @@ class ScopeLauncher:
 
     capabilities: Callable[[], Capabilities] = detect
     manager_factory: Callable[[], ScopeManager] = _default_manager
-    spawn: Callable[..., int] = spawn_detached
+    spawn: Callable[..., int] = spawn_logged
     cgroup_of: Callable[[int], str | None] = cgroup_of
     kill: Callable[[int], None] = _kill_and_reap
     open_held: Callable[[int, str | None], HeldSupervisor] = PidfdHeld

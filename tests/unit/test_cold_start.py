@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from qex.client import starting
 from qex.client.errors import Unreachable
 from qex.core.config import Config, EnforceSection
 from qex.core.names import is_uuid, new_id
+from qex.platform import detach
 from qex.platform.detect import Capabilities
 from qex.store import config_file
 from qex.store.paths import Paths
@@ -68,14 +70,16 @@ def test_where_leaves_unusual_environments_to_paths(env: dict[str, str]) -> None
     assert Where.from_env(env) is None
 
 
-# -- the spawn without subprocess ----------------------------------------------------------
+# -- the spawn without subprocess, and the daemon's own detachment ---------------------------
 
 REPORT = ("import os, sys; fds = sorted(int(f) for f in os.listdir('/proc/self/fd')); "
           "print(os.getcwd(), os.getsid(0) == os.getpid(), os.readlink('/proc/self/fd/0'), "
           "fds, sep='|', flush=True); sys.exit(int(sys.argv[1]))")
+DETACHED_REPORT = ("import os, sys; from qex.platform.detach import detach_from_caller; "
+                   "detach_from_caller(); " + REPORT.removeprefix("import os, sys; "))
 
 
-def _poll_until_done(child: starting.Spawned) -> int:
+def _poll_until_done(child: detach.Spawned) -> int:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         code = child.poll()
@@ -85,43 +89,77 @@ def _poll_until_done(child: starting.Spawned) -> int:
     raise AssertionError("the spawned child did not end")
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
-def test_a_detached_spawn_is_what_popen_made(tmp_path: Path) -> None:
-    """A new session, cwd /, stdin from /dev/null, output to the log, and no descriptor of
-    ours, not even one that was inheritable."""
+def _spawn(tmp_path: Path, code: str, *args: str,
+           env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    """Spawn `python -c code args` detached, with an inheritable pipe of ours open (as a
+    descriptor from a command's own parent); its exit code and the fields it printed."""
     log_path = tmp_path / "daemon.log"
     read_end, write_end = os.pipe()
-    os.set_inheritable(write_end, True)  # as a descriptor from the command's own parent
+    os.set_inheritable(write_end, True)
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
-        child = starting.spawn_detached([sys.executable, "-c", REPORT, "3"], log)
+        child = detach.Spawned(detach.spawn_detached([sys.executable, "-c", code, *args], log,
+                                                     env))
     finally:
         os.close(log)
         os.close(write_end)
     os.close(read_end)
-    assert _poll_until_done(child) == 3
-    assert child.poll() == 3
-    cwd, session, stdin, fds = log_path.read_text().strip().split("|")
-    assert cwd == "/" and session == "True" and stdin == "/dev/null"
-    assert fds == "[0, 1, 2, 3]"  # 0-2 and the listing's own: not the inheritable pipe
+    code_ = _poll_until_done(child)
+    assert child.poll() == code_
+    return code_, log_path.read_text().strip().split("|")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_detached_spawn_has_a_session_and_no_descriptor_of_ours(tmp_path: Path) -> None:
+    """A new session, stdin from /dev/null, output to the log; what is not close-on-exec
+    is inherited (posix_spawn cannot close it), and the directory is ours."""
+    code, (cwd, session, stdin, fds) = _spawn(tmp_path, REPORT, "3")
+    assert code == 3
+    assert cwd == os.getcwd() and session == "True" and stdin == "/dev/null"
+    assert fds != "[0, 1, 2, 3]"  # the inheritable pipe came along: the daemon drops it
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_daemon_detaches_itself_from_its_caller(tmp_path: Path) -> None:
+    """`detach_from_caller`, the coordinator's first act: directory /, and no descriptor
+    but 0 to 2 (3 is the listing's own)."""
+    code, (cwd, session, stdin, fds) = _spawn(tmp_path, DETACHED_REPORT, "4",
+                                              env={**os.environ, "PYTHONSAFEPATH": "1"})
+    assert code == 4
+    assert (cwd, session, stdin, fds) == ("/", "True", "/dev/null", "[0, 1, 2, 3]")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_socket_activated_daemon_keeps_what_systemd_passed() -> None:
+    """LISTEN_FDS for this very pid: those descriptors stay, the rest go."""
+    script = ("import os; os.dup2(os.open('/dev/null', os.O_RDONLY), 3); "
+              "os.dup2(os.open('/dev/null', os.O_RDONLY), 4); "
+              "os.set_inheritable(3, True); os.set_inheritable(4, True); "
+              "os.environ.update(LISTEN_FDS='1', LISTEN_PID=str(os.getpid())); "
+              "from qex.platform.detach import detach_from_caller; detach_from_caller(); "
+              "print(sorted(int(f) for f in os.listdir('/proc/self/fd')))")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True, cwd="/").stdout.strip()
+    assert shown == "[0, 1, 2, 3, 4]"  # 4 is the listing's own
 
 
 def test_a_spawn_that_cannot_exec_raises_as_popen_does(tmp_path: Path) -> None:
     log = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         with pytest.raises(OSError) as caught:
-            starting.spawn_detached([str(tmp_path / "no-such-program")], log)
+            detach.spawn_detached([str(tmp_path / "no-such-program")], log)
+        with pytest.raises(FileNotFoundError):
+            detach.spawn_detached(["qex-no-such-program"], log, {"PATH": str(tmp_path)})
     finally:
         os.close(log)
     assert caught.value.errno == errno.ENOENT
-    assert caught.value.strerror == os.strerror(errno.ENOENT)
 
 
 def test_a_spawned_child_killed_by_a_signal_polls_as_minus_the_signal(tmp_path: Path) -> None:
     log = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        child = starting.spawn_detached([sys.executable, "-c", "import time; time.sleep(60)"],
-                                        log)
+        child = detach.Spawned(detach.spawn_detached(
+            [sys.executable, "-c", "import time; time.sleep(60)"], log))
     finally:
         os.close(log)
     assert child.poll() is None

@@ -1,7 +1,7 @@
 """Starting a supervisor in a transient scope: the handshake, both backends, every fallback.
 
 The user manager is `FakeScopeManager`; spawning is recorded instead of run, except in the
-test of `spawn_detached` itself, which starts a real child to prove the go pipe arrives.
+test of `spawn_logged` itself, which starts a real child to prove the go pipe arrives.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from qex.core.model import dataclass, field
 from qex.platform.detect import Capabilities
-from qex.platform.launch import GO_FD, ScopeLauncher, spawn_detached
+from qex.platform.launch import GO_FD, ScopeLauncher, spawn_logged
 from qex.platform.scope import (
     PystemdScopeManager,
     ScopeError,
@@ -200,13 +200,13 @@ def test_systemd_run_missing_falls_back(tmp_path: Path) -> None:
     assert "systemd-run" in got.note
 
 
-def test_spawn_detached_hands_over_the_go_pipe(tmp_path: Path) -> None:
+def test_spawn_logged_hands_over_the_go_pipe(tmp_path: Path) -> None:
     log = tmp_path / "supervisor.log"
     read_end, write_end = os.pipe()
     script = ("import os, sys; fd = int(os.environ['QEX_SUPERVISOR_GO_FD']); "
               "print('go', os.read(fd, 1).decode(), os.getsid(0) == os.getpid(), flush=True)")
     try:
-        pid = spawn_detached([sys.executable, "-c", script], log,
+        pid = spawn_logged([sys.executable, "-c", script], log,
                              {**os.environ, "QEX_SUPERVISOR_GO_FD": str(GO_FD)}, go_fd=read_end)
     finally:
         os.close(read_end)

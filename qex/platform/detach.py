@@ -1,0 +1,109 @@
+"""Start a process that outlives its starter: the one way qex does it.
+
+The coordinator (started by a command), each supervisor (started by the coordinator) and the
+hook runner all start the same way: `posix_spawn` into a session of their own, stdin from
+/dev/null, stdout and stderr appended to a log, and at most one descriptor handed on on
+purpose (a supervisor's go pipe). An exec that fails raises its `OSError` in the starter, as
+`subprocess` would. `posix_spawn` is one system call with no Python code between fork and
+exec, so it is safe from a threaded or asyncio process and cheap from a large one.
+
+What `posix_spawn` cannot do in Python 3.11 is change the child's directory or close the
+descriptors it inherits without close-on-exec. qex's own descriptors are all close-on-exec;
+a command's may not be (a CI harness may hand it a pipe it reads to its end). So a daemon
+that a command starts detaches itself from its caller as its first act
+(`detach_from_caller`, as `daemon(3)` does): directory `/`, and no descriptor but 0 to 2 and
+those systemd passed to it.
+
+This module imports `os` alone: the command that starts a coordinator is on the cold path.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+#: The number of the descriptor handed on with `pass_fd` (`QEX_SUPERVISOR_GO_FD` says it).
+PASSED_FD = 3
+
+
+def spawn_detached(argv: list[str], log_fd: int, env: Mapping[str, str] | None = None, *,
+                   pass_fd: int | None = None) -> int:
+    """Start `argv` in a new session with stdin from /dev/null and its output on `log_fd`
+    (the caller opens and closes it); its pid. `env`: the child's environment (None: ours).
+    `pass_fd` becomes the child's `PASSED_FD`; nothing else of ours is inherited."""
+    actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, log_fd, 1),
+        (os.POSIX_SPAWN_DUP2, log_fd, 2),
+    ]
+    if pass_fd is not None:
+        # dup2 onto a fixed number clears close-on-exec there (also when the numbers match).
+        actions.append((os.POSIX_SPAWN_DUP2, pass_fd, PASSED_FD))
+    environ = dict(os.environ if env is None else env)
+    return os.posix_spawn(_executable(argv[0], environ), argv, environ, file_actions=actions,
+                          setsid=True)
+
+
+def _executable(name: str, env: Mapping[str, str]) -> str:
+    """`name` itself when it has a slash, else its first match on the child's PATH."""
+    if os.sep in name:
+        return name
+    import shutil
+
+    found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH"))
+    if found is None:
+        import errno
+
+        raise FileNotFoundError(errno.ENOENT, f"`{name}` is not on PATH")
+    return found
+
+
+class Spawned:
+    """A child that `spawn_detached` started and its starter waits on: its pid, and `poll`
+    as `subprocess.Popen` has it (None while it runs, then its exit code, or minus the
+    signal that ended it)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = 0  # reaped elsewhere: what Popen says then
+                return self.returncode
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def detach_from_caller(env: Mapping[str, str] | None = None) -> None:
+    """A daemon's first act: the root directory as its own (a directory it started in can
+    then be unmounted), and every inherited descriptor above 2 closed but the sockets that
+    systemd passed (`LISTEN_FDS` for this pid)."""
+    environ = os.environ if env is None else env
+    os.chdir("/")
+    keep = {0, 1, 2}
+    count, owner = environ.get("LISTEN_FDS", ""), environ.get("LISTEN_PID", "")
+    if count.isdigit() and owner.isdigit() and int(owner) == os.getpid():
+        keep.update(range(3, 3 + int(count)))
+    for fd in _open_descriptors():
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed already
+
+
+def _open_descriptors() -> list[int]:
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return [int(name) for name in os.listdir(listing)]
+        except (OSError, ValueError):
+            continue
+    return list(range(3, 1024))
