@@ -17,7 +17,7 @@ ALLOWED: dict[str, set[str]] = {
     "platform": {"core"},
     "coordinator": {"core", "store", "platform", "engine"},
     "supervisor": {"core", "store", "platform"},
-    "client": {"core", "store"},
+    "client": {"core", "store", "platform"},
     "cli": {"core", "store", "client", "platform"},
     "engine": {"core", "store", "platform", "coordinator", "supervisor"},
     "testing": {"core", "platform"},
