@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,9 +63,13 @@ class JobTable(dict[str, "Job"]):
         if job_id in self:
             self._live[job_id] = None
 
-    def live(self) -> Iterator[Job]:
-        """The jobs that are not final, in the order they were added."""
+    def live(self, skip: Container[str] = ()) -> Iterator[Job]:
+        """The jobs that are not final, in the order they were added, but those in `skip`
+        (passed over without a look: a pass asks for the active jobs three times, and a
+        long queue made each ask read every queued record)."""
         for job_id in list(self._live):
+            if job_id in skip:
+                continue
             job = self.get(job_id)
             if job is None or job.final:
                 self._live.pop(job_id, None)
@@ -221,7 +225,9 @@ class Coordinator:
 
     def active_jobs(self) -> Iterator[Job]:
         """The active jobs that hold this machine's resources (another engine's hold none)."""
-        return (job for job in self.jobs.live() if job.active and not job.record.engine)
+        queued = set(self.queue)  # none of them is active
+        return (job for job in self.jobs.live(skip=queued)
+                if job.active and not job.record.engine)
 
     def queued_jobs(self) -> Iterator[Job]:
         for job_id in self.queue:
