@@ -60,13 +60,26 @@ def kill_job_groups(state: Path) -> None:
             data = json.loads(status.read_text())
         except (OSError, ValueError):
             continue
-        for key in ("pid", "supervisor_pid"):
+        for key in ("pid", "supervisor_pid", "last_pid"):
             pid = data.get(key)
-            if isinstance(pid, int) and pid > 1:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+            if not isinstance(pid, int) or pid <= 1:
+                continue
+            if key == "last_pid" and not _started_under(pid, state):
+                continue  # a finished job's pid may name another process by now
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _started_under(pid: int, state: Path) -> bool:
+    """True when the process `pid` has this state directory in its environment: a job whose
+    record was closed without it (a recovery that could not stop a job of an earlier boot)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return str(state.parent).encode() in environ
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> None:
