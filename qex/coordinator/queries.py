@@ -40,8 +40,9 @@ def handle_list(coord: Coordinator) -> dict[str, Any]:
 def handle_list_json(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
     """`list_json`: the answer line and the document that follows it.
 
-    A listing of thousands of jobs was a second of encoding, parsing and re-encoding; each
-    record's text is now made once and kept with its job until the record changes. The
+    A listing of thousands of jobs cost hundreds of milliseconds of encoding, parsing and
+    encoding again; each record's text is now made once and kept with its job until the
+    record changes. The
     test for a change compares the record's fields with the copy the text was made from:
     its names, and its values (`to_dict` copied the lists and dicts among them, and `==`
     goes into them, so a change inside `assigned` counts too). The copy is two tuples, the

@@ -36,7 +36,6 @@ EVENT_WRITE_TIMEOUT = 30.0
 WAIT_RECHECK_SECS = 30.0
 
 
-
 class WithText(NamedTuple):
     """An answer line and the text that follows it (`list_json`, `protocol.list_json`)."""
 
