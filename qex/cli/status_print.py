@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from qex.store.paths import Paths
 
 
-
 @dataclass
 class Excerpt:
     """The chosen lines of one stream, with what the log lost to `[logs] max_bytes`."""

@@ -76,7 +76,7 @@ _FIELD_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 def _refresh_active(coord: Coordinator) -> None:
     """Take the newer records that running jobs' supervisors wrote (a listing shows them)."""
-    for job in [job for job in coord.jobs.live() if job.active]:
+    for job in list(coord.started_jobs()):
         coord.refresh(job)
 
 

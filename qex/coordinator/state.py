@@ -65,8 +65,7 @@ class JobTable(dict[str, "Job"]):
 
     def live(self, skip: Container[str] = ()) -> Iterator[Job]:
         """The jobs that are not final, in the order they were added, but those in `skip`
-        (passed over without a look: a pass asks for the active jobs three times, and a
-        long queue made each ask read every queued record)."""
+        (passed over without a look; `Coordinator.started_jobs` skips the queue)."""
         for job_id in list(self._live):
             if job_id in skip:
                 continue
@@ -223,11 +222,15 @@ class Coordinator:
 
     # -- views ---------------------------------------------------------------------------
 
+    def started_jobs(self) -> Iterator[Job]:
+        """The active jobs, of every engine. The queued ones are passed over unread: a pass
+        asks three times, and a long queue made each ask read every queued record."""
+        queued = set(self.queue)  # none of them is active
+        return (job for job in self.jobs.live(skip=queued) if job.active)
+
     def active_jobs(self) -> Iterator[Job]:
         """The active jobs that hold this machine's resources (another engine's hold none)."""
-        queued = set(self.queue)  # none of them is active
-        return (job for job in self.jobs.live(skip=queued)
-                if job.active and not job.record.engine)
+        return (job for job in self.started_jobs() if not job.record.engine)
 
     def queued_jobs(self) -> Iterator[Job]:
         for job_id in self.queue:

@@ -175,7 +175,6 @@ def _take_lock(job_dir: os.PathLike[str]) -> int | None:
     return None
 
 
-#: The config that the fork server parsed, and the exact bytes it parsed (`remember_config`).
 def remember_config(paths: Paths) -> None:
     """In the fork server, before a fork: parse the config file once per content
     (`config_file.parsed_config`), so that a forked supervisor whose file still holds the
