@@ -440,14 +440,13 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
 #: is the job that ended, "next" the one that takes its slot, "tick" the coordinator's first
 #: pass after the previous step.
 CHAIN_STEPS = (
-    ("supervisor: exit seen -> final write", "prev", "sup.ended", "prev", "sup.write.final"),
-    ("supervisor: final record written", "prev", "sup.write.final", "prev", "sup.written.final"),
-    ("note reaches the coordinator", "prev", "sup.written.final", "prev", "co.note"),
-    ("coordinator: takes the record", "prev", "co.note", "prev", "co.adopted.final"),
-    ("coordinator: loop wakes", "prev", "co.adopted.final", "tick", "co.tick"),
+    ("supervisor: exit seen -> ending note", "prev", "sup.ended", "prev", "sup.ending"),
+    ("ending note reaches the coordinator", "prev", "sup.ending", "prev", "co.ending"),
+    ("coordinator: loop wakes", "prev", "co.ending", "tick", "co.tick"),
     ("coordinator: pass until start", "tick", "co.tick", "next", "co.start"),
     ("coordinator: `starting` written", "next", "co.start", "next", "co.starting.written"),
-    ("fork server asked, forks", "next", "co.starting.written", "next", "sup.start"),
+    ("coordinator: go to the parked child", "next", "co.starting.written", "next", "co.launched"),
+    ("supervisor: released", "next", "co.launched", "next", "sup.start"),
     ("supervisor: spec and record read", "next", "sup.start", "next", "sup.read"),
     ("supervisor: lock", "next", "sup.read", "next", "sup.locked"),
     ("supervisor: config", "next", "sup.locked", "next", "sup.config"),
@@ -458,10 +457,12 @@ CHAIN_STEPS = (
 )
 #: Outside the chain, but paid by every job (on a busy machine it competes for the cores).
 SIDE_STEPS = (
-    ("coordinator: after the fork (pid file)", "next", "co.launched", "next", "co.pidfile"),
+    ("fork server: fork (while `starting` syncs)", "next", "fs.fork", "next", "fs.answered"),
+    ("coordinator: after the go (pid file)", "next", "co.launched", "next", "co.pidfile"),
     ("supervisor: `running` written", "next", "sup.write.running", "next", "sup.written.running"),
     ("supervisor: `running` note answered", "next", "sup.written.running", "next",
      "sup.noted.running"),
+    ("supervisor: final record written", "prev", "sup.write.final", "prev", "sup.written.final"),
     ("supervisor: final note answered", "prev", "sup.written.final", "prev", "sup.noted.final"),
 )
 FINAL_MARKS = ("completed", "failed", "oom", "killed", "timeout", "cancelled")
@@ -493,8 +494,8 @@ def read_chain(trace: Path) -> tuple[dict[str, list[float]], list[float]]:
     whole: list[float] = []
     for (_, prev), (_, nxt) in itertools.pairwise(starts):
         own = {"prev": marks.get(prev, {}), "next": marks.get(nxt, {})}
-        adopted = own["prev"].get("co.adopted.final")
-        tick = next((t for t in ticks if adopted is not None and t >= adopted), None)
+        freed = own["prev"].get("co.ending")
+        tick = next((t for t in ticks if freed is not None and t >= freed), None)
         own["tick"] = {"co.tick": tick} if tick is not None else {}
         for name, a_job, a_mark, b_job, b_mark in (*CHAIN_STEPS, *SIDE_STEPS):
             a, b = own[a_job].get(a_mark), own[b_job].get(b_mark)

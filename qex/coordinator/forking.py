@@ -6,7 +6,9 @@ config will use it (`wanted`: every job without a scope, and the held supervisor
 pystemd backend), stopped at once otherwise; a server that is not running is started on the
 first job that needs one. It is kept for the coordinator's life. A request is a line
 and its answer a line, on the event loop's thread: the answer comes back in about a
-millisecond (one fork of a small process). Any fault turns the server off for this
+millisecond (one fork of a small process). A job without a scope asks with `park` before
+its `starting` record is written and reads the answer after (`release_parked`), so the fork
+overlaps the sync of that record. Any fault turns the server off for this
 coordinator and the caller falls back to a fresh supervisor process, so a broken fork
 server can slow qex down but never stop a job from starting.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 import select
 import subprocess
+import time
 from collections.abc import Mapping
 
 from qex.coordinator.log import log
@@ -59,6 +62,8 @@ class ForkServer:
         # implementation (no pidfd) starts every supervisor fresh instead.
         self._broken = not (host.linux() and hasattr(os, "pidfd_open"))
         self._buffer = b""
+        #: The request of `park` whose answer is still unread: (job id, when, seconds).
+        self._parked: tuple[str, float, float] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -76,6 +81,7 @@ class ForkServer:
                 cwd="/", start_new_session=True, env=env,
             )
         self._buffer = b""
+        self._parked = None
         chaintrace.mark("co.forkserver", "-")
         return self._proc
 
@@ -124,6 +130,7 @@ class ForkServer:
     def _give_up(self, why: str) -> None:
         log(f"the supervisor fork server is off for this coordinator: {why}")
         self._broken = True
+        self._parked = None
         if self._proc is not None:
             try:
                 if self._proc.stdin is not None:
@@ -154,6 +161,70 @@ class ForkServer:
         return Launched(pid=answer[0], start_token=answer[1], backend="process-group",
                         forked=True)
 
+    def park(self, job_id: str, seconds: float) -> bool:
+        """Ask for a supervisor of `job_id` that waits for its go, and return at once.
+
+        Sent before the coordinator writes the job's `starting` record: the server forks
+        while the coordinator waits for the disk, and `release_parked` (or `discard_parked`
+        when the write failed) reads the answer afterwards. False when the request could not
+        be sent (no server, or a broken one); the caller then starts the supervisor as before.
+        """
+        if self._broken or self._parked is not None:
+            return False
+        if self._proc is None or self._proc.poll() is not None:
+            self.warm()
+            return False
+        if not self._send(f"park {job_id} {seconds:g}"):
+            return False
+        self._parked = (job_id, time.monotonic(), seconds)
+        return True
+
+    def release_parked(self, job_id: str) -> Launched | None:
+        """Send the go to the supervisor parked for `job_id` (its `starting` record is now on
+        the disk). None when there is none to release: the caller starts one another way."""
+        parked, self._parked = self._parked, None
+        if parked is None or parked[0] != job_id:
+            return None
+        answer = self._receive(job_id)
+        if answer is None:
+            return None
+        from qex.platform.launch import Launched, PidfdHeld
+
+        pid, token = answer
+        try:
+            child = PidfdHeld(pid, token)
+        except OSError:
+            return None  # gone or reused; without a handle there is no go (it times out)
+        if time.monotonic() - parked[1] > parked[2] / 2:
+            # Past half of its wait the child could give up while the go is on its way.
+            log(f"the record that starts the job {job_id} took longer than half of the "
+                f"{parked[2]:g}s a parked supervisor waits; a fresh one is started instead")
+            child.discard()
+            return None
+        try:
+            child.release()
+        except OSError:
+            child.discard()
+            return None
+        child.close()
+        return Launched(pid=pid, start_token=token, backend="process-group", forked=True)
+
+    def discard_parked(self, job_id: str) -> None:
+        """The `starting` record could not be written: kill the parked child, which never
+        got its go and so never touched the job."""
+        parked, self._parked = self._parked, None
+        if parked is None or parked[0] != job_id:
+            return
+        answer = self._receive(job_id)
+        if answer is None:
+            return
+        from qex.platform.launch import PidfdHeld
+
+        try:
+            PidfdHeld(*answer).discard()
+        except OSError:
+            pass  # gone already; without a go it would have exited untouched anyway
+
     def hold(self, job_id: str, seconds: float) -> tuple[int, str | None] | None:
         """(pid, start token) of a forked supervisor for `job_id` that waits up to `seconds`
         for its go signal (`qex.platform.launch` sends it once the child sits in its scope);
@@ -172,16 +243,32 @@ class ForkServer:
         return self._ask(f"hold {job_id} {seconds:g}", job_id)
 
     def _ask(self, request: str, job_id: str) -> tuple[int, str | None] | None:
+        if not self._send(request):
+            return None
+        return self._receive(job_id)
+
+    def _send(self, request: str) -> bool:
         try:
             proc = self._ensure()
         except OSError as exc:
             self._give_up(f"it could not start ({exc.strerror})")
-            return None
+            return False
         if proc is None or proc.stdin is None or proc.stdout is None:
-            return None
+            return False
         try:
             proc.stdin.write(f"{request}\n".encode())
             proc.stdin.flush()
+        except OSError as exc:
+            self._give_up(f"it stopped answering ({exc.strerror})")
+            return False
+        return True
+
+    def _receive(self, job_id: str) -> tuple[int, str | None] | None:
+        """The answer to the request just sent: (pid, start token), or None after saying why."""
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return None
+        try:
             line = self._read_line(proc.stdout.fileno())
         except OSError as exc:
             self._give_up(f"it stopped answering ({exc.strerror})")

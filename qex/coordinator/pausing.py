@@ -208,7 +208,7 @@ def resume(coord: Coordinator, message: dict[str, Any]) -> None:
 
 def lock_holder(coord: Coordinator, name: str) -> str | None:
     """`id8 (name)` of the active job that still holds a lock a person asked for."""
-    for job in coord.active_jobs():
+    for job in coord.holding_jobs():
         if name in job.record.locks or name in job.record.claims:
             return label(job.record)
     return None

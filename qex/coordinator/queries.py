@@ -113,7 +113,7 @@ def _pools(coord: Coordinator) -> list[dict[str, Any]]:
     active = [
         {name: Assignment(int(a.get("units", 0)), list(a.get("devices") or []), a.get("size"))
          for name, a in (job.record.assigned or {}).items()}
-        for job in coord.active_jobs()
+        for job in coord.holding_jobs()
     ]
     usage = pool_usage(active, pools)
     peers = coord.peer_load

@@ -118,7 +118,7 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
     return Snapshot(
         now=now,
         queue=tuple(job_view(job) for job in coord.queued_jobs()),
-        active=tuple(job_view(job) for job in coord.active_jobs()),
+        active=tuple(job_view(job) for job in coord.holding_jobs()),
         known=KnownJobs(coord.jobs),
         cpu_budget=coord.cpu_budget(),
         mem_budget=coord.mem_budget(),
@@ -154,7 +154,7 @@ def run_pass(coord: Coordinator, peers: PeerLoad) -> PassResult:
 
 
 def _track_idle(coord: Coordinator, now: float) -> None:
-    if any(True for _ in coord.active_jobs()):
+    if any(True for _ in coord.holding_jobs()):
         coord.idle_since = None
     elif coord.idle_since is None:
         coord.idle_since = now
@@ -198,25 +198,25 @@ def apply(coord: Coordinator, decision: Decision) -> None:
 
 def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
-    from qex.platform.launch import launch_supervisor
+    from qex.platform.launch import HOLD_SECONDS, launch_supervisor
 
     chaintrace.mark("co.start", job.id)
     now = coord.now()
     record = job.record
     before = record.to_dict()
-    record.state = State.STARTING
-    record.assigned = assigned
-    record.forced = forced
-    record.forced_reason = forced_reason if forced else None
-    record.started_at = now
-    record.finished_at = None
-    record.blocked_reason = None
-    record.blocked_since = None
-    record.passed_by = 0
-    record.boot_id = coord.boot_id
+    _mark_starting(record, assigned, forced=forced, forced_reason=forced_reason, now=now,
+                   boot_id=coord.boot_id)
+    config = coord.config
+    want_scope = config.enforce.mode != "off" and config.enforce.use_systemd
+    # Without a scope the ready fork server forks the supervisor while the `starting`
+    # record syncs; the child waits for its go until the record is on the disk.
+    plain = None if want_scope else coord.forkserver
+    parked = plain is not None and plain.park(job.id, HOLD_SECONDS)
     try:
         coord.write(job)
     except OSError as exc:
+        if plain is not None and parked:
+            plain.discard_parked(job.id)
         wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
         return
     chaintrace.mark("co.starting.written", job.id)
@@ -228,13 +228,13 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
             coord.write_problem = None
             log("qex can write its records again; jobs start")
     coord.last_start_at = now
-    coord.publish(job)
-    config = coord.config
-    want_scope = config.enforce.mode != "off" and config.enforce.use_systemd
-    # Without a scope, a supervisor forked from the ready fork server starts in about a
-    # millisecond instead of paying for its imports; the fresh process is the fallback.
-    forked = coord.forkserver.launch(job.id) if (coord.forkserver and not want_scope) else None
+    forked = plain.release_parked(job.id) if plain is not None and parked else None
+    if forked is None and plain is not None:
+        # A forked supervisor starts in about a millisecond instead of paying for its
+        # imports; the fresh process below is the fallback.
+        forked = plain.launch(job.id)
     chaintrace.mark("co.launched", job.id)
+    coord.publish(job)
     if forked is not None:
         job.supervisor_pid = forked.pid
         job.supervisor_token = forked.start_token
@@ -268,6 +268,20 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         from qex.coordinator.reaper import watch_foreign
 
         watch_foreign(coord, job)
+
+
+def _mark_starting(record: JobStatus, assigned: dict[str, AssignmentPart], *, forced: bool,
+                   forced_reason: str | None, now: float, boot_id: str | None) -> None:
+    record.state = State.STARTING
+    record.assigned = assigned
+    record.forced = forced
+    record.forced_reason = forced_reason if forced else None
+    record.started_at = now
+    record.finished_at = None
+    record.blocked_reason = None
+    record.blocked_since = None
+    record.passed_by = 0
+    record.boot_id = boot_id
 
 
 def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,
@@ -312,7 +326,7 @@ def peer_claims(coord: Coordinator) -> tuple[int, int, dict[str, int], dict[str,
     cpu = mem = 0
     pools: dict[str, int] = {}
     devices: dict[str, set[int]] = {}
-    for job in coord.active_jobs():
+    for job in coord.holding_jobs():
         cpu += job.record.cpu
         mem += job.record.mem
         for name, assignment in (job.record.assigned or {}).items():

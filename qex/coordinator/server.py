@@ -336,7 +336,9 @@ class Server:
         chaintrace.mark("co.note", str(message.get("id")))
         job = self.coord.jobs.get(message.get("id") or "")
         if job is not None and message.get("pending") is not None:
-            take_pending(job, message.get("pending"), message.get("note"))
+            if take_pending(job, message.get("pending"), message.get("note")):
+                chaintrace.mark("co.ending", job.id)
+                self.coord.kick()  # its claims came free: the next job may start
             self.coord.publish(job)
             return protocol.ok()
         if job is not None:
@@ -401,25 +403,30 @@ def sent_record(raw: object) -> JobStatus | None:
         return None
 
 
-def take_pending(job: Job, raw: object, note: object) -> None:
-    """A supervisor says its result waits for the disk: keep it, and show the sentence.
+def take_pending(job: Job, raw: object, note: object) -> bool:
+    """A supervisor says its result is decided and about to be written (no `note`), or that
+    it waits for the disk (`note` says why): keep it, and show the sentence. True when the
+    job's claims came free with it.
 
     The record in memory stays what the disk says (the job is not final until the result is
     written, so no waiter is told a result that a crash could still lose); only its `error`
-    carries the sentence. Should the supervisor die before it can write, the reaper records
-    the kept result.
+    carries the sentence. Its processes have ended, so it no longer holds its claims
+    (`Coordinator.holding_jobs`): the next job starts while the result syncs. Should the
+    supervisor die before it can write, the reaper records the kept result.
     """
     from qex.core.names import printable_line
 
     if not isinstance(raw, dict) or job.final:
-        return
+        return False
     try:
         record = JobStatus.from_dict(raw)
     except (TypeError, ValueError):
-        return
+        return False
     if record.id != job.id:
-        return
+        return False
+    freed = job.pending is None
     job.pending = record
     job.pending_note = printable_line(note) if isinstance(note, str) else None
     if job.pending_note:
         job.record.error = job.pending_note
+    return freed

@@ -102,8 +102,10 @@ class Job:
     #: the record's field names and values that it was made from; made on the first such
     #: listing, remade when the record differs from the copy.
     shown_cache: tuple[tuple[str, ...], tuple[Any, ...], str] | None = None
-    #: A result the supervisor could not write yet (a full disk), and its sentence: shown
-    #: while it waits, and recorded by the coordinator should the supervisor die first.
+    #: A result the supervisor has decided but not yet written (it says so just before each
+    #: write, and again while a full disk refuses it), and the sentence to show while it
+    #: waits; recorded by the coordinator should the supervisor die first. The job's
+    #: processes have ended by then, so it no longer holds its claims (`holding_jobs`).
     pending: JobStatus | None = None
     pending_note: str | None = None
 
@@ -229,8 +231,14 @@ class Coordinator:
         return (job for job in self.jobs.live(skip=queued) if job.active)
 
     def active_jobs(self) -> Iterator[Job]:
-        """The active jobs that hold this machine's resources (another engine's hold none)."""
+        """The active jobs of this machine (another engine's run elsewhere)."""
         return (job for job in self.started_jobs() if not job.record.engine)
+
+    def holding_jobs(self) -> Iterator[Job]:
+        """The active jobs that still hold their claims. A job whose supervisor has sent its
+        decided result (`Job.pending`) has no process left, so the next job may start while
+        that result is synced to the disk; its record still says `running` until then."""
+        return (job for job in self.active_jobs() if job.pending is None)
 
     def queued_jobs(self) -> Iterator[Job]:
         for job_id in self.queue:
@@ -441,7 +449,7 @@ class Coordinator:
     def claimed(self) -> tuple[int, int]:
         """Cores and memory held by the active jobs of this queue."""
         cpu = mem = 0
-        for job in self.active_jobs():
+        for job in self.holding_jobs():
             cpu += job.record.cpu
             mem += job.record.mem
         return cpu, mem

@@ -7,7 +7,8 @@ and on two cores it is also stolen from the jobs. A forked child starts with the
 done, and its pages are shared with the server until written.
 
 Protocol, over the server's stdin/stdout pipes (the coordinator holds the other ends):
-    coordinator -> server   `start <job-id>\\n`   or   `hold <job-id> <seconds>\\n`
+    coordinator -> server   `start <job-id>\\n`, `hold <job-id> <seconds>\\n`
+                            or `park <job-id> <seconds>\\n`
     server -> coordinator   `<pid> <start-token>\\n`   or   `error <sentence>\\n`
 The child leads its own session (so it outlives both the server and the coordinator), reads
 nothing from the pipes, and writes its own messages to the job's `supervisor.log`.
@@ -21,12 +22,19 @@ fork and its check) the child exits and leaves the job to whoever comes next. Bl
 the signal before the fork means a go that arrives before the child starts waiting stays
 pending instead of being lost (or killing the child by the default action).
 
+`park` is the same wait without a scope: the coordinator asks for the child before it
+writes the job's `starting` record and sends the go once that record is on the disk, so the
+fork happens while the coordinator waits for its sync instead of after it (a supervisor must
+never touch a job whose record does not say `starting` yet: a crash in between would leave a
+record that says `queued` for a job that runs).
+
 The server reaps its children (SIGCHLD), so no supervisor is left a zombie on machines whose
 PID 1 does not reap. When the coordinator goes away (end of file on stdin) the server stays
 until its last supervisor has exited, still reaping, then exits.
 
-Used for every job without a systemd scope, and (`hold`) for jobs whose scope the user manager
-makes through pystemd. The systemd-run backend cannot use it: systemd-run makes its scope
+Used for every job without a systemd scope (`park`, or `start` when the coordinator cannot
+hold a handle on the child), and (`hold`) for jobs whose scope the user manager makes
+through pystemd. The systemd-run backend cannot use it: systemd-run makes its scope
 around its own new process, so the supervisor must be a fresh exec there.
 """
 
@@ -74,9 +82,10 @@ def wait_for_go(sender: int, timeout: float) -> bool:
             return True
 
 
-def _released(sender: int, timeout: float, mask: set[int | signal.Signals], job_id: str) -> bool:
-    """The held child's gate: the go from `sender`, then a look at /proc that it really sits
-    in a qex scope. False means: leave the job alone and exit."""
+def _released(sender: int, timeout: float, mask: set[int | signal.Signals], job_id: str,
+              scoped: bool = True) -> bool:
+    """The held child's gate: the go from `sender`, then (`scoped`) a look at /proc that it
+    really sits in a qex scope. False means: leave the job alone and exit."""
     got = wait_for_go(sender, timeout)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the job must not inherit the block
     chaintrace.mark("sup.held.go" if got else "sup.held.timeout", job_id)
@@ -84,6 +93,8 @@ def _released(sender: int, timeout: float, mask: set[int | signal.Signals], job_
         os.write(2, f"qex supervisor: no go for the job {job_id} within {timeout:g}s; this "
                     "held supervisor exits without touching the job\n".encode())
         return False
+    if not scoped:
+        return True
     where = cgroup_of("self")
     if where is None or scope_in_path(where) is None:
         os.write(2, f"qex supervisor: released for the job {job_id} outside a qex scope (in "
@@ -105,8 +116,9 @@ def _answer(text: str) -> None:
         data = data[written:]
 
 
-#: For a held child: (the only sender of its go, the seconds it waits, the mask to restore).
-Hold = tuple[int, float, "set[int | signal.Signals]"]
+#: For a held child: (the only sender of its go, the seconds it waits, the mask to restore,
+#: whether the go promises a scope that the child checks).
+Hold = tuple[int, float, "set[int | signal.Signals]", bool]
 
 
 def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
@@ -121,7 +133,7 @@ def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)
-        if hold is not None and not _released(hold[0], hold[1], hold[2], job_id):
+        if hold is not None and not _released(hold[0], hold[1], hold[2], job_id, hold[3]):
             code = 3
             return
         code = qex.supervisor.main.supervise(paths, job_id)
@@ -139,7 +151,8 @@ def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
         os._exit(code)
 
 
-def _start(paths: Paths, job_id: str, hold_seconds: float | None = None) -> None:
+def _start(paths: Paths, job_id: str, hold_seconds: float | None = None,
+           scoped: bool = True) -> None:
     try:
         log_fd = os.open(paths.job_dir(job_id) / "supervisor.log",
                          os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
@@ -154,7 +167,7 @@ def _start(paths: Paths, job_id: str, hold_seconds: float | None = None) -> None
     if hold_seconds is not None:
         # Blocked before the fork, so the child cannot miss (or die of) an early go.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {GO_SIGNAL})
-        hold = (os.getppid(), hold_seconds, mask)
+        hold = (os.getppid(), hold_seconds, mask, scoped)
     try:
         pid = os.fork()
     except OSError as exc:
@@ -211,7 +224,7 @@ def _hold_seconds(word: str) -> float | None:
 
 
 def serve() -> int:
-    """Answer `start` and `hold` requests until stdin closes, then outlive the last
+    """Answer `start`, `hold` and `park` requests until stdin closes, then outlive the last
     supervisor."""
     try:
         paths = Paths.from_env()
@@ -236,9 +249,10 @@ def serve() -> int:
             words = line.decode("utf-8", "replace").split()
             if len(words) == 2 and words[0] == "start" and is_uuid(words[1]):
                 _start(paths, words[1].lower())
-            elif (len(words) == 3 and words[0] == "hold" and is_uuid(words[1])
+            elif (len(words) == 3 and words[0] in ("hold", "park") and is_uuid(words[1])
                   and _hold_seconds(words[2]) is not None):
-                _start(paths, words[1].lower(), _hold_seconds(words[2]))
+                _start(paths, words[1].lower(), _hold_seconds(words[2]),
+                       scoped=words[0] == "hold")
             elif words:
                 _answer(f"error the fork server does not know the request `{line[:80]!r}`")
     # The coordinator is gone. Keep reaping our supervisors until the last one exits.

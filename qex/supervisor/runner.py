@@ -167,6 +167,14 @@ class Runner:
         if this process dies meanwhile), and when the job's own output filled the disk, the
         newest part of its log gives up a little room (counted as dropped).
         """
+        if self.status.final:
+            # The result is decided and the job's processes are gone: the coordinator may
+            # start the next job while this write syncs. It tells no one the result until
+            # the write lands (the note after `save`), and records it itself should this
+            # process die first.
+            chaintrace.mark("sup.ending", self.spec.id)
+            notify.job_changed(self.paths.socket_path, self.spec.id,
+                               pending=self.status.to_dict())
         delay = SAVE_RETRY_FIRST_SECS
         while not self.save():
             cause = self._save_fault or "an unknown fault"

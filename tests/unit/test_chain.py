@@ -92,6 +92,76 @@ def test_the_supervisor_tells_the_coordinator_after_the_record_is_on_the_disk(
     assert syncs_before_note == 2
 
 
+def test_a_decided_result_is_said_before_it_is_written_and_announced_after(
+        tmp_path: Path, fsyncs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The coordinator may start the next job while the result syncs: it is told first that
+    # the job's processes are gone (`pending`, while the disk still says `starting`), and
+    # the result only once it is on the disk.
+    runner = _supervisor_runner(tmp_path)
+    seen: list[tuple[str, str, int]] = []
+
+    def note(socket_path: Path, job_id: str, *, record: dict[str, object] | None = None,
+             pending: dict[str, object] | None = None, **_more: object) -> bool:
+        on_disk = job_files.read_status(runner.job_dir)
+        assert on_disk is not None
+        kind = "pending" if pending is not None else "record"
+        sent = pending if pending is not None else record
+        assert sent == runner.status.to_dict()
+        seen.append((kind, on_disk.state, len(fsyncs)))
+        return True
+
+    monkeypatch.setattr(notify, "job_changed", note)
+    fsyncs.clear()
+    runner.status.state = "completed"
+    runner.status.exit_code = 0
+    runner.save_final()
+    assert seen == [("pending", "starting", 0), ("record", "completed", 2)]
+
+
+def test_a_hand_back_to_the_queue_is_not_said_before_it_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A job going back to the queue (after a proven OOM) keeps its claims until the
+    # coordinator takes the queued record: only the announcement after the write goes.
+    runner = _supervisor_runner(tmp_path)
+    kinds: list[str] = []
+
+    def note(socket_path: Path, job_id: str, *, pending: object = None, **_more: object) -> bool:
+        kinds.append("pending" if pending is not None else "record")
+        return True
+
+    monkeypatch.setattr(notify, "job_changed", note)
+    runner.status.state = "queued"
+    runner.save_final()
+    assert kinds == ["record"]
+
+
+def test_an_ending_job_frees_its_claims_but_tells_no_waiter(tmp_path: Path) -> None:
+    from qex.coordinator.scheduling import build_snapshot
+    from qex.coordinator.server import take_pending
+    from qex.core.scheduler_types import PeerLoad
+
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="running", cpu=2, mem=1024)
+    other = add_job(coord, state="running", cpu=1, mem=1024)
+    assert coord.claimed() == (3, 2048)
+    decided = JobStatus.from_dict(job.record.to_dict())
+    decided.state = "completed"
+    decided.exit_code = 0
+    assert take_pending(job, decided.to_dict(), None)
+    assert not take_pending(job, decided.to_dict(), None)  # freed once
+    # Its record (what status, wait and list show) still says running ...
+    assert job.record.state == "running" and job.record.error is None
+    assert job in list(coord.active_jobs())
+    # ... but its claims count no more.
+    assert coord.claimed() == (1, 1024)
+    assert list(coord.holding_jobs()) == [other]
+    snapshot = build_snapshot(coord, coord.now(), PeerLoad())
+    assert [view.id for view in snapshot.active] == [other.id]
+    # The written result arrives: the job is final, and nothing is pending any more.
+    assert coord.refresh(job, decided)
+    assert job.final and job.pending is None
+
+
 def test_a_record_the_disk_refuses_is_not_announced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = _supervisor_runner(tmp_path)

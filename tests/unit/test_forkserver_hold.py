@@ -1,8 +1,9 @@
-"""The fork server's `hold` request: a forked supervisor that waits for its go signal.
+"""The fork server's `hold` and `park` requests: a forked supervisor that waits for its go.
 
 Real processes, no systemd: the go only counts from the coordinator (the server's parent,
 here this test), a child without a go exits by itself and leaves the job alone, and a
-child released outside a qex scope (as every process on a test machine is) refuses to run.
+child released outside a qex scope (as every process on a test machine is) refuses to run
+when it was held for a scope, and runs when it was parked for its `starting` record.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from support import wait_gone
@@ -20,6 +22,10 @@ from support import wait_gone
 from qex.platform import host
 from qex.platform.launch import GO_SIGNAL, PidfdHeld
 from qex.supervisor.forkserver import wait_for_go
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from qex.coordinator.forking import ForkServer as ForkServerType
 
 pytestmark = pytest.mark.skipif(not (host.linux() and hasattr(os, "pidfd_open")),
                                 reason="held supervisors need Linux and pidfds")
@@ -88,9 +94,10 @@ def _job_dir(tmp_path: Path) -> Path:
     return job_dir
 
 
-def _hold(server: subprocess.Popen[bytes], seconds: float) -> tuple[int, str | None]:
+def _hold(server: subprocess.Popen[bytes], seconds: float,
+          verb: str = "hold") -> tuple[int, str | None]:
     assert server.stdin is not None and server.stdout is not None
-    server.stdin.write(f"hold {JOB} {seconds:g}\n".encode())
+    server.stdin.write(f"{verb} {JOB} {seconds:g}\n".encode())
     server.stdin.flush()
     words = server.stdout.readline().decode().split()
     assert words and words[0].isdigit(), words
@@ -104,13 +111,15 @@ def _finish(server: subprocess.Popen[bytes]) -> None:
     server.stdout.close()
 
 
+@pytest.mark.parametrize("verb", ["hold", "park"])
 @pytest.mark.parametrize("go_from", ["nobody", "stranger"])
-def test_a_held_child_without_the_go_leaves_the_job_alone(tmp_path: Path, go_from: str) -> None:
+def test_a_held_child_without_the_go_leaves_the_job_alone(tmp_path: Path, go_from: str,
+                                                         verb: str) -> None:
     job_dir = _job_dir(tmp_path)
     before = sorted(p.name for p in job_dir.iterdir())
     server = _server(tmp_path)
     try:
-        pid, _token = _hold(server, 1)
+        pid, _token = _hold(server, 1, verb)
         if go_from == "stranger":
             subprocess.run(["kill", "-USR1", str(pid)], check=True)
         wait_gone(pid, timeout=20.0)
@@ -138,6 +147,25 @@ def test_a_child_released_outside_a_scope_refuses(tmp_path: Path) -> None:
     assert "outside a qex scope" in log
     assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
     assert not (job_dir / "supervisor.lock").exists()
+
+
+def test_a_parked_child_released_goes_on_without_a_scope(tmp_path: Path) -> None:
+    # Parked for its record, not for a scope: after the go it is a supervisor, and this one
+    # finds no valid record (the sentinel) and says so.
+    job_dir = _job_dir(tmp_path)
+    server = _server(tmp_path)
+    try:
+        pid, token = _hold(server, 20, "park")
+        held = PidfdHeld(pid, token)
+        held.release()
+        held.close()
+        wait_gone(pid, timeout=20.0)
+    finally:
+        _finish(server)
+    log = (job_dir / "supervisor.log").read_text()
+    assert "outside a qex scope" not in log
+    assert "no readable spec.json and status.json" in log
+    assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
 
 
 def test_a_bad_hold_request_is_refused(tmp_path: Path) -> None:
@@ -176,3 +204,83 @@ def test_coordinator_side_hold_starts_a_cold_server_without_waiting(
             proc.wait(timeout=20)
             proc.stdout.close()
     assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
+
+
+def _coordinator_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ForkServerType:
+    from qex.coordinator.forking import ForkServer
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("QEX_CHAIN_TRACE", raising=False)
+    server = ForkServer(tmp_path / "daemon.log")
+    server.warm()
+    return server
+
+
+def _close(server: ForkServerType) -> None:
+    server.close()
+    proc = server._proc
+    if proc is not None and proc.stdout is not None:
+        proc.wait(timeout=20)
+        proc.stdout.close()
+
+
+def test_coordinator_side_park_then_release(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    job_dir = _job_dir(tmp_path)
+    server = _coordinator_server(tmp_path, monkeypatch)
+    try:
+        assert server.park(JOB, 20)
+        assert not server.park(JOB, 20)  # one parked request at a time
+        assert server.release_parked("ffffffff-0000-4000-8000-000000000000") is None
+        assert server.park(JOB, 20)
+        launched = server.release_parked(JOB)
+        assert launched is not None and launched.forked
+        wait_gone(launched.pid, timeout=20.0)
+    finally:
+        _close(server)
+    assert "no readable spec.json and status.json" in (job_dir / "supervisor.log").read_text()
+
+
+def test_coordinator_side_discard_kills_the_parked_child(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_dir = _job_dir(tmp_path)
+    server = _coordinator_server(tmp_path, monkeypatch)
+    pids: list[int] = []
+    real = PidfdHeld.__init__
+
+    def remember(self: PidfdHeld, pid: int, token: str | None) -> None:
+        pids.append(pid)
+        real(self, pid, token)
+
+    monkeypatch.setattr(PidfdHeld, "__init__", remember)
+    try:
+        assert server.park(JOB, 20)
+        server.discard_parked(JOB)
+        assert pids
+        wait_gone(pids[0], timeout=20.0)
+    finally:
+        _close(server)
+    assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
+    assert "no readable" not in (job_dir / "supervisor.log").read_text()
+
+
+def test_coordinator_side_a_late_release_discards(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # The `starting` record took longer than half of the wait: no go, a fresh start instead.
+    from qex.coordinator import forking
+
+    job_dir = _job_dir(tmp_path)
+    server = _coordinator_server(tmp_path, monkeypatch)
+    said: list[str] = []
+    monkeypatch.setattr(forking, "log", said.append)
+    try:
+        assert server.park(JOB, 2)
+        clock = time.monotonic() + 5
+        monkeypatch.setattr(forking, "time", SimpleNamespace(monotonic=lambda: clock))
+        assert server.release_parked(JOB) is None
+    finally:
+        _close(server)
+    assert any("half of the 2s" in line for line in said)
+    assert "no readable" not in (job_dir / "supervisor.log").read_text()
