@@ -365,14 +365,24 @@ class Coordinator:
     def adopt(self, job: Job, record: JobStatus) -> None:
         """Install a record written by someone else (the supervisor) and tell everyone."""
         was_final = job.final
+        freed = job.pending is not None
         job.record = record
         job.pending = job.pending_note = None
         if job.final and not was_final:
-            # Capacity came free: the scheduler looks again, and waiters wake at once.
+            # Waiters wake at once, and the scheduler looks again: capacity came free, and
+            # jobs that need this one may go. When its claims came free with its decided
+            # result (`pending`), a pass already ran for them: only a queued job that
+            # depends on this one, or the idle clock, still needs another.
             self._left_queue(job)
             self.wake_waiters(job.id)
-            self.kick()
+            if not freed or self.awaited(job.id) or not self.has_work():
+                self.kick()
         self.publish(job)
+
+    def awaited(self, job_id: str) -> bool:
+        """True when a queued job names `job_id` in its `needs` or `after`."""
+        return any(job_id in job.record.needs or job_id in job.record.after
+                   for job in self.queued_jobs())
 
     def finish(self, job: Job, state: State, *, error: str | None, caused_by: str | None = None,
                hook: bool = True) -> None:

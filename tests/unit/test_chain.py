@@ -17,6 +17,7 @@ from coordkit import add_job, make_coord
 from support import paths_with_config
 
 from qex.coordinator.server import sent_record
+from qex.coordinator.state import Job
 from qex.core.config import Config
 from qex.core.records import JobSpec, JobStatus
 from qex.platform import chaintrace
@@ -160,6 +161,30 @@ def test_an_ending_job_frees_its_claims_but_tells_no_waiter(tmp_path: Path) -> N
     # The written result arrives: the job is final, and nothing is pending any more.
     assert coord.refresh(job, decided)
     assert job.final and job.pending is None
+
+
+def test_a_result_whose_claims_came_free_earlier_asks_for_no_second_pass(tmp_path: Path) -> None:
+    from qex.coordinator.server import take_pending
+
+    coord = make_coord(tmp_path)
+    plain, awaited, last = (add_job(coord, state="running") for _ in range(3))
+    dependent = add_job(coord, needs=[awaited.id])
+
+    def ends(job: Job) -> bool:
+        """Decided (a pass runs for the claims), then written: True when the write kicked."""
+        decided = JobStatus.from_dict(job.record.to_dict())
+        decided.state = "completed"
+        decided.exit_code = 0
+        assert take_pending(job, decided.to_dict(), None)
+        coord._wake.clear()
+        assert coord.refresh(job, decided)
+        return coord._wake.is_set()
+
+    assert not ends(plain)   # nothing else waits for it: the pass at its ending was enough
+    assert ends(awaited)     # a queued job needs it: look again
+    coord.jobs.pop(dependent.id)
+    coord.queue.remove(dependent.id)
+    assert ends(last)        # the coordinator has nothing left to do: its idle clock starts
 
 
 def test_a_record_the_disk_refuses_is_not_announced(
