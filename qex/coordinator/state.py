@@ -354,7 +354,7 @@ class Coordinator:
             return False
         if job.pending is not None and not disk.final:
             return False  # the supervisor's result waits for the disk; keep showing that
-        if disk.to_dict() == job.record.to_dict():
+        if disk == job.record:  # field by field, as their dicts would compare, without copies
             return False
         mem_rank, disk_rank = rank(job.record.state), rank(disk.state)
         if disk_rank < mem_rank or disk.state == State.QUEUED:
