@@ -32,6 +32,7 @@ around its own new process, so the supervisor must be a fresh exec there.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]
 import os
 import signal
 import sys
@@ -115,7 +116,10 @@ def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
     code = 1
     try:
         os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # The C function, not `signal.signal`: the wrapper turns the old handler (`_reap`)
+        # into an enum member, fails, and pays for a ValueError; measured in a forked child,
+        # 0.4 ms and 60 page faults (copies of pages shared with this server) per job.
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log_fd, 1)

@@ -21,9 +21,9 @@ system mishandle posix_spawn).
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # the C functions, without signal's enums
 import errno
 import os
-import signal
 import warnings
 from collections.abc import Callable, Mapping
 
@@ -183,9 +183,9 @@ def _child(  # pragma: no cover - runs in the child
     try:
         forget_in_child()
         # Python ignores SIGPIPE and SIGXFSZ, and an exec keeps an ignored signal ignored.
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         os.setsid()
         if child.preexec is not None:
             stage = "sandbox"
