@@ -229,16 +229,16 @@ def rehearse(paths: Paths) -> None:
     """
     import json
 
+    from qex.core import logcap_plan
     from qex.core.config import Config
-    from qex.core.records import JobSpec, JobStatus
+    from qex.core.records import JobSpec, JobStatus, dropped_counts
     from qex.core.states import State
     from qex.platform import jobprocess
-    from qex.platform.procgroup import ProcessGroupSandbox, own_memory_events
+    from qex.platform.select import open_sandbox
     from qex.supervisor import fastspawn, spawn
     from qex.supervisor.runner import Runner
 
     procs.boot_id()  # asked by every supervisor; the same answer until the machine reboots
-    own_memory_events()
     spec = JobSpec(id=REHEARSAL_JOB, name="rehearsal", cwd="/", command=["true"],
                    env=dict(os.environ), cpu=1, mem=1 << 20, submitted_at=0.0)
     status = JobStatus.new(spec, boot_id=None, oom_retries=0)
@@ -248,9 +248,10 @@ def rehearse(paths: Paths) -> None:
     config = Config()
     for _ in range(REHEARSALS):
         paths.job_dir(REHEARSAL_JOB)
+        # Mode "off" only: an enforcing mode may move the calling process into a cgroup.
         runner = Runner(paths, JobSpec.from_dict(json.loads(spec_bytes)),
                         JobStatus.from_dict(json.loads(status_bytes)), config, notes=[],
-                        sandbox=ProcessGroupSandbox(reason="rehearsal", discover=False))
+                        sandbox=open_sandbox(REHEARSAL_JOB, "off"))
         procs.start_token(os.getpid())
         runner._error()
         runner.sandbox.begin_attempt(runner._limits())
@@ -259,6 +260,8 @@ def rehearse(paths: Paths) -> None:
         spawn._check(child)
         spawn._fast_path_fits(child)
         fastspawn._candidates(child.argv[0], child.env)
+        logcap_plan.parts(config.logs.max_bytes or 1 << 20)
+        dropped_counts(runner.status.logs_dropped, "stdout")
         jobprocess.children_usage()
 
 
