@@ -51,6 +51,23 @@ def _libc() -> Any:
     return _libc_handle
 
 
+def preload() -> None:
+    """Look up the libc functions that supervisors call, in a process that forks them.
+
+    ctypes makes a function object at the first lookup of a name and keeps it on the
+    library; made in the fork server, it is shared by every supervisor instead of being
+    made (and its pages copied) in each.
+    """
+    if not host.linux():
+        return
+    try:
+        libc = _libc()
+        for name in ("prctl", "unshare", "syscall"):
+            getattr(libc, name)
+    except (OSError, AttributeError):
+        pass
+
+
 def become_subreaper() -> bool:
     """Make this process the reaper of its descendants' orphans (Linux only)."""
     if not host.linux():

@@ -41,6 +41,7 @@ when the THREAD that started it ends.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]
 import _thread
 import errno
 import os
@@ -295,7 +296,8 @@ def _prepare_thread(nice: int | None, set_ioprio: Callable[[], None] | None) -> 
     forked child gives them to itself (a value that cannot be applied does not stop the job
     there either). Every signal is blocked here, so they all still go to the main thread, as
     when the supervisor had no other thread; the job's mask is set empty by posix_spawn."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, _blockable_signals())
+    # The C function: `signal.pthread_sigmask` turns the old mask into a set of enum members.
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, _blockable_signals())
     if not jobprocess.unshare_directory():
         return False
     jobprocess.be_polite(nice, set_ioprio)  # on Linux: this thread only

@@ -43,7 +43,7 @@ class CappedLog:
         #: Cumulative over the attempts of the job: what is not in the file.
         self.dropped_bytes = dropped_bytes
         self.dropped_lines = dropped_lines
-        self.tail_path = path.with_name(path.name + ".tail")
+        self._tail_path: Path | None = None
         self._report = report
         self._faulted = False
         #: Why a write of this log failed (the first cause), for the record's `logs_dropped`.
@@ -68,7 +68,8 @@ class CappedLog:
         try:
             self._fd = os.open(path, flags, 0o600)
             os.fchmod(self._fd, 0o600)
-            self.size = os.fstat(self._fd).st_size
+            # A truncated file is empty: no fstat (every attempt of every job opens two).
+            self.size = 0 if truncate else os.fstat(self._fd).st_size
             if self.size:
                 self._at_line_start = _pread(self._fd, 1, self.size - 1) == b"\n"
                 self._mixed = True
@@ -82,6 +83,14 @@ class CappedLog:
     @property
     def overflowed(self) -> bool:
         return self._overflowed
+
+    @property
+    def tail_path(self) -> Path:
+        """`<name>.log.tail`, the ring of an overflowed log; made when first asked, because
+        most logs never overflow and a path costs a forked supervisor tens of microseconds."""
+        if self._tail_path is None:
+            self._tail_path = self.path.with_name(self.path.name + ".tail")
+        return self._tail_path
 
     # -- the job's output ---------------------------------------------------------------
 

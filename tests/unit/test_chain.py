@@ -287,3 +287,53 @@ def test_the_chain_trace_is_silent_when_off_and_one_line_per_step_when_on(
     assert [(words[2], words[3]) for words in lines] == [("j1", "sup.exec"), ("-", "co.tick")]
     assert int(lines[0][0]) <= int(lines[1][0])
     assert int(lines[0][1]) == os.getpid()
+
+
+_REHEARSAL_PROBE = """
+import json, os, sys
+from qex.core import records
+from qex.platform import jobprocess, procs
+from qex.store.paths import Paths
+from qex.supervisor import forkserver
+
+before = (os.getcwd(), os.umask(0o022), sorted(os.environ.items()))
+os.umask(before[1])
+forkserver.preload(Paths.from_env())
+after = (os.getcwd(), os.umask(0o022), sorted(os.environ.items()))
+libc = jobprocess._libc_handle
+print(json.dumps({
+    "boot_id": procs._boot_id,
+    "tables": sorted(cls.__name__ for cls in records._NAMES),
+    "libc": sorted(name for name in ("prctl", "unshare", "syscall")
+                   if libc is not None and name in vars(libc)),
+    "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1,
+    "unchanged": before == after,
+}))
+"""
+
+
+def test_the_fork_server_rehearses_a_supervisor_without_touching_anything(
+        tmp_path: Path) -> None:
+    """In a fresh interpreter, where nothing else made them, the fork server's preload leaves
+    made what every forked supervisor would otherwise make for itself (the records' field
+    tables, the boot id, libc's function objects), and nothing else: no file in the state
+    directory, no thread (a fork would copy a threaded process), the same directory, umask
+    and environment."""
+    import json
+    import subprocess
+    import sys
+
+    from qex.platform import host
+
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    env.pop("QEX_CHAIN_TRACE", None)
+    out = subprocess.run([sys.executable, "-c", _REHEARSAL_PROBE], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    found = json.loads(out)
+    assert found["boot_id"]
+    assert {"JobSpec", "JobStatus"} <= set(found["tables"])
+    if host.linux():
+        assert found["libc"] == ["prctl", "syscall", "unshare"]
+    assert found["threads"] == 1 and found["unchanged"]
+    assert not (tmp_path / "state").exists() and not (tmp_path / "run").exists()
