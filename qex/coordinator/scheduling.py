@@ -309,10 +309,19 @@ def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,
 
 
 def _write_supervisor_pid(job: Job, pid: int, token: str | None) -> None:
-    """`supervisor.pid` lets a later coordinator find the supervisor before its first write."""
+    """`supervisor.pid` lets a later coordinator find the supervisor before its first write.
+
+    Atomic but not synced: it names a process of this boot, so it only has to survive the
+    coordinator's death, which the page cache does. A power cut stops that process too, and
+    then the record's boot id decides; until the supervisor's first synced write (moments
+    later, in the same file system journal) the job may come back as never launched, as it
+    could before, when this file was written after the fork. Its two syncs had competed
+    with the new supervisor's first files on every start.
+    """
     text = f"{pid} {token or ''}".rstrip() + "\n"
     try:
-        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600)
+        atomic.write_bytes(job.dir / job_files.SUPERVISOR_PID, text.encode(), mode=0o600,
+                           durable=False)
     except OSError as exc:
         log(f"qex could not write {job.dir / job_files.SUPERVISOR_PID}: {describe_os_error(exc)}")
 

@@ -22,15 +22,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = True) -> None:
+def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = True,
+                durable: bool = True) -> None:
     """Replace `path` with `data` atomically. `sync_dir=False` leaves the directory's fsync to
-    a caller that writes several files into one directory and syncs it once at the end."""
+    a caller that writes several files into one directory and syncs it once at the end.
+
+    `durable=False` skips both syncs: every process still sees the old file or the new one,
+    never a part, but a power cut may lose the change. Only for a file that describes this
+    boot's processes, which a restart makes meaningless anyway (`supervisor.pid`).
+    """
     tmp = path.parent / f".{path.name}.tmp.{os.getpid()}.{next(_counter)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, path)
@@ -40,7 +47,7 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = 
         except OSError:
             pass
         raise
-    if sync_dir:
+    if sync_dir and durable:
         fsync_dir(path.parent)
 
 

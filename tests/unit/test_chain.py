@@ -187,6 +187,20 @@ def test_a_result_whose_claims_came_free_earlier_asks_for_no_second_pass(tmp_pat
     assert ends(last)        # the coordinator has nothing left to do: its idle clock starts
 
 
+def test_the_supervisor_pid_file_is_replaced_atomically_but_not_synced(
+        tmp_path: Path, fsyncs: list[int]) -> None:
+    from qex.coordinator.scheduling import _write_supervisor_pid
+
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="starting")
+    fsyncs.clear()
+    _write_supervisor_pid(job, 1234, "tok")
+    assert fsyncs == []
+    assert (job.dir / job_files.SUPERVISOR_PID).read_text() == "1234 tok\n"
+    assert not [p for p in job.dir.iterdir() if ".tmp." in p.name]
+    assert job_files.read_supervisor_pid_file(job.dir) == (1234, "tok", True)
+
+
 def test_a_record_the_disk_refuses_is_not_announced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = _supervisor_runner(tmp_path)
