@@ -6,7 +6,8 @@ decision changes, and starts supervisors. A pass runs only when something change
 deadline that the decision depends on arrived (see `runner.next_deadline`).
 
 Start order for one job: the record says `starting` (with `assigned`, `forced`,
-`started_at`) on disk BEFORE the supervisor exists, so a crash between the two leaves a
+`started_at`) BEFORE the supervisor touches the job (a parked supervisor is forked
+meanwhile, and released once the record is written), so a crash between the two leaves a
 record that recovery can put back in the queue; after the launch the supervisor is the
 record's writer, and the coordinator keeps its pid in `supervisor.pid`.
 """
@@ -213,7 +214,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     plain = None if want_scope else coord.forkserver
     parked = plain is not None and plain.park(job.id, HOLD_SECONDS)
     try:
-        coord.write(job)
+        coord.write(job, sync_dir=False)  # why the rename is not synced: `Coordinator.write`
     except OSError as exc:
         if plain is not None and parked:
             plain.discard_parked(job.id)

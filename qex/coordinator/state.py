@@ -260,9 +260,17 @@ class Coordinator:
 
     # -- records -------------------------------------------------------------------------
 
-    def write(self, job: Job) -> None:
-        """Write the record (atomic). Raises OSError; callers decide what a failure means."""
-        job_files.write_status(job.dir, job.record)
+    def write(self, job: Job, *, sync_dir: bool = True) -> None:
+        """Write the record (atomic). Raises OSError; callers decide what a failure means.
+
+        `sync_dir=False` is for the `starting` record alone. Its data is synced before the
+        rename (so a power cut never leaves a torn record), but not the rename itself: a
+        power cut may take the record back to `queued`, and recovery treats a `starting`
+        record whose supervisor left no trace the same way (back to the queue). The next
+        synced write in the file system (the supervisor's `running`, moments later) commits
+        the rename with it.
+        """
+        job_files.write_status(job.dir, job.record, sync_dir=sync_dir)
 
     def defer_write(self, job: Job) -> None:
         """Write a queued job's new reason soon, not now.

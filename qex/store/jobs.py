@@ -66,11 +66,12 @@ def read_spec(job_dir: Path) -> JobSpec | None:
         return None
 
 
-def write_status(job_dir: Path, status: JobStatus) -> dict[str, Any]:
-    """Replace the record (temp file, fsync, rename); returns what was written, which the
-    supervisor sends along with its note."""
+def write_status(job_dir: Path, status: JobStatus, *, sync_dir: bool = True) -> dict[str, Any]:
+    """Replace the record (temp file, fsync, rename, fsync of the directory); returns what was
+    written, which the supervisor sends along with its note. `sync_dir=False` leaves the
+    rename to the next journal commit (see `Coordinator.write`)."""
     record = status.to_dict()
-    atomic.write_json(job_dir / STATUS, record, mode=0o600)
+    atomic.write_json(job_dir / STATUS, record, mode=0o600, sync_dir=sync_dir)
     return record
 
 

@@ -201,6 +201,21 @@ def test_the_supervisor_pid_file_is_replaced_atomically_but_not_synced(
     assert job_files.read_supervisor_pid_file(job.dir) == (1234, "tok", True)
 
 
+def test_the_starting_record_syncs_its_data_but_leaves_the_rename_to_the_next_commit(
+        tmp_path: Path, fsyncs: list[int]) -> None:
+    coord = make_coord(tmp_path)
+    job = add_job(coord)
+    job.record.state = "starting"
+    fsyncs.clear()
+    coord.write(job, sync_dir=False)
+    assert len(fsyncs) == 1  # the file's data, never the directory
+    on_disk = job_files.read_status(job.dir)
+    assert on_disk is not None and on_disk.state == "starting"
+    fsyncs.clear()
+    coord.write(job)
+    assert len(fsyncs) == 2  # every other record: the file and its directory
+
+
 def test_a_record_the_disk_refuses_is_not_announced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runner = _supervisor_runner(tmp_path)
