@@ -183,7 +183,10 @@ class ForkServer:
         """Send the go to the supervisor parked for `job_id` (its `starting` record is now on
         the disk). None when there is none to release: the caller starts one another way."""
         parked, self._parked = self._parked, None
-        if parked is None or parked[0] != job_id:
+        if parked is None:
+            return None
+        if parked[0] != job_id:
+            self._discard(parked[0])  # its answer must not be taken for another request's
             return None
         answer = self._receive(job_id)
         if answer is None:
@@ -213,8 +216,11 @@ class ForkServer:
         """The `starting` record could not be written: kill the parked child, which never
         got its go and so never touched the job."""
         parked, self._parked = self._parked, None
-        if parked is None or parked[0] != job_id:
-            return
+        if parked is not None:
+            self._discard(parked[0])
+
+    def _discard(self, job_id: str) -> None:
+        """Read the answer to the park request for `job_id` and kill the child it names."""
         answer = self._receive(job_id)
         if answer is None:
             return
@@ -243,6 +249,9 @@ class ForkServer:
         return self._ask(f"hold {job_id} {seconds:g}", job_id)
 
     def _ask(self, request: str, job_id: str) -> tuple[int, str | None] | None:
+        if self._parked is not None:  # its answer comes first: never take it for this one
+            parked, self._parked = self._parked, None
+            self._discard(parked[0])
         if not self._send(request):
             return None
         return self._receive(job_id)

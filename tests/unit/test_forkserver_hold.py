@@ -230,17 +230,36 @@ def test_coordinator_side_park_then_release(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     job_dir = _job_dir(tmp_path)
     server = _coordinator_server(tmp_path, monkeypatch)
+    pids: list[int] = []
+    real = PidfdHeld.__init__
+
+    def remember(self: PidfdHeld, pid: int, token: str | None) -> None:
+        pids.append(pid)
+        real(self, pid, token)
+
+    monkeypatch.setattr(PidfdHeld, "__init__", remember)
     try:
         assert server.park(JOB, 20)
         assert not server.park(JOB, 20)  # one parked request at a time
+        # A release for another job takes the answer and kills that child, so no later
+        # request can mistake the answer for its own.
         assert server.release_parked("ffffffff-0000-4000-8000-000000000000") is None
+        assert len(pids) == 1
+        wait_gone(pids[0], timeout=20.0)
         assert server.park(JOB, 20)
         launched = server.release_parked(JOB)
-        assert launched is not None and launched.forked
+        assert launched is not None and launched.forked and launched.pid != pids[0]
         wait_gone(launched.pid, timeout=20.0)
+        # A plain start while a park is outstanding gets its own answer, not the park's.
+        assert server.park(JOB, 20)
+        started = server.launch(JOB)
+        assert started is not None and started.pid != pids[-1]
+        wait_gone(started.pid, timeout=20.0)
+        wait_gone(pids[-1], timeout=20.0)  # the parked one was killed
     finally:
         _close(server)
-    assert "no readable spec.json and status.json" in (job_dir / "supervisor.log").read_text()
+    log = (job_dir / "supervisor.log").read_text()
+    assert log.count("no readable spec.json and status.json") == 2
 
 
 def test_coordinator_side_discard_kills_the_parked_child(
