@@ -16,7 +16,8 @@ The shell-loop section (`--shell`, also part of the full run) measures qex as a 
 loop or an agent uses it: one `qex` process per call, each call timed beside the floor
 `python -S -c pass` in the same round (interleaved), so load on the machine hits both alike.
 `--only NAME[,NAME]` runs only some sections: hot, loop, drain, cold, scale, idle, chain
-(the steps from one job's end to the next job's exec, from the trace of `QEX_CHAIN_TRACE`).
+(the steps from one job's end to the next job's exec, from the trace of `QEX_CHAIN_TRACE`;
+with `--before DIR`, also the whole chain of both trees in interleaved rounds).
 """
 
 from __future__ import annotations
@@ -544,6 +545,45 @@ def chain(root: Path, count: int) -> None:
                   f"{values[int(len(values) * 0.9)]:>6.2f} ms")
 
 
+def whole_chain(env: dict[str, str], root: Path, count: int) -> tuple[float, float]:
+    """(median whole chain in ms, drain seconds) of `count` x true at one slot, for the
+    program of `env` (any tree whose supervisors mark `sup.ended` and `sup.exec`)."""
+    root.mkdir(exist_ok=True)
+    one = make_env(root, cpu_budget=1)
+    for key in ("PYTHONPATH", PROGRAM_KEY):
+        if key in env:
+            one[key] = env[key]
+    trace = root / "chain.trace"
+    one["QEX_CHAIN_TRACE"] = str(trace)
+    try:
+        qex(one, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true",
+            check=False)
+        trace.unlink(missing_ok=True)
+        took = drain(one, root, count, ["true"])
+    finally:
+        stop_coordinator(one, root)
+    _steps, whole = read_chain(trace)
+    shutil.rmtree(root, ignore_errors=True)
+    return (statistics.median(whole) if whole else float("nan")), took
+
+
+def chain_side_by_side(envs: dict[str, dict[str, str]], rounds: int, count: int) -> None:
+    """The whole chain of each tree, in interleaved rounds (the load of this machine moves
+    from minute to minute, so one tree measured after the other would compare two loads)."""
+    found: dict[str, list[tuple[float, float]]] = {label: [] for label in envs}
+    for number in range(rounds):
+        for label, env in envs.items():
+            found[label].append(whole_chain(env, root_of(env) / f"side-{number}", count))
+    print(f"-- the whole chain side by side, {count} x true at 1 slot, {rounds} interleaved "
+          f"rounds (load {os.getloadavg()[0]:.2f}) --")
+    for label, values in found.items():
+        chains = ", ".join(f"{c:.1f}" for c, _ in values)
+        drains = ", ".join(f"{d:.2f}" for _, d in values)
+        print(f"{label:<10} end seen -> next exec {statistics.median(c for c, _ in values):6.2f} ms"
+              f" (rounds: {chains}); drain {statistics.median(d for _, d in values):.2f} s"
+              f" (rounds: {drains})")
+
+
 def row(name: str, value: float, unit: str, base: float, base_name: str, target: str) -> None:
     ratio = value / base if base else float("nan")
     print(f"{name:<34} {value:>9.2f} {unit:<6} baseline {base:>8.2f} {unit:<6} "
@@ -681,6 +721,8 @@ def main() -> None:
             cold_section(envs, 7 if args.quick else 15)
         for label, one in envs.items():
             sections(label, one, only, args.quick, reps, n_true, n_50ms)
+        if "chain" in only and len(envs) > 1:
+            chain_side_by_side(envs, 3 if args.quick else 5, 40 if args.quick else 100)
         if "idle" not in only:
             return
         for label, one in envs.items():
