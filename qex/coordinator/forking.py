@@ -180,8 +180,8 @@ class ForkServer:
         return True
 
     def release_parked(self, job_id: str) -> Launched | None:
-        """Send the go to the supervisor parked for `job_id` (its `starting` record is now on
-        the disk). None when there is none to release: the caller starts one another way."""
+        """Send the go to the supervisor parked for `job_id` (its `starting` record is now
+        written). None when there is none to release: the caller starts one another way."""
         parked, self._parked = self._parked, None
         if parked is None:
             return None

@@ -210,7 +210,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     config = coord.config
     want_scope = config.enforce.mode != "off" and config.enforce.use_systemd
     # Without a scope the ready fork server forks the supervisor while the `starting`
-    # record syncs; the child waits for its go until the record is on the disk.
+    # record syncs; the child waits for its go until the record is written.
     plain = None if want_scope else coord.forkserver
     parked = plain is not None and plain.park(job.id, HOLD_SECONDS)
     try:

@@ -102,10 +102,10 @@ class Job:
     #: the record's field names and values that it was made from; made on the first such
     #: listing, remade when the record differs from the copy.
     shown_cache: tuple[tuple[str, ...], tuple[Any, ...], str] | None = None
-    #: A result the supervisor has decided but not yet written (it says so just before each
-    #: write, and again while a full disk refuses it), and the sentence to show while it
-    #: waits; recorded by the coordinator should the supervisor die first. The job's
-    #: processes have ended by then, so it no longer holds its claims (`holding_jobs`).
+    #: A result the supervisor has decided but not yet written (it says so just before it
+    #: writes a final result, and again while a full disk refuses one), and the sentence to
+    #: show while it waits; recorded by the coordinator should the supervisor die first. The
+    #: job's processes have ended by then, so it no longer holds its claims (`holding_jobs`).
     pending: JobStatus | None = None
     pending_note: str | None = None
 

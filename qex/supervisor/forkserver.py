@@ -23,7 +23,7 @@ the signal before the fork means a go that arrives before the child starts waiti
 pending instead of being lost (or killing the child by the default action).
 
 `park` is the same wait without a scope: the coordinator asks for the child before it
-writes the job's `starting` record and sends the go once that record is on the disk, so the
+writes the job's `starting` record and sends the go once that record is written, so the
 fork happens while the coordinator waits for its sync instead of after it (a supervisor must
 never touch a job whose record does not say `starting` yet: a crash in between would leave a
 record that says `queued` for a job that runs).
