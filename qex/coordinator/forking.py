@@ -182,12 +182,13 @@ class ForkServer:
     def release_parked(self, job_id: str) -> Launched | None:
         """Send the go to the supervisor parked for `job_id` (its `starting` record is now
         written). None when there is none to release: the caller starts one another way."""
-        parked, self._parked = self._parked, None
+        parked = self._parked
         if parked is None:
             return None
         if parked[0] != job_id:
-            self._discard(parked[0])  # its answer must not be taken for another request's
+            self.discard_parked()  # its answer must not be taken for another request's
             return None
+        self._parked = None
         answer = self._receive(job_id)
         if answer is None:
             return None
@@ -212,16 +213,15 @@ class ForkServer:
         child.close()
         return Launched(pid=pid, start_token=token, backend="process-group", forked=True)
 
-    def discard_parked(self, job_id: str) -> None:
-        """The `starting` record could not be written: kill the parked child, which never
-        got its go and so never touched the job."""
+    def discard_parked(self) -> None:
+        """Read the answer to the outstanding `park` and kill the child it names (never
+        released, so it never touched the job); nothing when no park is outstanding. For a
+        `starting` record that could not be written, and before any other request, whose
+        answer must not be mistaken for the park's."""
         parked, self._parked = self._parked, None
-        if parked is not None:
-            self._discard(parked[0])
-
-    def _discard(self, job_id: str) -> None:
-        """Read the answer to the park request for `job_id` and kill the child it names."""
-        answer = self._receive(job_id)
+        if parked is None:
+            return
+        answer = self._receive(parked[0])
         if answer is None:
             return
         from qex.platform.launch import PidfdHeld
@@ -249,9 +249,7 @@ class ForkServer:
         return self._ask(f"hold {job_id} {seconds:g}", job_id)
 
     def _ask(self, request: str, job_id: str) -> tuple[int, str | None] | None:
-        if self._parked is not None:  # its answer comes first: never take it for this one
-            parked, self._parked = self._parked, None
-            self._discard(parked[0])
+        self.discard_parked()  # a park's answer comes first: never take it for this request
         if not self._send(request):
             return None
         return self._receive(job_id)

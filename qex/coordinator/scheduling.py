@@ -217,7 +217,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         coord.write(job, sync_dir=False)  # why the rename is not synced: `Coordinator.write`
     except OSError as exc:
         if plain is not None and parked:
-            plain.discard_parked(job.id)
+            plain.discard_parked()
         wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
         return
     chaintrace.mark("co.starting.written", job.id)

@@ -261,7 +261,7 @@ def test_coordinator_side_discard_kills_the_parked_child(
     server = _coordinator_server(tmp_path, monkeypatch)
     try:
         assert server.park(JOB, 20)
-        server.discard_parked(JOB)
+        server.discard_parked()
         assert pids
         wait_gone(pids[0], timeout=20.0)
     finally:
