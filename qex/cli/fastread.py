@@ -117,7 +117,12 @@ def list_text() -> int | None:
 
 class _Listing:
     """What `list_core` asks the coordinator for: the records (or, for `--json`, the
-    document the coordinator wrote), the damaged entries and the pauses."""
+    document the coordinator wrote), the damaged entries and the pauses.
+
+    The table is made from the same document as `--json`: the coordinator keeps each
+    record's text, so it answers without encoding thousands of records again. Those records
+    went through `display_record`, whose rules the table applies too and which change nothing
+    when applied twice (a unit test holds the two tables equal)."""
 
     def __init__(self, records: list[dict[str, Any]], document: bytes | None,
                  damaged: list[Any], pauses: dict[str, Any] | None) -> None:
@@ -133,14 +138,13 @@ def _listing(*, as_json: bool) -> _Listing | None:
     try:
         listed: dict[str, Any] | None = None
         document = None
-        if as_json:
-            got = wire.request_text({"op": "list_json"})  # protocol.list_json()
-            if got is None:
-                return None
-            if got[0].get("result") == "jobs_json":
-                listed, document = got
-            elif got[0].get("result") != "error":
-                return None  # an error: a coordinator older than `list_json`; ask for `list`
+        got = wire.request_text({"op": "list_json"})  # protocol.list_json()
+        if got is None:
+            return None
+        if got[0].get("result") == "jobs_json":
+            listed, document = got
+        elif got[0].get("result") != "error":
+            return None  # an error: a coordinator older than `list_json`; ask for `list`
         if listed is None:
             listed = _ask(wire, {"op": "list"})
             if listed is None or listed.get("result") != "jobs":
@@ -151,6 +155,12 @@ def _listing(*, as_json: bool) -> _Listing | None:
     finally:
         wire.close()
     jobs, damaged = listed.get("jobs"), listed.get("damaged")
+    if document is not None and not as_json:
+        from qex.cli.wire import decode_array
+
+        jobs, document = decode_array(document), None
+        if jobs is None:
+            return None
     records = [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
     return _Listing(records, document, damaged if isinstance(damaged, list) else [], pauses)
 

@@ -57,16 +57,28 @@ class _Context:
         return float(name.replace("Infinity", "inf"))
 
 
-def decode(line: bytes) -> dict[str, Any] | None:
-    """One JSON object from a line, or None when it is anything else (the caller falls back)."""
+def _scan(data: bytes) -> object:
+    """The one JSON value that `data` holds, or None when it holds anything else."""
     from _json import make_scanner
 
     try:
-        text = line.decode("utf-8").strip()
+        text = data.decode("utf-8").strip()
         value, end = make_scanner(_Context)(text, 0)  # type: ignore[arg-type]
     except (ValueError, StopIteration):
         return None
-    return value if isinstance(value, dict) and end == len(text) else None
+    return value if end == len(text) else None
+
+
+def decode(line: bytes) -> dict[str, Any] | None:
+    """One JSON object from a line, or None when it is anything else (the caller falls back)."""
+    value = _scan(line)
+    return value if isinstance(value, dict) else None
+
+
+def decode_array(document: bytes) -> list[Any] | None:
+    """One JSON array (the document of `list_json`), or None when it is anything else."""
+    value = _scan(document)
+    return value if isinstance(value, list) else None
 
 
 class Wire:

@@ -128,6 +128,32 @@ def test_display_record_keeps_the_stored_values_apart() -> None:
     assert raw["name"] == "a b"
 
 
+_HOSTILE = st.text(alphabet=st.sampled_from("ab -_.\\\n\t\x1b\x7f\x85\u2028\u00e9/"),
+                  max_size=12)
+
+
+@given(name=_HOSTILE, reason=st.one_of(st.none(), _HOSTILE),
+       error=st.one_of(st.none(), _HOSTILE), forced_reason=st.one_of(st.none(), _HOSTILE),
+       state=st.sampled_from(("queued", "running", "failed", "killed", "completed")),
+       forced=st.booleans(), engine=st.one_of(st.none(), _HOSTILE), pool=_HOSTILE)
+def test_the_table_of_the_shown_records_is_the_table_of_the_stored_ones(
+    name: str, reason: str | None, error: str | None, forced_reason: str | None, state: str,
+    forced: bool, engine: str | None, pool: str,
+) -> None:
+    """`qex list` draws its table from the `list --json` document, whose records went through
+    `display_record`: the table must come out the same as from the stored records."""
+    stored = rec(name=name, state=state, blocked_reason=reason, error=error, forced=forced,
+                 forced_reason=forced_reason, engine=engine, engine_id=engine,
+                 started_at=NOW - 5, signal=9, exit_code=2,
+                 assigned={pool: {"units": 1, "devices": [0, 1]}},
+                 command=["echo", name], cwd=f"/tmp/{name}", locks=[name], tags=[name])
+    shown = display_record(stored)
+    for width in (None, 80):
+        assert render_jobs([typed(shown)], now=NOW, width=width) == render_jobs(
+            [typed(stored)], now=NOW, width=width)
+    assert record_view.pool_use_lines([shown]) == record_view.pool_use_lines([stored])
+
+
 def test_sort_key_orders_by_time_then_sequence() -> None:
     records = [rec(id="c", submitted_at=2, sequence=1), rec(id="a", submitted_at=1, sequence=9),
                rec(id="b", submitted_at=2, sequence=0)]
