@@ -74,21 +74,18 @@ def _job_line(record: dict[str, Any]) -> str:
 
 
 def _collect(records: Sequence[dict[str, Any]], word: str) -> _Matches:
+    from qex.core.job_words import names_group, names_job
+
     found = _Matches()
     for record in records:
-        job_id = str(record.get("id") or "")
-        name = str(record.get("name") or "")
-        by_id = job_id.startswith(word)
-        by_name = name == word or safe_name(name) == word
+        by_id, by_name = names_job(word, str(record.get("id") or ""),
+                                   str(record.get("name") or ""))
         if by_id or by_name:
             found.jobs.append(record)
             found.by_name = found.by_name or (by_name and not by_id)
-        group = record.get("group")
-        if group:
-            group_name = str(record.get("group_name") or "")
-            named = bool(group_name) and word in (group_name, safe_name(group_name))
-            if str(group).startswith(word) or named:
-                found.groups.setdefault(str(group), []).append(record)
+        group = str(record.get("group") or "")
+        if names_group(word, group, str(record.get("group_name") or "")):
+            found.groups.setdefault(group, []).append(record)
     return found
 
 
@@ -267,13 +264,15 @@ def disk_records(paths: Paths, word: str | None = None) -> list[dict[str, Any]]:
 def fetch_records(
     conn: Connection | None, paths: Paths, word: str | None = None
 ) -> list[dict[str, Any]]:
-    """Every status record the coordinator knows, or the disk's records without one."""
+    """The status records that `word` may name (every record for no word), from the
+    coordinator, or the disk's records without one. A coordinator that does not know the
+    `word` of `list` sends them all; `match_word` decides either way."""
     if conn is None:
         return disk_records(paths, word)
     from qex.client.errors import Refused
 
     try:
-        return conn.list_jobs()
+        return conn.list_jobs(word=word)
     except Refused as exc:
         raise ResolveError(
             f"the coordinator could not list the jobs: {printable_line(exc.message)}") from None
@@ -297,10 +296,17 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
         from qex.cli.stale import settle
 
         records, judged = settle(paths, records)
-    from qex.store.history import read_all
+    try:
+        found = match_word(records, word, one_job=one_job)
+    except ResolveError as exc:
+        if not exc.not_found:
+            raise
+        # Only a word that names nothing reads the history (every job ever submitted):
+        # a deleted job's id then says that its work happened.
+        from qex.store.history import read_all
 
-    history = {key.lower(): entry for key, entry in read_all(paths).items()}
-    found = match_word(records, word, one_job=one_job, history=history)
+        history = {key.lower(): entry for key, entry in read_all(paths).items()}
+        found = match_word(records, word, one_job=one_job, history=history)
     found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
     if found.judged and recover:
         _recover_judged(paths, found, until)

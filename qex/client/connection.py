@@ -331,10 +331,11 @@ class Connection:
     def own_job(self, job_id: str) -> None:
         self.call(protocol.own_job(job_id))
 
-    def list_jobs(self, damaged: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-        """The records; `damaged` (when given) receives the unreadable records that the
-        coordinator found, as `{id, path}`."""
-        answer = self.call(protocol.list_jobs())
+    def list_jobs(self, damaged: list[dict[str, Any]] | None = None, *,
+                  word: str | None = None) -> list[dict[str, Any]]:
+        """The records (with `word`, at least those it may name); `damaged` (when given)
+        receives the unreadable records that the coordinator found, as `{id, path}`."""
+        answer = self.call(protocol.list_jobs(word))
         jobs = answer.get("jobs")
         found = answer.get("damaged")
         if damaged is not None and isinstance(found, list):

@@ -27,10 +27,18 @@ def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
                            version=protocol.VERSION)
 
 
-def handle_list(coord: Coordinator) -> dict[str, Any]:
+def handle_list(coord: Coordinator, message: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`list`: every record, or with a `word` only those it may name, so that resolving a
+    short id or a name among thousands of jobs encodes a few records, not all of them."""
     _refresh_active(coord)
-    answer = protocol.answer(Result.JOBS,
-                             jobs=[record.to_dict() for record in coord.sorted_records()])
+    word = (message or {}).get("word")
+    records = coord.sorted_records()
+    if isinstance(word, str):
+        from qex.core.job_words import may_name
+
+        records = [r for r in records
+                   if may_name(word, r.id, r.name, r.group or "", r.group_name or "")]
+    answer = protocol.answer(Result.JOBS, jobs=[record.to_dict() for record in records])
     damaged = _damaged(coord)
     if damaged:
         answer["damaged"] = damaged

@@ -275,7 +275,7 @@ class Server:
         return protocol.ok()
 
     async def _list(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
-        return queries.handle_list(self.coord)
+        return queries.handle_list(self.coord, message)
 
     async def _list_json(self, client: Client, message: dict[str, Any]) -> WithText:
         return WithText(*queries.handle_list_json(self.coord))

@@ -171,8 +171,10 @@ def own_job(job_id: str) -> dict[str, Any]:
     return {"op": Op.OWN_JOB, "id": job_id}
 
 
-def list_jobs() -> dict[str, Any]:
-    return {"op": Op.LIST}
+def list_jobs(word: str | None = None) -> dict[str, Any]:
+    """Every record; with `word`, only those it may name (`qex.core.job_words.may_name`).
+    A coordinator that does not know `word` ignores it and sends every record."""
+    return {"op": Op.LIST} if word is None else {"op": Op.LIST, "word": word}
 
 
 def list_json() -> dict[str, Any]:

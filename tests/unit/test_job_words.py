@@ -1,0 +1,80 @@
+"""`qex.core.job_words`: the records a word may name. The coordinator sends only those for
+`list` with a `word`, so the resolver must decide the same from them as from every record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from coordkit import add_job, make_coord
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qex.cli.resolve import ResolveError, Resolved, match_word
+from qex.coordinator import queries
+from qex.core.job_words import may_name
+
+IDS = ("aaaaaaaa-1111-4111-8111-111111111111", "aaaabbbb-2222-4222-8222-222222222222",
+       "bbbbbbbb-3333-4333-8333-333333333333", "AAAACCCC-4444-4444-8444-444444444444")
+GROUPS = ("99999999-0000-4000-8000-000000000001", "98888888-0000-4000-8000-000000000002")
+NAMES = ("build", "build job", "build_job", "-x", "ci", "lint", "")
+
+
+def _record(index: int, job_id: str, name: str, group: str | None,
+            group_name: str | None) -> dict[str, Any]:
+    return {"id": job_id, "name": name, "state": "queued", "submitted_at": float(index),
+            "sequence": index, "group": group, "group_name": group_name}
+
+
+records_strategy = st.lists(
+    st.tuples(st.sampled_from(IDS), st.sampled_from(NAMES),
+              st.one_of(st.none(), st.sampled_from(GROUPS)),
+              st.one_of(st.none(), st.sampled_from(NAMES))),
+    max_size=8,
+).map(lambda rows: [_record(i, *row) for i, row in enumerate(rows)])
+
+words_strategy = st.one_of(
+    st.sampled_from((*IDS, *GROUPS, *NAMES, " build ", "aaaa", "AAAA", "9", "98888888",
+                     IDS[0].upper(), GROUPS[0].upper(), "build-job")),
+    st.text(alphabet="ab9 -_", max_size=6),
+)
+
+
+def _outcome(records: list[dict[str, Any]], word: str) -> tuple[Any, ...]:
+    try:
+        found: Resolved = match_word(records, word)
+    except ResolveError as exc:
+        return ("error", exc.message, exc.not_found)
+    return ([r["id"] for r in found.jobs], found.group, found.group_name, found.by_name)
+
+
+@given(records=records_strategy, word=words_strategy)
+def test_the_records_a_word_may_name_resolve_it_as_all_records_do(
+    records: list[dict[str, Any]], word: str,
+) -> None:
+    kept = [r for r in records
+            if may_name(word, r["id"], r["name"], r["group"] or "", r["group_name"] or "")]
+    assert _outcome(kept, word) == _outcome(records, word)
+
+
+def test_a_blank_word_names_nothing() -> None:
+    assert not may_name("  ", IDS[0], "build", "", "")
+
+
+def test_the_coordinator_sends_only_what_the_word_may_name(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    build = add_job(coord, submitted_at=1.0, name="build")
+    other = add_job(coord, submitted_at=2.0, name="test")
+    every = queries.handle_list(coord)
+    assert [r["id"] for r in every["jobs"]] == [build.id, other.id]
+    by_name = queries.handle_list(coord, {"op": "list", "word": "build"})
+    assert [r["id"] for r in by_name["jobs"]] == [build.id]
+    by_prefix = queries.handle_list(coord, {"op": "list", "word": other.id[:8]})
+    assert other.id in [r["id"] for r in by_prefix["jobs"]]
+    assert build.id not in [r["id"] for r in by_prefix["jobs"]] or build.id.startswith(
+        other.id[:8])
+    by_whole_id = queries.handle_list(coord, {"op": "list", "word": build.id.upper()})
+    assert [r["id"] for r in by_whole_id["jobs"]] == [build.id]
+    assert queries.handle_list(coord, {"op": "list", "word": "nothing"})["jobs"] == []
+    # Not a string (a newer or a broken client): every record, as without a word.
+    assert queries.handle_list(coord, {"op": "list", "word": 7}) == every
