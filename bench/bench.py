@@ -404,29 +404,41 @@ def print_cold_steps(offsets: dict[str, list[float]]) -> None:
         before = at
 
 
+def scale_argvs(env: dict[str, str], short: str) -> dict[str, list[str]]:
+    """The calls timed at 10 and at thousands of queued jobs; `short` is an id's first 8
+    characters, as the table shows it and people type it."""
+    return {"submit": [*prog(env), "submit", "--", "true"],
+            "list --json": [*prog(env), "list", "--json"],
+            "list": [*prog(env), "list"],
+            "status SHORT-ID": [*prog(env), "status", short]}
+
+
 def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> None:
-    """With the queue paused: one submit at 10 queued and at `queued`, `list --json`, RSS."""
+    """With the queue paused: one submit at 10 queued and at `queued`, `list --json`, the
+    `list` table, `status` by a short id, RSS."""
     qex(env, "pause", "queue", "--reason", "benchmark")
-    for _ in range(10):
+    first = submit_id(env, "--", "true")
+    for _ in range(9):
         submit_id(env, "--", "true")
     pid = coordinator_pid(env)
     rss_10 = rss_kb(pid)
-    few = interleaved(reps, {"submit": [*prog(env), "submit", "--", "true"],
-                             "list --json": [*prog(env), "list", "--json"]}, env)
+    few = interleaved(reps, scale_argvs(env, first[:8]), env)
     lines = root / "scale-lines.txt"
     have = 10 + reps
     lines.write_text("".join(f"{i}\n" for i in range(queued - have)))
     qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(queued), "--", "true", "{}")
     time.sleep(1.0)
     rss_many = rss_kb(pid)
-    many = interleaved(reps, {"submit": [*prog(env), "submit", "--", "true"],
-                              "list --json": [*prog(env), "list", "--json"]}, env)
+    many = interleaved(reps, scale_argvs(env, first[:8]), env)
     rss_listed = rss_kb(pid)  # the coordinator now also keeps each record's listing text
     print(f"-- scale: {queued} queued (load {os.getloadavg()[0]:.2f}) --")
     floor_row("submit, 10 queued", few["submit"], few["floor"], 2.0)
     floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
     print(f"{'list --json, 10 queued':<34} {few['list --json']:>8.1f} ms")
     print(f"{f'list --json, {queued} queued':<34} {many['list --json']:>8.1f} ms  (target <= 100 ms)")
+    for name in ("list", "status SHORT-ID"):
+        print(f"{f'{name}, 10 queued':<34} {few[name]:>8.1f} ms")
+        print(f"{f'{name}, {queued} queued':<34} {many[name]:>8.1f} ms")
     grown = (rss_many - rss_10) / (queued - 10)
     print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
     listed = (rss_listed - rss_10) / (queued - 10)

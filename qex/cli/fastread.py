@@ -46,11 +46,36 @@ def _record(wire: Wire, job_id: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _connect(word: str | None = None) -> Wire | None:
+def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:
+    """The record of the one job whose id starts with `word` (`qex status 1a2b3c4d`, the
+    short id the table shows), or None whenever the full body must decide: the word may also
+    name a job by its name or a group, names more than one job or none, or the coordinator
+    sent more than the word may name (one older than `list`'s `word`)."""
+    from qex.core.job_words import names_group
+
+    if not word or word != word.strip():
+        return None
+    answer = _ask(wire, {"op": "list", "word": word})  # protocol.list_jobs(word)
+    jobs = answer.get("jobs") if answer is not None and answer.get("result") == "jobs" else None
+    if not isinstance(jobs, list) or len(jobs) != 1 or not isinstance(jobs[0], dict):
+        return None
+    record = jobs[0]
+    job_id, group = record.get("id"), record.get("group") or ""
+    group_name = record.get("group_name") or ""
+    if not (isinstance(job_id, str) and job_id.startswith(word)) or not (
+            isinstance(group, str) and isinstance(group_name, str)):
+        return None
+    return None if names_group(word, group, group_name) else record
+
+
+def _job_record(wire: Wire, word: str) -> dict[str, Any] | None:
+    """The record of the job that `word` names by its whole id or the start of it."""
     from qex.cli.fastwait import is_full_id
 
-    if word is not None and not is_full_id(word):
-        return None
+    return _record(wire, word) if is_full_id(word) else _by_prefix(wire, word)
+
+
+def _connect() -> Wire | None:
     from qex.cli.wire import Wire
 
     return Wire.connect()
@@ -61,11 +86,11 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
 
     Only a record that `status` shows without an excerpt of its logs, and that a wait would
     not wait for, is printed here."""
-    wire = _connect(word)
+    wire = _connect()
     if wire is None:
         return None
     try:
-        record = _record(wire, word)
+        record = _job_record(wire, word)
     finally:
         wire.close()
     if record is None:
@@ -248,13 +273,14 @@ def refusal_of(answer: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def stop(word: str, verb: str, signal: tuple[int, float] | None = None) -> int | None:
-    """`qex kill ID` (`signal`: the number and the grace) or `qex cancel ID` for one whole id:
-    the exit code, or None (before anything was sent) for the full body."""
-    wire = _connect(word)
+    """`qex kill ID` (`signal`: the number and the grace) or `qex cancel ID` for one job
+    named by its whole id or the start of it: the exit code, or None (before anything was
+    sent) for the full body."""
+    wire = _connect()
     if wire is None:
         return None
     try:
-        record = _record(wire, word)
+        record = _job_record(wire, word)
         if record is None:
             return None
         job_id = str(record.get("id"))

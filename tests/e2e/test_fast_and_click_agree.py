@@ -163,6 +163,8 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
         ["status", "--wait", failed, "--no-logs"], ["status", "--wait", failed, "--json",
                                                      "--no-logs"], ["list"],
         ["status", done[:8], "--json"], ["status", done.upper(), "--json"],
+        ["status", done[:8]], ["status", failed[:8]], ["status", failed[:6], "--json"],
+        ["status", "hi"], ["kill", done[:8]], ["cancel", failed[:8]], ["kill", "hi"],
         ["list", "--json"], ["kill", done], ["kill", failed], ["cancel", done],
         ["kill", unknown], ["cancel", unknown], ["kill", "--grace", "10s", done],
         ["kill", "--signal", "TERM", done],
@@ -175,8 +177,9 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
     for args in (["list", "--json"], ["status", queued[0], "--json"],
                  ["status", queued[0], "--json", "--no-logs"], ["status", queued[0]]):
         _same_pair(qex_env, args, args)
-    _same_pair(qex_env, ["cancel", queued[0]], ["cancel", queued[1]])
-    _same_pair(qex_env, ["kill", queued[2]], ["kill", queued[3]])
+    _same_pair(qex_env, ["status", queued[0][:8]], ["status", queued[0][:8]])
+    _same_pair(qex_env, ["cancel", queued[0][:8]], ["cancel", queued[1][:8]])
+    _same_pair(qex_env, ["kill", queued[2][:8]], ["kill", queued[3][:8]])
     qex_env.run("resume", "queue", check=True)
 
     # Running jobs (one at a time: the budget may hold one): a signal the coordinator sends.

@@ -10,7 +10,7 @@ from coordkit import add_job, make_coord
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.cli.resolve import ResolveError, Resolved, match_word
+from qex.cli.resolve import Resolved, ResolveError, match_word
 from qex.coordinator import queries
 from qex.core.job_words import may_name
 
