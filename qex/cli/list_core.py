@@ -25,8 +25,11 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     conn = open_connection(paths, start=True)
     assert conn is not None
     damaged: list[dict[str, Any]] = []
+    # With a state filter the coordinator sends only the jobs in those states and the active
+    # ones (their pools are counted below); a group is looked up among every job.
+    states = {s.value for s in wanted} if wanted and group_word is None else None
     with conn:
-        records = conn.list_jobs(damaged)
+        records = conn.list_jobs(damaged, states=states)
         pauses = pause_state(conn)
     now = time.time()
     for line in pause_lines(pauses, now):

@@ -24,7 +24,7 @@ import _socket as socket  # the C module: `socket` adds enums and selectors, unu
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from qex.client import starting
@@ -332,10 +332,12 @@ class Connection:
         self.call(protocol.own_job(job_id))
 
     def list_jobs(self, damaged: list[dict[str, Any]] | None = None, *,
-                  word: str | None = None) -> list[dict[str, Any]]:
-        """The records (with `word`, at least those it may name); `damaged` (when given)
-        receives the unreadable records that the coordinator found, as `{id, path}`."""
-        answer = self.call(protocol.list_jobs(word))
+                  word: str | None = None,
+                  states: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """The records (with `word` or `states`, at least those that `protocol.list_jobs`
+        says); `damaged` (when given) receives the unreadable records that the coordinator
+        found, as `{id, path}`."""
+        answer = self.call(protocol.list_jobs(word, states))
         jobs = answer.get("jobs")
         found = answer.get("damaged")
         if damaged is not None and isinstance(found, list):

@@ -28,16 +28,23 @@ def handle_capabilities(coord: Coordinator) -> dict[str, Any]:
 
 
 def handle_list(coord: Coordinator, message: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`list`: every record, or with a `word` only those it may name, so that resolving a
-    short id or a name among thousands of jobs encodes a few records, not all of them."""
+    """`list`: every record, or only those that a `word` may name or a `states` filter
+    keeps (`protocol.list_jobs`), so that finding a short id, or the running jobs, among
+    thousands encodes a few records, not all of them."""
     _refresh_active(coord)
-    word = (message or {}).get("word")
+    message = message or {}
+    word, states = message.get("word"), message.get("states")
     records = coord.sorted_records()
     if isinstance(word, str):
         from qex.core.job_words import may_name
 
         records = [r for r in records
                    if may_name(word, r.id, r.name, r.group or "", r.group_name or "")]
+    if isinstance(states, list) and all(isinstance(s, str) for s in states):
+        from qex.core.state_words import listed_for
+
+        wanted = set(states)
+        records = [r for r in records if listed_for(str(r.state), wanted)]
     answer = protocol.answer(Result.JOBS, jobs=[record.to_dict() for record in records])
     damaged = _damaged(coord)
     if damaged:

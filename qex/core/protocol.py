@@ -33,6 +33,7 @@ from qex import __version__
 # top (the annotations are strings; `json` is imported where a line is encoded or decoded).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, Final, TypedDict
 
 #: What this build can obey. The CLI refuses an option whose capability is missing.
@@ -171,10 +172,17 @@ def own_job(job_id: str) -> dict[str, Any]:
     return {"op": Op.OWN_JOB, "id": job_id}
 
 
-def list_jobs(word: str | None = None) -> dict[str, Any]:
-    """Every record; with `word`, only those it may name (`qex.core.job_words.may_name`).
-    A coordinator that does not know `word` ignores it and sends every record."""
-    return {"op": Op.LIST} if word is None else {"op": Op.LIST, "word": word}
+def list_jobs(word: str | None = None, states: Iterable[str] | None = None) -> dict[str, Any]:
+    """Every record; with `word`, only those it may name (`qex.core.job_words.may_name`);
+    with `states`, only those in one of them and the active ones
+    (`qex.core.state_words.listed_for`). A coordinator that does not know a field ignores
+    it and sends every record, so the command filters the answer itself either way."""
+    message: dict[str, Any] = {"op": Op.LIST}
+    if word is not None:
+        message["word"] = word
+    if states is not None:
+        message["states"] = sorted(states)
+    return message
 
 
 def list_json() -> dict[str, Any]:

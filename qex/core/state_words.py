@@ -26,3 +26,10 @@ ACTIVE_WORDS = frozenset({STARTING, RUNNING})
 NOT_FINAL_WORDS = frozenset({QUEUED, STARTING, RUNNING})
 #: The states in which a job will not change again.
 FINAL_WORDS = frozenset(ALL_WORDS) - NOT_FINAL_WORDS
+
+
+def listed_for(state: str, wanted: frozenset[str] | set[str]) -> bool:
+    """True when `list` with a state filter sends a record in `state`: one of the `wanted`
+    states, or an active one, because `qex list` counts the pools that active jobs hold over
+    every job, not only over the jobs it shows."""
+    return state in wanted or state in ACTIVE_WORDS
