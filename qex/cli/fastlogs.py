@@ -6,10 +6,12 @@ lines of both streams, each under its `==> stream <==` head. The full body
 module (`re`), which cost several times the interpreter's start-up; this form reads the
 record and the two files with `os` alone and prints the same bytes.
 
-It needs no coordinator: the record on disk is the one the full body shows for a job in a
-final state (the coordinator's copy only ever matches it, and no stale-record judgement
-applies). Everything else returns None having printed nothing: a word that is not a whole
-id, a missing or unreadable record, a job still active, a record that says output was
+A whole id needs no coordinator: the record on disk is the one the full body shows for a
+job in a final state (the coordinator's copy only ever matches it, and no stale-record
+judgement applies). The start of an id asks a listening coordinator which one job it names
+(`fastread.job_id_by_prefix`). Everything else returns None having printed nothing: a word
+that names no single job by its id, a missing or unreadable record, a job still active, a
+record that says output was
 dropped or may be incomplete, a stream still spilling into `<stream>.log.tail`, a file
 large enough that the full body reads only its end. The caller then runs the full body.
 """
@@ -78,7 +80,12 @@ def show(word: str) -> int | None:
     from qex.cli.fastwait import is_full_id
 
     if not is_full_id(word):
-        return None
+        from qex.cli.fastread import job_id_by_prefix
+
+        whole = job_id_by_prefix(word)  # `qex logs 1a2b3c4d`: the id as the table shows it
+        if whole is None:
+            return None
+        word = whole
     from qex.cli.wire import decode, state_dir
 
     state = state_dir(os.environ)

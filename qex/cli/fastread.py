@@ -68,6 +68,20 @@ def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:
     return None if names_group(word, group, group_name) else record
 
 
+def job_id_by_prefix(word: str) -> str | None:
+    """The whole id of the one job that `word` names by the start of its id (as `_by_prefix`
+    decides), asked of a listening coordinator; None for the full body."""
+    wire = _connect()
+    if wire is None:
+        return None
+    try:
+        record = _by_prefix(wire, word)
+    finally:
+        wire.close()
+    job_id = record.get("id") if record is not None else None
+    return job_id if isinstance(job_id, str) else None
+
+
 def _job_record(wire: Wire, word: str) -> dict[str, Any] | None:
     """The record of the job that `word` names by its whole id or the start of it."""
     from qex.cli.fastwait import is_full_id

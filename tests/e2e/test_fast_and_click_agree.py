@@ -231,6 +231,7 @@ def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
     cases = [
         ["logs", long], ["logs", empty], ["logs", one_over], ["logs", queued],
         ["logs", long.upper()], ["logs", long[:8]], ["logs", "0" * 8 + long[8:]],
+        ["logs", one_over[:8]], ["logs", queued[:8]], ["logs", empty[:5]],
         ["logs", long, "--tail", "3"], ["logs", one_over, "--stderr"],
     ]
     for args in cases:
