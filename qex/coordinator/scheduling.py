@@ -116,6 +116,9 @@ def _build_view(job: Job) -> JobView:
 
 def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
     config = coord.config
+    # The machine's free memory and pressure only judge queued jobs: a pass with none (an
+    # idle coordinator looks once after each command) reads no /proc file.
+    judging = bool(coord.queue)
     return Snapshot(
         now=now,
         queue=tuple(job_view(job) for job in coord.queued_jobs()),
@@ -125,9 +128,9 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
         mem_budget=coord.mem_budget(),
         pools=tuple(config.pools),
         peers=peers,
-        mem_available=machine_info.mem_available(),
+        mem_available=machine_info.mem_available() if judging else None,
         reserve_mem=config.system.reserve_mem,
-        pressure=machine_info.memory_pressure(),
+        pressure=machine_info.memory_pressure() if judging else None,
         max_pressure=config.system.max_pressure,
         pause=pausing.pause_view(coord),
         oversized=config.queue.oversized,

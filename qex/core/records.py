@@ -107,8 +107,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_CONTAINERS = (dict, list)
+
+
 def _to_dict(record: Any) -> dict[str, Any]:
-    return {key: _plain(value) for key, value in vars(record).items()}
+    # Most fields are scalars: only a dict or a list is handed to `_plain` (a call per field
+    # was most of the cost, and a record is made a dict for every write and every event).
+    return {key: _plain(value) if isinstance(value, _CONTAINERS) else value
+            for key, value in vars(record).items()}
 
 
 _NAMES: dict[type, frozenset[str]] = {}

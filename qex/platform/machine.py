@@ -19,23 +19,24 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _meminfo() -> dict[str, int]:
-    values: dict[str, int] = {}
+def _meminfo(field: str) -> int | None:
+    """One field of /proc/meminfo in bytes. The file is read up to that line (MemTotal and
+    MemAvailable are its first and third), since a pass with queued jobs reads it each time."""
+    prefix = field + ":"
     try:
         with open("/proc/meminfo") as handle:
             for line in handle:
-                key, _, rest = line.partition(":")
-                parts = rest.split()
-                if parts:
-                    values[key] = int(parts[0]) * (1024 if len(parts) > 1 else 1)
-    except OSError:
+                if line.startswith(prefix):
+                    parts = line[len(prefix):].split()
+                    return int(parts[0]) * (1024 if len(parts) > 1 else 1) if parts else None
+    except (OSError, ValueError):
         pass
-    return values
+    return None
 
 
 def mem_total() -> int:
     if host.linux():
-        total = _meminfo().get("MemTotal")
+        total = _meminfo("MemTotal")
         if total:
             return total
     import psutil
@@ -47,7 +48,7 @@ def mem_available() -> int | None:
     """Linux MemAvailable (counts reclaimable cache, not swap); on macOS the free, inactive,
     purgeable and speculative pages."""
     if host.linux():
-        return _meminfo().get("MemAvailable")
+        return _meminfo("MemAvailable")
     try:
         import psutil
 

@@ -74,3 +74,22 @@ def test_the_active_jobs_are_found_without_reading_the_queued_ones(tmp_path: Pat
     assert [j.id for j in coord.active_jobs()] == [running.id]
     assert read == [running.id]
     assert [j.id for j in coord.jobs.live(skip={queued[0].id})][:1] == [queued[1].id]
+
+
+def test_a_pass_measures_the_machine_only_for_queued_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An idle coordinator passes once after each command: with nothing queued, that pass
+    reads no /proc file; with a queued job, it measures the free memory and the pressure."""
+    coord = make_coord(tmp_path)
+    add_job(coord, state="completed")
+    measured: list[str] = []
+    monkeypatch.setattr(scheduling.machine_info, "mem_available",
+                        lambda: measured.append("memory") or 1 << 40)
+    monkeypatch.setattr(scheduling.machine_info, "memory_pressure",
+                        lambda: measured.append("pressure") or 0.0)
+    snapshot = scheduling.build_snapshot(coord, coord.now(), PeerLoad())
+    assert measured == [] and snapshot.mem_available is None and snapshot.pressure is None
+    add_job(coord)
+    snapshot = scheduling.build_snapshot(coord, coord.now(), PeerLoad())
+    assert measured == ["memory", "pressure"] and snapshot.mem_available == 1 << 40
