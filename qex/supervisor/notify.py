@@ -16,9 +16,15 @@ from qex.core import protocol
 
 TIMEOUT_SECS = 0.5
 
+#: The connection that the last note asked to keep (`keep=True`), for the next note. The
+#: decided result (`pending`) and the written one follow each other within milliseconds,
+#: and each new connection costs the coordinator an accept and a task on its only thread.
+_kept: socket.socket | None = None
+
 
 def job_changed(socket_path: Path, job_id: str, *, pending: dict[str, Any] | None = None,
-                note: str | None = None, record: dict[str, Any] | None = None) -> bool:
+                note: str | None = None, record: dict[str, Any] | None = None,
+                keep: bool = False) -> bool:
     """True when the coordinator answered.
 
     `pending` and `note`: a record that could not be written yet (a full disk) and the
@@ -28,22 +34,51 @@ def job_changed(socket_path: Path, job_id: str, *, pending: dict[str, Any] | Non
     `record`: the record just written to status.json (renamed into place, so every reader
     sees it), sent along so the coordinator need not read the file back. A field that an
     older coordinator ignores: it reads the file, as before.
+
+    `keep`: leave the connection open for the next note, which then uses it (or a new one,
+    when the coordinator closed it meanwhile: a restart, say) and closes it unless it asks
+    to keep it too.
     """
+    global _kept
     message = protocol.job_changed(job_id, pending=pending, note=note)
     if record is not None:
         message["record"] = record
     line = protocol.encode(message)
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock, _kept = _kept, None
+    if sock is not None and not _exchange(sock, line):
+        sock.close()
+        sock = None
+    if sock is None:
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
+            return False
+        try:
             sock.settimeout(TIMEOUT_SECS)
             sock.connect(str(socket_path))
-            sock.sendall(line)
-            answer = b""
-            while not answer.endswith(b"\n") and len(answer) < 65536:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-            return bool(answer)
+        except OSError:
+            sock.close()
+            return False
+        if not _exchange(sock, line):
+            sock.close()
+            return False
+    if keep:
+        _kept = sock
+    else:
+        sock.close()
+    return True
+
+
+def _exchange(sock: socket.socket, line: bytes) -> bool:
+    """Send one request line and read its answer line; False when no answer came."""
+    try:
+        sock.sendall(line)
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < 65536:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
     except OSError:
         return False
+    return answer.endswith(b"\n")

@@ -174,7 +174,7 @@ class Runner:
             # process die first.
             chaintrace.mark("sup.ending", self.spec.id)
             notify.job_changed(self.paths.socket_path, self.spec.id,
-                               pending=self.status.to_dict())
+                               pending=self.status.to_dict(), keep=True)
         delay = SAVE_RETRY_FIRST_SECS
         while not self.save():
             cause = self._save_fault or "an unknown fault"
