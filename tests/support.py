@@ -119,3 +119,17 @@ def paths_with_config(tmp_path: Path, text: str) -> Any:
     paths.config_file.parent.mkdir(parents=True)
     paths.config_file.write_text(text)
     return paths
+
+
+def request_lines(conn: Any) -> Any:
+    """Each JSON line a client sends on `conn` (a connected socket), until it closes: what a
+    stand-in coordinator in a unit test reads."""
+    buffer = b""
+    while True:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield json.loads(line)

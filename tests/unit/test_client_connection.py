@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support import request_lines
 
 from qex.cli.exits import code_for
 from qex.client.connection import (
@@ -56,20 +57,8 @@ def serve(paths: Paths, handler: Handler) -> threading.Thread:
     return thread
 
 
-def lines(conn: socket.socket) -> Iterator[dict[str, object]]:
-    buffer = b""
-    while True:
-        chunk = conn.recv(4096)
-        if not chunk:
-            return
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            yield json.loads(line)
-
-
 def answering(conn: socket.socket) -> None:
-    for message in lines(conn):
+    for message in request_lines(conn):
         op = message.get("op")
         if op == "info":
             answer: dict[str, object] = {"result": "info", "pid": 42, "version": "0.7.0",

@@ -3,13 +3,13 @@ a kept connection that the coordinator closed meanwhile is replaced, not lost.""
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import request_lines
 
 from qex.supervisor import notify
 
@@ -36,17 +36,11 @@ class _Coordinator:
                 return
             self.connections += 1
             with conn:
-                handled, buffer = 0, b""
-                while self.close_after is None or handled < self.close_after:
-                    chunk = conn.recv(65536)
-                    if not chunk:
+                for handled, message in enumerate(request_lines(conn), 1):
+                    self.requests.append(message)
+                    conn.sendall(b'{"result":"ok"}\n')
+                    if self.close_after is not None and handled >= self.close_after:
                         break
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        self.requests.append(json.loads(line))
-                        conn.sendall(b'{"result":"ok"}\n')
-                        handled += 1
 
     def close(self) -> None:
         self.server.close()
