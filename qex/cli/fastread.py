@@ -51,7 +51,7 @@ def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:
     short id the table shows), or None whenever the full body must decide: the word may also
     name a job by its name or a group, names more than one job or none, or the coordinator
     sent more than the word may name (one older than `list`'s `word`)."""
-    from qex.core.job_words import names_group
+    from qex.core.job_words import names_group, names_job
 
     if not word or word != word.strip():
         return None
@@ -62,10 +62,10 @@ def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:
     record = jobs[0]
     job_id, group = record.get("id"), record.get("group") or ""
     group_name = record.get("group_name") or ""
-    if not (isinstance(job_id, str) and job_id.startswith(word)) or not (
-            isinstance(group, str) and isinstance(group_name, str)):
+    if not (isinstance(job_id, str) and isinstance(group, str) and isinstance(group_name, str)):
         return None
-    return None if names_group(word, group, group_name) else record
+    by_id = names_job(word, job_id, "")[0]  # the rule the full body decides with
+    return record if by_id and not names_group(word, group, group_name) else None
 
 
 def job_id_by_prefix(word: str) -> str | None:
