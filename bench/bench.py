@@ -270,12 +270,17 @@ def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float]:
 
 
 def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
-    """Seconds for a shell loop of `count` `qex submit -- JOB`, then one `qex wait` on all."""
+    """Seconds for a shell loop of `count` `qex submit -- JOB`, then one `qex wait` on all.
+
+    Each job claims one core and 16 MB, as the fan-out's do, so that the two slots of the
+    budget are what limits the jobs: without a claim a job takes the default share of the
+    memory (half of it), and the loop would time one slot."""
     script = root / "loop.sh"
     ids = root / "loop-ids"
+    submit = f'{" ".join(prog(env))} submit --cpu 1 --mem 16MB -- {job}'
     script.write_text(
         f'i=0; : > {ids}\n'
-        f'while [ $i -lt {count} ]; do {" ".join(prog(env))} submit -- {job} >> {ids}; i=$((i+1)); done\n'
+        f'while [ $i -lt {count} ]; do {submit} >> {ids}; i=$((i+1)); done\n'
         f'{" ".join(prog(env))} wait -q $(cat {ids})\n'
     )
     start = time.perf_counter()
@@ -459,11 +464,10 @@ CHAIN_STEPS = (
     ("coordinator: pass until start", "tick", "co.tick", "next", "co.start"),
     ("coordinator: `starting` written", "next", "co.start", "next", "co.starting.written"),
     ("coordinator: go to the parked child", "next", "co.starting.written", "next", "co.launched"),
-    ("supervisor: released", "next", "co.launched", "next", "sup.start"),
-    ("supervisor: spec and record read", "next", "sup.start", "next", "sup.read"),
+    ("supervisor: released", "next", "co.launched", "next", "sup.held.go"),
+    ("supervisor: record read", "next", "sup.held.go", "next", "sup.read"),
     ("supervisor: lock", "next", "sup.read", "next", "sup.locked"),
-    ("supervisor: config", "next", "sup.locked", "next", "sup.config"),
-    ("supervisor: sandbox", "next", "sup.config", "next", "sup.sandbox"),
+    ("supervisor: sandbox", "next", "sup.locked", "next", "sup.sandbox"),
     ("supervisor: attempt set up", "next", "sup.sandbox", "next", "sup.attempt"),
     ("supervisor: logs, env", "next", "sup.attempt", "next", "sup.spawn"),
     ("supervisor: fork and exec", "next", "sup.spawn", "next", "sup.exec"),
@@ -471,6 +475,7 @@ CHAIN_STEPS = (
 #: Outside the chain, but paid by every job (on a busy machine it competes for the cores).
 SIDE_STEPS = (
     ("fork server: fork (while `starting` syncs)", "next", "fs.fork", "next", "fs.answered"),
+    ("supervisor: spec and config read (parked)", "next", "sup.start", "next", "sup.config"),
     ("coordinator: after the go (pid file)", "next", "co.launched", "next", "co.pidfile"),
     ("supervisor: `running` written", "next", "sup.write.running", "next", "sup.written.running"),
     ("supervisor: `running` note answered", "next", "sup.written.running", "next",

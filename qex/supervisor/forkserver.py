@@ -14,13 +14,15 @@ The child leads its own session (so it outlives both the server and the coordina
 nothing from the pipes, and writes its own messages to the job's `supervisor.log`.
 
 `hold` is for a job that must run in a systemd scope (pystemd backend): the child is forked
-with the go signal (`GO_SIGNAL`) blocked, and before it reads or touches anything of the job
-it waits for that signal from the coordinator, which sends it only after the user manager
-has moved the child into the job's scope and /proc shows it there. A signal from any other
-sender is ignored. Without a go within `<seconds>` (say the coordinator died between the
-fork and its check) the child exits and leaves the job to whoever comes next. Blocking
-the signal before the fork means a go that arrives before the child starts waiting stays
-pending instead of being lost (or killing the child by the default action).
+with the go signal (`GO_SIGNAL`) blocked. It reads the job's spec and the config (reads that
+touch nothing, made while the coordinator works), then waits for that signal from the
+coordinator before it reads the record or touches anything of the job; the coordinator sends
+it only after the user manager has moved the child into the job's scope and /proc shows it
+there. A signal from any other sender is ignored. Without a go within `<seconds>` (say the
+coordinator died between the fork and its check) the child exits and leaves the job to
+whoever comes next. Blocking the signal before the fork means a go that arrives before the
+child starts waiting stays pending instead of being lost (or killing the child by the
+default action).
 
 `park` is the same wait without a scope: the coordinator asks for the child before it
 writes the job's `starting` record and sends the go once that record is written, so the
@@ -138,10 +140,12 @@ def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)
-        if hold is not None and not _released(hold[0], hold[1], hold[2], job_id, hold[3]):
-            code = 3
-            return
-        code = qex.supervisor.main.supervise(paths, job_id)
+        if hold is None:
+            code = qex.supervisor.main.supervise(paths, job_id)
+        else:
+            sender, seconds, mask, scoped = hold
+            code = qex.supervisor.main.supervise(
+                paths, job_id, gate=lambda: _released(sender, seconds, mask, job_id, scoped))
     except BaseException as exc:
         try:
             os.write(2, f"qex supervisor: {exc!r}\n".encode("utf-8", "replace"))

@@ -5,14 +5,18 @@ own, so neither the coordinator's death nor a terminal hang-up reaches it (and i
 for a parent-death signal: outliving the coordinator is its purpose).
 
 Start-up, in order, before the job is touched:
-1. read spec.json and status.json (a record that is not `starting` is left alone);
-2. when `QEX_SUPERVISOR_GO_FD` is set, wait for one byte on it: the coordinator sends it once
+1. read spec.json and the config (a broken file: defaults, and a sentence in `error` that
+   says so). Neither read touches the job, so a supervisor that the fork server holds or
+   parks makes them while it waits for its go (`gate`): the spec is final before any start
+   is asked for, and the config is read for this start either way;
+2. pass the gate, when there is one (a held or parked child of the fork server);
+3. read status.json (a record that is not `starting` is left alone);
+4. when `QEX_SUPERVISOR_GO_FD` is set, wait for one byte on it: the coordinator sends it once
    this process sits in its systemd scope; end-of-file instead means the scope could not be
    made, and the job becomes `failed` without running, because running it unconfined would
    break the promise of `[enforce] mode`;
-3. take `supervisor.lock` in the job directory, so two supervisors never write one record;
-4. read the config (a broken file: defaults, and a sentence in `error` that says so);
-5. open the sandbox of the job (`QEX_TEST_SANDBOX` replaces it in tests only).
+5. take `supervisor.lock` in the job directory, so two supervisors never write one record;
+6. open the sandbox of the job (`QEX_TEST_SANDBOX` replaces it in tests only).
 
 Imports stay small on purpose: one supervisor runs per running job, so every megabyte here is
 multiplied. No click, yaml, psutil or asyncio on this path.
@@ -45,6 +49,8 @@ LOCK_FILE = jobs.SUPERVISOR_LOCK
 #: such a probe tries again this many times, 10 ms apart, before it concludes that another
 #: supervisor holds the job.
 _LOCK_TRIES = 50
+#: What `supervise` returns when its gate stays closed (no go, or a go outside a scope).
+GATE_CLOSED = 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,13 +79,23 @@ def main(argv: list[str] | None = None) -> int:
 def supervise(paths: Paths, job_id: str, *,
               open_sandbox: Callable[[str, Config], Sandbox] | None = None,
               notes: list[str] | None = None,
-              env_overrides: dict[str, str | None] | None = None) -> int:
+              env_overrides: dict[str, str | None] | None = None,
+              gate: Callable[[], bool] | None = None) -> int:
     """Run the job. An engine's node program passes the sandbox of its allocation, and a
     list of sentences for the record's `error` that it may add to while the job runs (the
-    supervisor reads the same list when it writes the end)."""
+    supervisor reads the same list when it writes the end).
+
+    `gate` is the fork server's wait for the coordinator's go: it is passed after the reads
+    that do not touch the job, so they overlap the coordinator's sync of `starting` (or the
+    user manager's work on a scope) instead of following it. A closed gate returns
+    `GATE_CLOSED` with nothing of the job touched."""
     chaintrace.mark("sup.start", job_id)
     job_dir = paths.job_dir(job_id)
     spec = jobs.read_spec(job_dir)
+    config, config_notes = _load_config(paths, job_id)
+    chaintrace.mark("sup.config", job_id)
+    if gate is not None and not gate():
+        return GATE_CLOSED
     status = jobs.read_status(job_dir)
     if spec is None or status is None:
         say(f"the job {job_id} has no readable spec.json and status.json in {job_dir}; "
@@ -97,8 +113,6 @@ def supervise(paths: Paths, job_id: str, *,
         say(f"another supervisor already runs the job {job_id}; this one stops")
         return 1
     chaintrace.mark("sup.locked", job_id)
-    config, config_notes = _load_config(paths, job_id)
-    chaintrace.mark("sup.config", job_id)
     if notes is None:
         notes = config_notes
     else:
