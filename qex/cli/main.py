@@ -63,3 +63,49 @@ def main(argv: list[str] | None = None) -> None:
         run(args, first)
     except (ClientError, exits.Failure) as exc:
         exits.report(exc, first)
+
+
+def program() -> None:
+    """The process's entry (the `qex` script and `python -m qex`): `main`, then `leave`.
+
+    Separate from `main` because only a process of its own may end without the interpreter's
+    teardown; tests and embedders call `main` and get its `SystemExit` as before."""
+    try:
+        main()
+    except SystemExit as exc:
+        leave(exc.code)
+    leave(None)
+
+
+def leave(code: object) -> None:
+    """End the process with `code`, as `sys.exit(code)` would, but skip the interpreter's
+    teardown when nothing is left that needs it.
+
+    Why: after a command's work, tearing the interpreter down (every module's dictionary, the
+    collector's last pass) took about 2 ms, a tenth of a hot command's whole run (measured
+    against a bare `python -c pass`: 12.9 ms with the teardown, 11.0 ms with `os._exit`).
+    A command has closed the files it wrote by the time it returns. The teardown still runs
+    when something might need it: a code that is not a number (it prints it), a thread
+    still alive (the teardown joins it), `logging` or `multiprocessing` loaded (their exit
+    handlers flush and reap), or an output that will not flush (the teardown reports that,
+    and gives the code it always gave)."""
+    status = 0 if code is None else code
+    if isinstance(status, int) and _nothing_needs_teardown():
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        else:
+            import os
+
+            os._exit(status & 0xFF)
+    raise SystemExit(code)
+
+
+def _nothing_needs_teardown() -> bool:
+    modules = sys.modules
+    if "logging" in modules or "multiprocessing" in modules:
+        return False
+    threading = modules.get("threading")
+    return threading is None or threading.active_count() <= 1
