@@ -255,9 +255,10 @@ def settle(env: dict[str, str]) -> None:
         qex(env, "wait", "-q", *ids, check=False)
 
 
-def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float]:
-    """ms of `qex submit -- true` then `qex wait ID` as two processes, and the floor."""
-    samples, floors = [], []
+def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float, float]:
+    """ms of `qex submit -- true` then `qex wait ID` as two processes, of the one process
+    `qex submit --wait -q -- true`, and the floor (the three interleaved)."""
+    samples, single, floors = [], [], []
     for _ in range(reps):
         floors.append(timed(FLOOR))
         start = time.perf_counter()
@@ -266,7 +267,9 @@ def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float]:
         subprocess.run([*prog(env), "wait", job], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000, statistics.median(floors) * 1000
+        single.append(timed([*prog(env), "submit", "--wait", "-q", "--", "true"], env))
+    return (statistics.median(samples) * 1000, statistics.median(single) * 1000,
+            statistics.median(floors) * 1000)
 
 
 def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
@@ -619,9 +622,10 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     """The whole-workload sections for one program."""
     root = root_of(env)
     if "loop" in only:
-        t_sw, floor = submit_then_wait(env, max(reps, 15))
+        t_sw, t_single, floor = submit_then_wait(env, max(reps, 15))
         print(f"-- {label}shell loop, one process per call (load {os.getloadavg()[0]:.2f}) --")
         floor_row("submit -- true; wait ID", t_sw, floor, 4.0)
+        floor_row("submit --wait -q -- true", t_single, floor, 4.0)
         t_loop = shell_loop(env, root, n_true, "true")
         print(f"{f'{n_true} x submit -- true in a loop':<34} {n_true / t_loop:>8.1f} jobs/s  "
               "(to all done; target >= 60 jobs/s)")

@@ -6,7 +6,8 @@ spec with the same code the click path runs here. The output, the id file, the o
 the warnings and the exit codes are those of `qex.cli.submit_flow`.
 
 A plain submit (the id on stdout) talks through `qex.cli.wire` and imports nothing else
-unless the answer carries a warning or an error. When nobody listens, it starts the
+unless the answer carries a warning or an error; so does `submit --wait -q` while its job
+ends plainly within a second (`_lean_submit_and_wait`). When nobody listens, it starts the
 coordinator itself (`Wire.connect(start=True)`, the full client's own start) and sends the
 same request to it. The config file is then checked by the coordinator, which refuses to
 start on a broken one; only when the start fails does this command read the file, to print
@@ -45,6 +46,11 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
     conn: Connection | None = None
     if not wait:
         answer = _lean_request(request)
+    elif quiet and not as_json and wait_timeout is None:
+        lean = _lean_submit_and_wait(request, params["id_file"])
+        if isinstance(lean, int):
+            return lean
+        answer, conn = lean
     else:
         conn = _connect()
         if conn is None:
@@ -92,6 +98,61 @@ def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
         wire.close()
         return answer
     return _guarded(lambda: answer.answer("submit_words"))
+
+
+def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None
+                          ) -> int | tuple[dict[str, Any] | None, Connection | None]:
+    """`submit --wait -q` through `qex.cli.wire`: the exit code when the job ends plainly
+    within `fastwait.LIVE_WAIT_SECS`; otherwise the submit's answer and the connection that
+    `_finish` waits on (None and None when nothing was sent, for the click path).
+
+    An agent's most common call: before, the single `submit --wait` loaded the full client
+    and the full wait, and took longer than `submit` and `wait` as two processes. The end
+    reported here is only the one the full wait reports the same way with `--quiet` (no
+    output, the job's own code: `fastwait.simple_result`); anything else (a longer job, an
+    end with an error) goes on in the full wait, which narrates nothing with `--quiet`
+    either, on a new connection (the job is queued by then, so there is no going back)."""
+    from qex.cli.fastwait import LIVE_WAIT_SECS, announce, simple_result, stop_signals
+    from qex.cli.wire import Wire
+    from qex.client.errors import ClientError
+
+    try:
+        wire = Wire.connect(start=True)
+    except ClientError:
+        _check_config()
+        raise
+    if wire is None:
+        return None, None
+    answer = wire.request(request)
+    if not isinstance(answer, dict):  # the full client's connection, holding the answer
+        full = answer
+        return _guarded(lambda: full.answer("submit_words")), full
+    job_id = answer.get("id")
+    if (answer.get("result") != "submitted" or not isinstance(job_id, str)
+            or answer.get("build_warnings") or answer.get("warning")):
+        wire.close()
+        return answer, _connect()
+    announce(job_id)
+    _id_file(id_file, job_id)
+    restore = stop_signals(job_id)
+    try:
+        ended = wire.ask({"op": "wait", "id": job_id}, LIVE_WAIT_SECS)
+    finally:
+        wire.close()
+    record = ended.get("status") if ended and ended.get("result") == "status" else None
+    found = simple_result(record) if isinstance(record, dict) else None
+    if found is not None:
+        restore()
+        return found[1]
+    from qex.cli.common import get_paths
+    from qex.cli.submit_flow import _record, wait_and_show
+    from qex.core.states import Exit
+
+    conn = _connect()
+    if conn is None:
+        return answer, None
+    return wait_and_show(get_paths(Exit.QEX_FAILED), conn, _record(conn, job_id, {}),
+                         timeout=None, quiet=True, as_json=False)
 
 
 def _connect() -> Connection | None:
@@ -162,8 +223,8 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
         else:
             print(job_id, flush=True)
         return 0
+    from qex.cli.fastwait import announce
     from qex.cli.submit_flow import _record, wait_and_show
-    from qex.cli.submitting import announce
 
     paths = get_paths(Exit.QEX_FAILED)
     announce(job_id)

@@ -52,7 +52,15 @@ def simple_result(record: dict[str, Any]) -> tuple[str, int] | None:
     return f"{job_id[:8]} ({name}) {state}: {text}", result
 
 
-def _stop_signals(job_id: str) -> Callable[[], None]:
+def announce(job_id: str) -> None:
+    """`qex: job <id>` on stderr: with --wait/--follow/run the id never goes to stdout."""
+    import sys
+
+    sys.stderr.write(f"qex: job {job_id}\n")
+    sys.stderr.flush()
+
+
+def stop_signals(job_id: str) -> Callable[[], None]:
     """From now on the first SIGINT or SIGTERM ends the command as the full wait ends it
     (`qex.cli.jobcmd.interruptible`: its two lines, then 122; the handlers are then the
     defaults, so a second one ends the command at once). Kept when the full wait takes over,
@@ -104,7 +112,7 @@ def wait_finished(word: str, *, quiet: bool) -> int | None:
         record = answer.get("status") if answer.get("result") == "status" else None
         restore: Callable[[], None] | None = None
         if isinstance(record, dict) and record.get("state") in _LIVE:
-            restore = _stop_signals(word)
+            restore = stop_signals(word)
             ended = wire.ask({"op": "wait", "id": word}, LIVE_WAIT_SECS)
             record = ended.get("status") if ended and ended.get("result") == "status" else None
     finally:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
 from qex.cli.common import print_json, print_warnings, warn
+from qex.cli.fastwait import announce
 from qex.cli.submitting import (
     Submitter,
-    announce,
     read_job_file,
     submit_options_from,
     write_id_file,

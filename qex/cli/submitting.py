@@ -9,7 +9,6 @@ budget as it is now, and the learner's claim for this command.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -195,11 +194,6 @@ class Submitter:
         answer = self.conn.submit(spec.to_dict())
         self._records = None
         return answer
-
-
-def announce(job_id: str) -> None:
-    """`qex: job <id>` on stderr: with --wait/--follow/run the id never goes to stdout."""
-    print(f"qex: job {job_id}", file=sys.stderr, flush=True)
 
 
 def write_id_file(path_text: str | None, text: str) -> None:

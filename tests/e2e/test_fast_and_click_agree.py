@@ -356,3 +356,71 @@ def test_a_stopped_wait_on_a_running_job_reads_the_same(qex_env: Env) -> None:
         qex_env.run("kill", job, check=True)
     assert shown[0] == shown[1]
     assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
+
+
+def _records(env: Env) -> list[dict[str, Any]]:
+    """Every job's record as it is on disk now (a job still being created is left out)."""
+    found = []
+    for status in (env.state / "jobs").glob("*/status.json"):
+        try:
+            found.append(json.loads(status.read_text()))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_a_quiet_submit_and_wait_agrees(qex_env: Env) -> None:
+    """`submit --wait -q`: the fast form waits on the wire for a job that ends plainly within
+    a second, and hands a longer job, or an end that is not plain, to the full wait; every
+    way gives the code and the one line on stderr that the click path gives."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    for command in ("exit 0", "exit 6", "sleep 1.5; exit 4", "kill -9 $$", "exit 99"):
+        _same(qex_env, "submit", "--wait", "-q", "--", "sh", "-c", command)
+    # With an id file: written before the wait, as the click path writes it.
+    for extra in ({}, CLICK_ONLY):
+        id_file = qex_env.root / f"job-{len(extra)}.id"
+        done = qex_env.run("submit", "--wait", "-q", "--id-file", str(id_file), "--", "sh", "-c",
+                           "exit 2", extra_env=extra)
+        assert done.returncode == 2
+        assert id_file.read_text().strip() in done.stderr
+
+
+def test_a_quiet_submit_and_wait_in_a_paused_queue_agrees(qex_env: Env) -> None:
+    # The answer carries the pause's warning, so the fast form hands it to the full wait;
+    # the queue resumes while both wait.
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        qex_env.run("pause", "queue", "--reason", "test", check=True)
+        proc = subprocess.Popen([*QEX, "submit", "--wait", "-q", "--", "sh", "-c", "exit 3"],
+                                env={**qex_env.env, **extra}, text=True, cwd=str(qex_env.root),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        qex_env.wait_for(lambda: any(r.get("state") == "queued" for r in _records(qex_env)),
+                         what="the job to be queued")
+        qex_env.run("resume", "queue", check=True)
+        out, err = proc.communicate(timeout=60)
+        shown.append((proc.returncode, _mask(out), _mask(err)))
+    assert shown[0] == shown[1]
+    assert shown[0][0] == 3
+
+
+def test_a_stopped_quiet_submit_and_wait_reads_the_same(qex_env: Env) -> None:
+    """SIGTERM while `submit --wait -q` waits: the wait stops (122), the job runs on."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        before = {r["id"] for r in _records(qex_env)}
+        proc = subprocess.Popen([*QEX, "submit", "--wait", "-q", "--", "sleep", "60"],
+                                env={**qex_env.env, **extra}, text=True, cwd=str(qex_env.root),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        qex_env.wait_for(lambda old=before: any(r.get("state") == "running" and r["id"] not in old
+                                                for r in _records(qex_env)), what="a running job")
+        qex_env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        shown.append((proc.returncode, _mask(out), _mask(err)))
+        job = next(r["id"] for r in _records(qex_env) if r["id"] not in before)
+        assert qex_env.record(job)["state"] == "running"
+        qex_env.run("kill", job, check=True)
+    assert shown[0] == shown[1]
+    assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
