@@ -72,7 +72,7 @@ def test_the_project_is_what_the_recipes_assume() -> None:
     assert script.stat().st_mode & 0o111, "scripts/qex must be executable"
     lines = script.read_text().splitlines()
     assert lines[0].startswith("#!") and "python" in lines[0]
-    assert "from qex.cli.main import main" in lines
+    assert "from qex.cli.main import program" in lines and "program()" in lines
     assert not any(line.startswith(("import re", "from re ")) for line in lines)
     assert set(_dependencies()) == {"click", "psutil", "pyyaml", "tomli-w"}
     assert set(_extras()) >= USER_EXTRAS
