@@ -147,3 +147,49 @@ def status_excerpts(record: dict[str, Any]) -> list[tuple[str, list[str], list[s
         notes = [f"... {hidden_sentence(cut, 'earlier ')}"] if cut else []
         excerpts.append((stream, lines[cut:], notes))
     return excerpts
+
+
+#: How much of a log file `count_open` reads at a time.
+_COUNT_CHUNK = 1 << 20
+
+
+def count_open(handle: Any, size: int) -> int:
+    """The number of lines in an open log file of `size` bytes (a last line without a
+    newline counts), read from its start."""
+    handle.seek(0)
+    newlines = 0
+    last = b""
+    while True:
+        chunk = handle.read(_COUNT_CHUNK)
+        if not chunk:
+            break
+        newlines += chunk.count(b"\n")
+        last = chunk[-1:]
+    return newlines + (1 if size and last != b"\n" else 0)
+
+
+def count_lines(path: str | os.PathLike[str]) -> int:
+    """The number of lines in a log file; 0 if there is none."""
+    try:
+        with open(path, "rb") as handle:
+            return count_open(handle, os.fstat(handle.fileno()).st_size)
+    except OSError:
+        return 0
+
+
+def output_hint(job_dir: str | os.PathLike[str], job_id: str) -> str | None:
+    """What `submit --wait` says after the record: how many lines the job wrote, and the
+    command that reads them (None when it never ran, so no log file exists)."""
+    counts = {}
+    for stream in STREAMS:
+        path = os.path.join(job_dir, f"{stream}.log")
+        if os.path.exists(path):
+            counts[stream] = count_lines(path)
+    if not counts:
+        return None
+    total = sum(counts.values())
+    if total == 0:
+        return f"the job wrote no output (`qex logs {job_id}` shows it when there is some)"
+    parts = ", ".join(f"{n} on {stream}" for stream, n in counts.items() if n)
+    noun, them = ("line", "it") if total == 1 else ("lines", "them")
+    return f"the job wrote {total} {noun} ({parts}); read {them} with `qex logs {job_id}`"

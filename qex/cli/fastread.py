@@ -109,9 +109,27 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
         wire.close()
     if record is None:
         return None
-    state = record.get("state")
-    if wait and state not in FINAL_STATES:
+    if wait and record.get("state") not in FINAL_STATES:
         return None
+    text = record_text(record, as_json=as_json, no_logs=no_logs)
+    if text is None:
+        return None
+    import sys
+
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if not wait:
+        return 0
+    from qex.core.exit_band import exit_code_for
+
+    return exit_code_for(record)
+
+
+def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool) -> str | None:
+    """What `qex status` prints for one record (`status_print.print_records` with no
+    selection), or None when only the full body can word it: the JSON form of a stopped
+    job's logs, or logs that `fastlogs.status_excerpts` leaves to it."""
+    state = record.get("state")
     excerpts = None
     if state in FINAL_STATES and state != COMPLETED and not no_logs:
         if as_json:
@@ -121,27 +139,17 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
         excerpts = status_excerpts(record)  # the block ends with the output's last lines
         if excerpts is None:
             return None
-    import sys
-
     if as_json:
         from qex.core.jsontext import dumps
         from qex.core.record_json import display_record
 
-        text = dumps(display_record(record))
-    else:
-        import time
+        return dumps(display_record(record))
+    import time
 
-        from qex.cli.record_view import JobView
-        from qex.cli.render_status import status_text
+    from qex.cli.record_view import JobView
+    from qex.cli.render_status import status_text
 
-        text = status_text(JobView(record), now=time.time(), excerpts=excerpts)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-    if not wait:
-        return 0
-    from qex.core.exit_band import exit_code_for
-
-    return exit_code_for(record)
+    return status_text(JobView(record), now=time.time(), excerpts=excerpts)
 
 
 def list_json() -> int | None:

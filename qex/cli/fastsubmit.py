@@ -6,8 +6,8 @@ spec with the same code the click path runs here. The output, the id file, the o
 the warnings and the exit codes are those of `qex.cli.submit_flow`.
 
 A plain submit (the id on stdout) talks through `qex.cli.wire` and imports nothing else
-unless the answer carries a warning or an error; so does `submit --wait -q` while its job
-ends plainly within a second (`_lean_submit_and_wait`). When nobody listens, it starts the
+unless the answer carries a warning or an error; so does `submit --wait` while its job ends
+plainly within a second (`_lean_submit_and_wait`). When nobody listens, it starts the
 coordinator itself (`Wire.connect(start=True)`, the full client's own start) and sends the
 same request to it. The config file is then checked by the coordinator, which refuses to
 start on a broken one; only when the start fails does this command read the file, to print
@@ -46,8 +46,8 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
     conn: Connection | None = None
     if not wait:
         answer = _lean_request(request)
-    elif quiet and not as_json and wait_timeout is None:
-        lean = _lean_submit_and_wait(request, params["id_file"])
+    elif wait_timeout is None:
+        lean = _lean_submit_and_wait(request, params["id_file"], quiet=quiet, as_json=as_json)
         if isinstance(lean, int):
             return lean
         answer, conn = lean
@@ -100,18 +100,20 @@ def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
     return _guarded(lambda: answer.answer("submit_words"))
 
 
-def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None
-                          ) -> int | tuple[dict[str, Any] | None, Connection | None]:
-    """`submit --wait -q` through `qex.cli.wire`: the exit code when the job ends plainly
-    within `fastwait.LIVE_WAIT_SECS`; otherwise the submit's answer and the connection that
+def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet: bool,
+                          as_json: bool) -> int | tuple[dict[str, Any] | None, Connection | None]:
+    """`submit --wait` through `qex.cli.wire`: the exit code when the job ends plainly within
+    `fastwait.LIVE_WAIT_SECS`; otherwise the submit's answer and the connection that
     `_finish` waits on (None and None when nothing was sent, for the click path).
 
     An agent's most common call: before, the single `submit --wait` loaded the full client
-    and the full wait, and took longer than `submit` and `wait` as two processes. The end
-    reported here is only the one the full wait reports the same way with `--quiet` (no
-    output, the job's own code: `fastwait.simple_result`); anything else (a longer job, an
-    end with an error) goes on in the full wait, which narrates nothing with `--quiet`
-    either, on a new connection (the job is queued by then, so there is no going back)."""
+    and the full wait, and took longer than `submit` and `wait` as two processes. Handled
+    here is only what the full wait (`submit_flow.wait_and_show`) shows the same way: an
+    end that `fastwait.simple_result` calls plain, a record that `fastread.record_text` can
+    print, and, for the text form, a job that was not queued when asked (the full wait
+    narrates a queued job's reason). Anything else goes on in the full wait, on a new
+    connection, with nothing printed yet but the id (the job is queued by then, so there is
+    no going back)."""
     from qex.cli.fastwait import LIVE_WAIT_SECS, announce, simple_result, stop_signals
     from qex.cli.wire import Wire
     from qex.client.errors import ClientError
@@ -135,15 +137,26 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None
     announce(job_id)
     _id_file(id_file, job_id)
     restore = stop_signals(job_id)
+    ended: dict[str, Any] | None = None
     try:
-        ended = wire.ask({"op": "wait", "id": job_id}, LIVE_WAIT_SECS)
+        narrated = not (quiet or as_json)
+        if not narrated or _not_queued(wire.ask({"op": "status", "id": job_id}, LIVE_WAIT_SECS)):
+            ended = wire.ask({"op": "wait", "id": job_id}, LIVE_WAIT_SECS)
     finally:
         wire.close()
     record = ended.get("status") if ended and ended.get("result") == "status" else None
     found = simple_result(record) if isinstance(record, dict) else None
-    if found is not None:
-        restore()
-        return found[1]
+    if found is not None and record is not None:
+        text = None
+        if not quiet:
+            from qex.cli.fastread import record_text
+
+            text = record_text(record, as_json=as_json, no_logs=False)
+        if quiet or text is not None:
+            restore()
+            if text is not None:
+                _show(text, None if as_json else job_id)
+            return found[1]
     from qex.cli.common import get_paths
     from qex.cli.submit_flow import _record, wait_and_show
     from qex.core.states import Exit
@@ -152,7 +165,29 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None
     if conn is None:
         return answer, None
     return wait_and_show(get_paths(Exit.QEX_FAILED), conn, _record(conn, job_id, {}),
-                         timeout=None, quiet=True, as_json=False)
+                         timeout=None, quiet=quiet, as_json=as_json)
+
+
+def _not_queued(answer: dict[str, Any] | None) -> bool:
+    record = answer.get("status") if answer and answer.get("result") == "status" else None
+    return isinstance(record, dict) and record.get("state") != "queued"
+
+
+def _show(text: str, hint_for: str | None) -> None:
+    """The final record, then (`hint_for`: the job's id, in the text form) the line on its
+    output, as `submit_flow.wait_and_show` prints them."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if hint_for is None:
+        return
+    from qex.cli.fastlogs import output_hint
+    from qex.cli.wire import state_dir
+
+    state = state_dir(os.environ)
+    hint = None if state is None else output_hint(os.path.join(state, "jobs", hint_for), hint_for)
+    if hint:
+        sys.stderr.write(f"qex: {hint}\n")
+        sys.stderr.flush()
 
 
 def _connect() -> Connection | None:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qex.cli.fastlogs import count_open
 from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES, for_json
 from qex.core.logsel import Selected, Selection, select_lines, split_lines
 from qex.core.records import dropped_counts
@@ -24,7 +25,6 @@ from qex.core.units import format_size
 if TYPE_CHECKING:
     from qex.core.records import LogsDropped
 
-_CHUNK = 1 << 20
 
 
 def log_path(job_dir: Path, stream: str) -> Path:
@@ -43,33 +43,11 @@ def write_out(text: str, *, err: bool = False) -> None:
     stream.buffer.flush()
 
 
-def count_lines(path: Path) -> int:
-    """The number of lines in a log file (a last line without a newline counts); 0 if none."""
-    try:
-        with open(path, "rb") as handle:
-            return _count_lines(handle, os.fstat(handle.fileno()).st_size)
-    except OSError:
-        return 0
-
-
-def _count_lines(handle: Any, size: int) -> int:
-    handle.seek(0)
-    newlines = 0
-    last = b""
-    while True:
-        chunk = handle.read(_CHUNK)
-        if not chunk:
-            break
-        newlines += chunk.count(b"\n")
-        last = chunk[-1:]
-    return newlines + (1 if size and last != b"\n" else 0)
-
-
 def read_tail(path: Path, count: int) -> tuple[list[str], int]:
     """The last `count` lines of a file and the number of lines before them."""
     with open(path, "rb") as handle:
         size = handle.seek(0, os.SEEK_END)
-        total = _count_lines(handle, size)
+        total = count_open(handle, size)
         if count <= 0 or size == 0:
             return [], total
         position = size

@@ -85,33 +85,15 @@ def wait_and_show(paths: Paths, conn: Any, record: dict[str, Any], *, timeout: f
 
         print_records(paths, finals, as_json=as_json)
         if not as_json:
-            hint = output_hint(paths, finals[0])
+            from qex.cli.fastlogs import output_hint
+
+            job_id = str(finals[0].get("id"))
+            hint = output_hint(paths.job_dir(job_id), job_id)
             if hint:
                 from qex.cli.wait_ends import say
 
                 say(hint)
     return exit_code_for(finals[0])
-
-
-def output_hint(paths: Paths, record: dict[str, Any]) -> str | None:
-    """How many lines the job wrote, and the command that reads them (None when it never ran)."""
-    from qex.cli.log_files import count_lines, log_path
-
-    job_id = str(record.get("id"))
-    job_dir = paths.job_dir(job_id)
-    counts = {}
-    for stream in ("stdout", "stderr"):
-        path = log_path(job_dir, stream)
-        if path.exists():
-            counts[stream] = count_lines(path)
-    if not counts:
-        return None
-    total = sum(counts.values())
-    if total == 0:
-        return f"the job wrote no output (`qex logs {job_id}` shows it when there is some)"
-    parts = ", ".join(f"{n} on {stream}" for stream, n in counts.items() if n)
-    noun, them = ("line", "it") if total == 1 else ("lines", "them")
-    return f"the job wrote {total} {noun} ({parts}); read {them} with `qex logs {job_id}`"
 
 
 def _own(conn: Any, job_id: str) -> bool:

@@ -385,6 +385,37 @@ def test_a_quiet_submit_and_wait_agrees(qex_env: Env) -> None:
         assert id_file.read_text().strip() in done.stderr
 
 
+def test_a_submit_and_wait_prints_the_same_record(qex_env: Env) -> None:
+    """`submit --wait` and `submit --wait --json`: the fast form prints the final record (and
+    the line on the job's output) itself when the job ends plainly within a second; the
+    record, the excerpts of a failed job's output, the hint and the code are the click
+    path's. (The times that grow between two runs, and the ids, are masked; the learner is
+    off, so that each run of a command claims what the first one did.)"""
+    qex_env.write_config("[learn]\nenabled = false\n")
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    commands = ("true", "echo one; echo two", "echo out; echo err >&2; exit 3", "exit 9",
+                "sleep 1.5; echo late", "kill -9 $$", "seq 1 300; exit 2")
+    for form in ([], ["--json"]):
+        for command in commands:
+            fast = qex_env.run("submit", "--wait", *form, "--", "sh", "-c", command)
+            slow = qex_env.run("submit", "--wait", *form, "--", "sh", "-c", command,
+                               extra_env=CLICK_ONLY)
+            shown = [(p.returncode, _stable(p.stdout), _unclocked(p.stderr)) for p in (fast, slow)]
+            assert shown[0] == shown[1], (form, command)
+
+
+#: What differs between two runs of one command in a record: its process ids and the usage
+#: it measured (as text, and as JSON fields).
+_PER_RUN = re.compile(r"(\bpid:\s+)\d+|(\bused:\s+).*|(\"(?:pid|last_pid|supervisor_pid|"
+                      r"supervisor_start_token|pid_start_token|sequence|submitted_at|"
+                      r"started_at|finished_at|max_rss|cpu_secs)\": )[^,\n]+")
+
+
+def _stable(text: str) -> str:
+    return _PER_RUN.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "<x>",
+                        _unclocked(text))
+
+
 def test_a_quiet_submit_and_wait_in_a_paused_queue_agrees(qex_env: Env) -> None:
     # The answer carries the pause's warning, so the fast form hands it to the full wait;
     # the queue resumes while both wait.
