@@ -48,9 +48,17 @@ def test_a_live_thread_is_joined_by_the_teardown() -> None:
     assert (done.returncode, done.stdout) == (4, "thread done\n")
 
 
-def test_logging_keeps_the_teardown() -> None:
-    done = _run("import logging, atexit\natexit.register(print, 'teardown ran')\nleave(0)")
+@pytest.mark.parametrize("module", ["logging", "multiprocessing", "tempfile"])
+def test_a_module_with_exit_handlers_keeps_the_teardown(module: str) -> None:
+    done = _run(f"import {module}, atexit\natexit.register(print, 'teardown ran')\nleave(0)")
     assert done.stdout == "teardown ran\n"
+
+
+def test_a_temporary_directory_is_removed() -> None:
+    done = _run("import tempfile\nplace = tempfile.TemporaryDirectory()\nprint(place.name)\n"
+                "leave(0)")
+    assert done.returncode == 0
+    assert not os.path.exists(done.stdout.strip())
 
 
 def test_a_text_code_is_printed_as_sys_exit_does() -> None:
