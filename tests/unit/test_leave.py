@@ -9,8 +9,11 @@ import sys
 
 import pytest
 
-#: Output stays in Python's buffers until the end, as it does where qex is run in a pipe.
-BUFFERED = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+#: The environment of a user's run: output stays in Python's buffers until the end, as it
+#: does where qex runs in a pipe, and no coverage hook is loaded (coverage's patch of
+#: `os._exit` runs the exit handlers, which is what these tests look for).
+BUFFERED = {k: v for k, v in os.environ.items()
+            if k != "PYTHONUNBUFFERED" and not k.startswith("COVERAGE_")}
 
 
 def _run(body: str) -> subprocess.CompletedProcess[str]:
