@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from qex.core.records import LogsDropped
 
 
-
 def log_path(job_dir: Path, stream: str) -> Path:
     return job_dir / f"{stream}.log"
 
