@@ -40,10 +40,9 @@ def _ask(wire: Wire, message: dict[str, Any]) -> dict[str, Any] | None:
 
 def _record(wire: Wire, job_id: str) -> dict[str, Any] | None:
     """The coordinator's record of a whole id; None for a refusal or an odd answer."""
-    answer = _ask(wire, {"op": "status", "id": job_id})
-    record = answer.get("status") if answer is not None and answer.get("result") == "status" \
-        else None
-    return record if isinstance(record, dict) else None
+    from qex.cli.wire import status_record
+
+    return status_record(_ask(wire, {"op": "status", "id": job_id}))
 
 
 def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:

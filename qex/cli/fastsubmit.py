@@ -24,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from qex.cli.wire import Wire
     from qex.client.connection import Connection
 
 #: The sentence start of an older coordinator's answer to a request it does not know.
@@ -82,14 +83,7 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
 
 def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
     """The answer through `qex.cli.wire`, or through the full client when that cannot."""
-    from qex.cli.wire import Wire
-    from qex.client.errors import ClientError
-
-    try:
-        wire = Wire.connect(start=True)
-    except ClientError:
-        _check_config()  # a broken file is why the coordinator did not start: say so
-        raise
+    wire = _open_wire()
     if wire is None:
         conn = _connect()
         return None if conn is None else _guarded(lambda: conn.request(request))
@@ -115,14 +109,9 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     connection, with nothing printed yet but the id (the job is queued by then, so there is
     no going back)."""
     from qex.cli.fastwait import LIVE_WAIT_SECS, announce, simple_result, stop_signals
-    from qex.cli.wire import Wire
-    from qex.client.errors import ClientError
+    from qex.cli.wire import status_record
 
-    try:
-        wire = Wire.connect(start=True)
-    except ClientError:
-        _check_config()
-        raise
+    wire = _open_wire()
     if wire is None:
         return None, None
     answer = wire.request(request)
@@ -137,15 +126,16 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     announce(job_id)
     _id_file(id_file, job_id)
     restore = stop_signals(job_id)
-    ended: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None
     try:
-        narrated = not (quiet or as_json)
-        if not narrated or _not_queued(wire.ask({"op": "status", "id": job_id}, LIVE_WAIT_SECS)):
-            ended = wire.ask({"op": "wait", "id": job_id}, LIVE_WAIT_SECS)
+        # The text form narrates a queued job's reason: that is the full wait's to do.
+        seen = None if quiet or as_json else status_record(
+            wire.ask({"op": "status", "id": job_id}, LIVE_WAIT_SECS))
+        if quiet or as_json or (seen is not None and seen.get("state") != "queued"):
+            record = status_record(wire.ask({"op": "wait", "id": job_id}, LIVE_WAIT_SECS))
     finally:
         wire.close()
-    record = ended.get("status") if ended and ended.get("result") == "status" else None
-    found = simple_result(record) if isinstance(record, dict) else None
+    found = simple_result(record) if record is not None else None
     if found is not None and record is not None:
         text = None
         if not quiet:
@@ -168,11 +158,6 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
                          timeout=None, quiet=quiet, as_json=as_json)
 
 
-def _not_queued(answer: dict[str, Any] | None) -> bool:
-    record = answer.get("status") if answer and answer.get("result") == "status" else None
-    return isinstance(record, dict) and record.get("state") != "queued"
-
-
 def _show(text: str, hint_for: str | None) -> None:
     """The final record, then (`hint_for`: the job's id, in the text form) the line on its
     output, as `submit_flow.wait_and_show` prints them."""
@@ -188,6 +173,19 @@ def _show(text: str, hint_for: str | None) -> None:
     if hint:
         sys.stderr.write(f"qex: {hint}\n")
         sys.stderr.flush()
+
+
+def _open_wire() -> Wire | None:
+    """`Wire.connect(start=True)`; when the start fails, a broken config file is why (the
+    coordinator refuses to start on one), and the command says so with 121."""
+    from qex.cli.wire import Wire
+    from qex.client.errors import ClientError
+
+    try:
+        return Wire.connect(start=True)
+    except ClientError:
+        _check_config()
+        raise
 
 
 def _connect() -> Connection | None:

@@ -93,7 +93,7 @@ def wait_finished(word: str, *, quiet: bool) -> int | None:
     """The exit code after printing the result, or None for the full wait."""
     if not is_full_id(word):
         return None
-    from qex.cli.wire import Wire
+    from qex.cli.wire import Wire, status_record
 
     wire = Wire.connect()
     if wire is None:
@@ -109,15 +109,14 @@ def wait_finished(word: str, *, quiet: bool) -> int | None:
         if not isinstance(answer, dict):
             answer.close()
             return None
-        record = answer.get("status") if answer.get("result") == "status" else None
+        record = status_record(answer)
         restore: Callable[[], None] | None = None
-        if isinstance(record, dict) and record.get("state") in _LIVE:
+        if record is not None and record.get("state") in _LIVE:
             restore = stop_signals(word)
-            ended = wire.ask({"op": "wait", "id": word}, LIVE_WAIT_SECS)
-            record = ended.get("status") if ended and ended.get("result") == "status" else None
+            record = status_record(wire.ask({"op": "wait", "id": word}, LIVE_WAIT_SECS))
     finally:
         wire.close()
-    found = simple_result(record) if isinstance(record, dict) else None
+    found = simple_result(record) if record is not None else None
     if found is None:
         return None
     if restore is not None:

@@ -81,6 +81,14 @@ def decode_array(document: bytes) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
 
+def status_record(answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The record in an answer to `status` or `wait`; None for a refusal, no answer, or an
+    answer of another shape."""
+    record = answer.get("status") if answer is not None and answer.get("result") == "status" \
+        else None
+    return record if isinstance(record, dict) else None
+
+
 class Wire:
     """One connected socket that has not sent anything yet."""
 
