@@ -20,6 +20,7 @@ from qex.core.state_words import COMPLETED, FINAL_WORDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from qex.cli.wire import Wire
@@ -70,13 +71,7 @@ def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:
 def job_id_by_prefix(word: str) -> str | None:
     """The whole id of the one job that `word` names by the start of its id (as `_by_prefix`
     decides), asked of a listening coordinator; None for the full body."""
-    wire = _connect()
-    if wire is None:
-        return None
-    try:
-        record = _by_prefix(wire, word)
-    finally:
-        wire.close()
+    record = _looked_up(_by_prefix, word)
     job_id = record.get("id") if record is not None else None
     return job_id if isinstance(job_id, str) else None
 
@@ -94,18 +89,24 @@ def _connect() -> Wire | None:
     return Wire.connect()
 
 
+def _looked_up(find: Callable[[Wire, str], dict[str, Any] | None],
+               word: str) -> dict[str, Any] | None:
+    """`find`'s record for `word` on a connection of its own; None without a coordinator."""
+    wire = _connect()
+    if wire is None:
+        return None
+    try:
+        return find(wire, word)
+    finally:
+        wire.close()
+
+
 def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None:
     """`qex status ID [--json] [--wait] [--no-logs]`: the exit code, or None for the full body.
 
     Only a record that `status` shows without an excerpt of its logs, and that a wait would
     not wait for, is printed here."""
-    wire = _connect()
-    if wire is None:
-        return None
-    try:
-        record = _job_record(wire, word)
-    finally:
-        wire.close()
+    record = _looked_up(_job_record, word)
     if record is None:
         return None
     if wait and record.get("state") not in FINAL_STATES:
