@@ -211,17 +211,21 @@ def submit_id(env: dict[str, str], *args: str) -> str:
 
 
 def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
-    done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "echo", "hello")
-    qex(env, "wait", "-q", done, check=False)
+    done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--tag", "bench", "--", "echo", "hello")
+    more = [submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "true") for _ in range(2)]
+    qex(env, "wait", "-q", done, *more, check=False)
     return {
         "submit -- true": [*prog(env), "submit", "--", "true"],
         "submit --cpu 1 --mem 16MB -- true": [*prog(env), "submit", "--cpu", "1", "--mem", "16MB", "--", "true"],
         "wait ID (finished)": [*prog(env), "wait", done],
+        "wait --timeout 1m ID ID ID (finished)": [*prog(env), "wait", "--timeout", "1m", done,
+                                                  *more],
         "status ID": [*prog(env), "status", done],
         "status ID --json": [*prog(env), "status", done, "--json"],
         "status --wait ID": [*prog(env), "status", "--wait", done],
         "list": [*prog(env), "list"],
         "list --json": [*prog(env), "list", "--json"],
+        "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
         "logs ID": [*prog(env), "logs", done],
         "kill ID (finished: refused)": [*prog(env), "kill", done],
         "cancel ID (finished: refused)": [*prog(env), "cancel", done],
@@ -255,10 +259,12 @@ def settle(env: dict[str, str]) -> None:
         qex(env, "wait", "-q", *ids, check=False)
 
 
-def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float, float]:
+def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float, float, float]:
     """ms of `qex submit -- true` then `qex wait ID` as two processes, of the one process
-    `qex submit --wait -q -- true`, and the floor (the three interleaved)."""
+    `qex submit --wait -q -- true` (with `--wait-timeout 1m` in every other round), and the
+    floor (interleaved)."""
     samples, single, floors = [], [], []
+    limited = []
     for _ in range(reps):
         floors.append(timed(FLOOR))
         start = time.perf_counter()
@@ -268,8 +274,10 @@ def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float, floa
                        stderr=subprocess.DEVNULL)
         samples.append(time.perf_counter() - start)
         single.append(timed([*prog(env), "submit", "--wait", "-q", "--", "true"], env))
+        limited.append(timed([*prog(env), "submit", "--wait", "-q", "--wait-timeout", "1m", "--",
+                              "true"], env))
     return (statistics.median(samples) * 1000, statistics.median(single) * 1000,
-            statistics.median(floors) * 1000)
+            statistics.median(limited) * 1000, statistics.median(floors) * 1000)
 
 
 def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
@@ -417,6 +425,7 @@ def scale_argvs(env: dict[str, str], short: str) -> dict[str, list[str]]:
     characters, as the table shows it and people type it."""
     return {"submit": [*prog(env), "submit", "--", "true"],
             "list --json": [*prog(env), "list", "--json"],
+        "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
             "list": [*prog(env), "list"],
             "status SHORT-ID": [*prog(env), "status", short]}
 
@@ -622,10 +631,11 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     """The whole-workload sections for one program."""
     root = root_of(env)
     if "loop" in only:
-        t_sw, t_single, floor = submit_then_wait(env, max(reps, 15))
+        t_sw, t_single, t_limited, floor = submit_then_wait(env, max(reps, 15))
         print(f"-- {label}shell loop, one process per call (load {os.getloadavg()[0]:.2f}) --")
         floor_row("submit -- true; wait ID", t_sw, floor, 4.0)
         floor_row("submit --wait -q -- true", t_single, floor, 4.0)
+        floor_row("submit --wait -q --wait-timeout 1m", t_limited, floor, 4.0)
         t_loop = shell_loop(env, root, n_true, "true")
         print(f"{f'{n_true} x submit -- true in a loop':<34} {n_true / t_loop:>8.1f} jobs/s  "
               "(to all done; target >= 60 jobs/s)")

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
 from qex.cli.common import print_warnings, warn
-from qex.cli.submitting import Submitter, submit_options_from, write_id_file
+from qex.cli.idfile import write_id_file
+from qex.cli.submitting import Submitter, submit_options_from
 from qex.core import fanout, model
 from qex.core.names import new_id, printable_line, safe_name
 

@@ -92,14 +92,16 @@ def selection(params: dict[str, Any]) -> Any:
         return None
 
 
-def _duration(text: str | None, what: str) -> tuple[bool, float | None]:
+def _duration(text: str | None) -> tuple[bool, float | None]:
+    """(ok, seconds or None for no limit) for a duration option; not ok when click must word
+    the mistake."""
     if text is None:
         return True, None
-    from qex.core.units import UnitError, parse_duration
+    from qex.core.duration_text import seconds
 
     try:
-        return True, parse_duration(text, what=what)
-    except UnitError:
+        return True, seconds(text.strip())
+    except ValueError:
         return False, None
 
 
@@ -135,7 +137,7 @@ def _status(p: dict[str, Any]) -> int | None:
         return None
     if (p["only_stdout"] and p["only_stderr"]) or (p["timeout_text"] and not (wait or follow)):
         return None
-    ok, timeout = _duration(p["timeout_text"], "--timeout")
+    ok, timeout = _duration(p["timeout_text"])
     if not ok:
         return None
     paths = get_paths(Exit.QEX_FAILED)
@@ -149,37 +151,47 @@ def _status(p: dict[str, Any]) -> int | None:
 
 
 def _list(p: dict[str, Any]) -> int | None:
-    if _defaults("list", p, ("states", "tags", "group_word", "cwd_dir", "under_dir")):
-        from qex.cli import fastread
+    from qex.cli import fastread
+    from qex.core.state_words import filter_words
 
-        code = fastread.list_json() if p["as_json"] else fastread.list_text()
-        if code is not None:
-            return code
-    from qex.cli.list_core import show_list
-    from qex.core.states import State, parse_state_filter
-
-    wanted: set[State] = set()
+    states: set[str] = set()
     for word in p["states"]:
         try:
-            wanted |= parse_state_filter(word)
+            states |= filter_words(word)
         except ValueError:
-            return None
-    show_list(as_json=p["as_json"], wanted=wanted, tags=p["tags"], group_word=p["group_word"],
-              cwd_dir=p["cwd_dir"], under_dir=p["under_dir"])
+            return None  # click says which words it takes
+    if _defaults("list", p, ("states", "tags", "group_word", "cwd_dir", "under_dir")):
+        code = fastread.list_json() if p["as_json"] else fastread.list_text()
+    else:
+        code = fastread.list_filtered(
+            as_json=p["as_json"], states=states, tags=p["tags"], group_word=p["group_word"],
+            cwd_dir=p["cwd_dir"], under_dir=p["under_dir"])
+    if code is not None:
+        return code
+    from qex.cli.list_core import show_list
+    from qex.core.states import State
+
+    show_list(as_json=p["as_json"], wanted={State(word) for word in states}, tags=p["tags"],
+              group_word=p["group_word"], cwd_dir=p["cwd_dir"], under_dir=p["under_dir"])
     return 0
 
 
 def _wait(p: dict[str, Any]) -> int | None:
     words = list(p["words"])
-    if len(words) == 1 and not (p["timeout_text"] or p["next_only"] or p["as_json"]):
-        from qex.cli.fastwait import wait_finished
-
-        code = wait_finished(words[0], quiet=p["quiet"])
-        if code is not None:
-            return code
-    ok, timeout = _duration(p["timeout_text"], "--timeout")
+    ok, timeout = _duration(p["timeout_text"])
     if not ok or (p["quiet"] and p["as_json"]):
         return None
+    if words and not (p["next_only"] or p["as_json"]):
+        import time
+
+        from qex.cli.fastwait import wait_finished
+
+        began = time.monotonic()
+        code = wait_finished(words, quiet=p["quiet"], limit=timeout)
+        if code is not None:
+            return code
+        if timeout is not None:  # the limit covers the whole command
+            timeout = max(0.0, timeout - (time.monotonic() - began))
     from qex.cli import jobcmd
     from qex.cli.wait_core import wait_words
 
@@ -189,21 +201,27 @@ def _wait(p: dict[str, Any]) -> int | None:
 
 
 #: The logs options that `qex.cli.fastlogs.show` leaves to the full body.
-_LOGS_FULL_ONLY = ("follow", "as_json", "hook", "only_stdout", "only_stderr")
+_LOGS_FULL_ONLY = ("follow", "as_json", "hook", "lines", "grep", "fixed", "context", "number",
+                   "max_matches")
 
 
 def _logs(p: dict[str, Any]) -> int | None:
-    if _defaults("logs", p, SELECTION + _LOGS_FULL_ONLY):
+    ranges = [p["tail"] is not None, p["head"] is not None, p["all_lines"]]
+    out, err = p["only_stdout"], p["only_stderr"]
+    if _defaults("logs", p, _LOGS_FULL_ONLY) and sum(ranges) <= 1 and not (out and err):
         from qex.cli.fastlogs import show
+        from qex.core.log_words import DEFAULT_TAIL, STREAMS
 
-        code = show(p["job"])
+        no_range = not any(ranges)
+        code = show(p["job"], tail_count=DEFAULT_TAIL if no_range else p["tail"],
+                    head_count=p["head"],
+                    streams=("stdout",) if out else ("stderr",) if err else STREAMS)
         if code is not None:
             return code
     from qex.cli.logs_core import UsageProblem, show_logs
 
     sel = selection(p)
     follow, as_json, hook = p["follow"], p["as_json"], p["hook"]
-    out, err = p["only_stdout"], p["only_stderr"]
     if sel is None or (follow and as_json) or (out and err) or (hook and (follow or out or err)):
         return None
     if follow:
@@ -235,7 +253,7 @@ def _kill(p: dict[str, Any]) -> int | None:
         signum = parse_signal(p["signal_text"])
     except ValueError:
         return None
-    ok, grace = _duration(p["grace"], "grace time")
+    ok, grace = _duration(p["grace"])
     if not ok:
         return None
     kill_jobs(p["jobs"], signum, grace or 0.0)
@@ -263,7 +281,7 @@ def _submit(p: dict[str, Any]) -> int | None:
         return None
     if p["wait_timeout"] is not None and not wait:
         return None
-    ok, wait_timeout = _duration(p["wait_timeout"], "--wait-timeout")
+    ok, wait_timeout = _duration(p["wait_timeout"])
     if not ok:
         return None
     from qex.cli import fastsubmit

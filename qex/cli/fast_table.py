@@ -157,8 +157,8 @@ TABLE: dict[str, dict[str, Any]] = {
             '--state': ('states', 'multi:value'),
             '--tag': ('tags', 'multi:value'),
             '--group': ('group_word', 'value'),
-            '--cwd': ('cwd_dir', 'click'),
-            '--under': ('under_dir', 'click'),
+            '--cwd': ('cwd_dir', 'optional:.'),
+            '--under': ('under_dir', 'optional:.'),
         },
         'arguments': [],
         'defaults': {

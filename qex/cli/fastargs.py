@@ -3,7 +3,8 @@
 It gives the same values as click for the argument lists it accepts (a unit test runs both
 on the same lists), and gives up, returning None, on anything it does not fully understand:
 an unknown option, `--help`, a clustered short option, a value that click would refuse or
-that begins with a dash, a missing or extra argument. The caller then hands the whole
+that begins with a dash, a missing or extra argument. An option whose value may be left
+out (`list --cwd [DIR]`) follows click's own rule for it. The caller then hands the whole
 command to click, which prints its own usage message with its own exit code.
 """
 
@@ -29,6 +30,16 @@ def _convert(kind: str, text: str) -> tuple[bool, Any]:
             return False, None
         return True, number
     return False, None
+
+
+def _optional(kind: str, args: list[str], index: int) -> tuple[str, int]:
+    """(the value, the next index) for an option whose value may be left out, by click's
+    rule: the next word is the value unless it looks like an option (a dash and more);
+    otherwise the option's flag value, written in its kind."""
+    following = args[index] if index < len(args) else None
+    if following is None or (following.startswith("-") and len(following) > 1):
+        return kind.removeprefix("optional:"), index
+    return following, index + 1
 
 
 def parse(command: str, args: list[str]) -> dict[str, Any] | None:  # noqa: C901, PLR0912 (one pass over the words, option by option)
@@ -68,6 +79,11 @@ def parse(command: str, args: list[str]) -> dict[str, Any] | None:  # noqa: C901
             continue
         if kind == "click":
             return None
+        if kind.startswith("optional:"):
+            if not eq:
+                inline, index = _optional(kind, args, index)
+            values[dest] = inline
+            continue
         if not eq:
             if index >= len(args):
                 return None

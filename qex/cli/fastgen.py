@@ -29,7 +29,13 @@ TABLE_PATH = Path(__file__).with_name("fast_table.py")
 def _kind(param: Any) -> str:
     import click
 
-    if getattr(param, "_flag_needs_value", False) or param.nargs != 1:
+    if param.nargs != 1:
+        return "click"
+    if getattr(param, "_flag_needs_value", False):
+        # `--cwd [DIR]`: a text value that may be left out, which gives the flag value.
+        plain = isinstance(param.type, click.types.StringParamType) and not param.multiple
+        if plain and isinstance(param.flag_value, str) and not param.is_flag:
+            return f"optional:{param.flag_value}"
         return "click"
     if param.is_flag:
         return "flag" if not param.secondary_opts else "click"

@@ -1,7 +1,8 @@
 """`qex logs ID` for a job that has stopped, straight from its files.
 
-The common call is `qex logs <id>` with no option, on a job that has finished: the last
-lines of both streams, each under its `==> stream <==` head. The full body
+The common calls are `qex logs <id>` with no option, on a job that has finished (the last
+lines of both streams, each under its `==> stream <==` head), and the same with `--tail N`,
+`--head N`, `--all`, `--stdout` or `--stderr`. The full body
 (`qex.cli.logs_core`) imports the client, `pathlib`, typed records and the selection
 module (`re`), which cost several times the interpreter's start-up; this form reads the
 record and the two files with `os` alone and prints the same bytes.
@@ -74,9 +75,24 @@ def _read_streams(job_dir: str, streams: tuple[str, ...]) -> list[tuple[str, byt
     return found
 
 
-def show(word: str) -> int | None:
-    """Print the default view of a stopped job's logs: the exit code, or None for the full
-    body (having printed nothing)."""
+def _cut(data: bytes, tail_count: int | None, head_count: int | None) -> tuple[bytes, int, str]:
+    """The selected lines of one stream (each ending in a newline), the number left out and
+    where they were (`earlier ` before a tail, `later ` after a head, empty for none)."""
+    if tail_count is not None:
+        text, hidden = tail(data, tail_count)
+        return text, hidden, "earlier "
+    lines = data.split(b"\n") if data else []
+    if lines and lines[-1] == b"":
+        lines.pop()
+    kept = lines if head_count is None else lines[:head_count]
+    return b"".join(line + b"\n" for line in kept), len(lines) - len(kept), "later "
+
+
+def show(word: str, *, tail_count: int | None = DEFAULT_TAIL, head_count: int | None = None,
+         streams: tuple[str, ...] = STREAMS) -> int | None:
+    """Print a stopped job's logs as the full body prints them for the default view, `--tail
+    N`, `--head N` or `--all` (both counts None), of both streams or one (`--stdout`,
+    `--stderr`): the exit code, or None for the full body (having printed nothing)."""
     from qex.cli.fastwait import is_full_id
 
     if not is_full_id(word):
@@ -103,17 +119,19 @@ def show(word: str) -> int | None:
         return None
     if record.get("logs_dropped"):
         return None  # its notes need the record's counts: the full body words them
-    logs = _read_streams(job_dir, STREAMS)
+    logs = _read_streams(job_dir, streams)
     if logs is None:
         return None
-    found = [(stream, *tail(data)) for stream, data in logs]
+    tagged = len(streams) > 1
     out, err = sys.stdout, sys.stderr
-    for stream, text, hidden in found:
+    for stream, data in logs:
+        text, hidden, where = _cut(data, tail_count, head_count)
         out.flush()
-        out.buffer.write(f"==> {stream} <==\n".encode() + text)
+        out.buffer.write((f"==> {stream} <==\n".encode() if tagged else b"") + text)
         out.buffer.flush()
         if hidden:
-            err.write(f"qex: [{stream}] {hidden_sentence(hidden, 'earlier ')}\n")
+            tag = f"[{stream}] " if tagged else ""
+            err.write(f"qex: {tag}{hidden_sentence(hidden, where)}\n")
             err.flush()
     return 0
 

@@ -228,10 +228,40 @@ def _pauses(wire: Wire) -> tuple[bool, dict[str, Any] | None]:
     return True, pauses if pauses.get("result") == "pause_state" else None
 
 
+def list_filtered(*, as_json: bool, states: set[str], tags: tuple[str, ...],
+                  group_word: str | None, cwd_dir: str | None, under_dir: str | None
+                  ) -> int | None:
+    """`qex list` with filters (`qex.cli.job_filters.chosen_jobs`, as the full body filters):
+    the exit code, or None for the full body, which also words a group that is not there."""
+    found = _listing(as_json=False)  # the filters read the records, so they are decoded
+    if found is None:
+        return None
+    from qex.cli.job_filters import chosen_jobs
+
+    several: list[str] = []
+    try:
+        chosen = chosen_jobs(found.records, states=states, tags=tags, group_word=group_word,
+                             cwd_dir=cwd_dir, under_dir=under_dir, on_groups=several.extend)
+    except LookupError:
+        return None
+    note = None
+    if several and not as_json:
+        note = (f"`{group_word}` names {len(several)} groups, and this list shows all of them: "
+                f"{', '.join(several)}; give a group id to see one")
+    return _show_listing(found, chosen, as_json=as_json, note=note)
+
+
 def _list(*, as_json: bool) -> int | None:
     found = _listing(as_json=as_json)
     if found is None:
         return None
+    return _show_listing(found, found.records, as_json=as_json, note=None)
+
+
+def _show_listing(found: _Listing, chosen: list[dict[str, Any]], *, as_json: bool,
+                  note: str | None) -> int:
+    """Print what `list_core.show_list` prints: the pause lines, the damaged records and
+    `note` on stderr, then the chosen jobs (or the coordinator's own document)."""
     import sys
     import time
 
@@ -250,6 +280,8 @@ def _list(*, as_json: bool) -> int | None:
         for entry in found.damaged:
             if isinstance(entry, dict):
                 warn(damaged_line(entry))
+    if note is not None:
+        warn(note)
     if found.document is not None:
         sys.stdout.flush()
         sys.stdout.buffer.write(found.document + b"\n")
@@ -257,7 +289,7 @@ def _list(*, as_json: bool) -> int | None:
         return 0
     from qex.core.record_json import sort_key
 
-    chosen = sorted(found.records, key=sort_key)
+    chosen = sorted(chosen, key=sort_key)
     if as_json:
         from qex.cli.common import print_json
         from qex.core.record_json import display_record

@@ -5,8 +5,9 @@ the coordinator reads the config, measures the machine, asks the learner and bui
 spec with the same code the click path runs here. The output, the id file, the order of
 the warnings and the exit codes are those of `qex.cli.submit_flow`.
 
-A plain submit (the id on stdout) talks through `qex.cli.wire` and imports nothing else
-unless the answer carries a warning or an error; so does `submit --wait` while its job ends
+A submit that does not wait (the id on stdout, or `--json`, with or without `--id-file`)
+talks through `qex.cli.wire` and imports nothing else unless the answer carries a warning or
+an error; so does `submit --wait` while its job ends
 plainly within a second (`_lean_submit_and_wait`). When nobody listens, it starts the
 coordinator itself (`Wire.connect(start=True)`, the full client's own start) and sends the
 same request to it. The config file is then checked by the coordinator, which refuses to
@@ -47,16 +48,12 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
     conn: Connection | None = None
     if not wait:
         answer = _lean_request(request)
-    elif wait_timeout is None:
-        lean = _lean_submit_and_wait(request, params["id_file"], quiet=quiet, as_json=as_json)
+    else:
+        lean = _lean_submit_and_wait(request, params["id_file"], quiet=quiet, as_json=as_json,
+                                     wait_timeout=wait_timeout)
         if isinstance(lean, int):
             return lean
         answer, conn = lean
-    else:
-        conn = _connect()
-        if conn is None:
-            return None
-        answer = _guarded(lambda: conn.request(request) if conn else {})
     if answer is None:
         return None
     message = str(answer.get("message") or "the coordinator gave no reason")
@@ -64,7 +61,7 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
         if conn is not None:
             conn.close()
         return None
-    if not (wait or as_json or params["id_file"]) and answer.get("result") == "submitted":
+    if not wait and answer.get("result") == "submitted":
         job_id = answer.get("id")
         if isinstance(job_id, str):
             if answer.get("build_warnings") or answer.get("warning"):
@@ -74,6 +71,12 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
                 for note in answer.get("build_warnings") or ():
                     warn(str(note))
                 print_warnings(answer)
+            _id_file(params["id_file"], job_id)
+            if as_json:
+                from qex.cli.common import print_json
+
+                print_json({"id": job_id, "deduplicated": bool(answer.get("deduplicated"))})
+                return 0
             sys.stdout.write(job_id + "\n")
             sys.stdout.flush()
             return 0
@@ -95,10 +98,13 @@ def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet: bool,
-                          as_json: bool) -> int | tuple[dict[str, Any] | None, Connection | None]:
+                          as_json: bool, wait_timeout: float | None
+                          ) -> int | tuple[dict[str, Any] | None, Connection | None]:
     """`submit --wait` through `qex.cli.wire`: the exit code when the job ends plainly within
-    `fastwait.LIVE_WAIT_SECS`; otherwise the submit's answer and the connection that
-    `_finish` waits on (None and None when nothing was sent, for the click path).
+    `fastwait.LIVE_WAIT_SECS` (and within `--wait-timeout`); otherwise the submit's answer and
+    the connection that `_finish` waits on (None and None when nothing was sent, for the click
+    path). A `--wait-timeout` counts from the answer, as the full wait counts it, so the
+    full wait that takes over gets what is left of it.
 
     An agent's most common call: before, the single `submit --wait` loaded the full client
     and the full wait, and took longer than `submit` and `wait` as two processes. Handled
@@ -123,16 +129,22 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
             or answer.get("build_warnings") or answer.get("warning")):
         wire.close()
         return answer, _connect()
+    import time
+
+    answered = time.monotonic()
+    live = LIVE_WAIT_SECS if wait_timeout is None else min(LIVE_WAIT_SECS, wait_timeout)
     announce(job_id)
     _id_file(id_file, job_id)
-    restore = stop_signals(job_id)
+    restore = stop_signals([job_id])
     record: dict[str, Any] | None = None
     try:
         # The text form narrates a queued job's reason: that is the full wait's to do.
         seen = None if quiet or as_json else status_record(
             wire.ask({"op": "status", "id": job_id}, LIVE_WAIT_SECS))
-        if quiet or as_json or (seen is not None and seen.get("state") != "queued"):
-            record = status_record(wire.ask({"op": "wait", "id": job_id}, LIVE_WAIT_SECS))
+        left = answered + live - time.monotonic()
+        if left > 0 and (quiet or as_json or (seen is not None
+                                              and seen.get("state") != "queued")):
+            record = status_record(wire.ask({"op": "wait", "id": job_id}, left))
     finally:
         wire.close()
     found = simple_result(record) if record is not None else None
@@ -154,8 +166,10 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     conn = _connect()
     if conn is None:
         return answer, None
+    timeout = None if wait_timeout is None else max(
+        0.0, wait_timeout - (time.monotonic() - answered))
     return wait_and_show(get_paths(Exit.QEX_FAILED), conn, _record(conn, job_id, {}),
-                         timeout=None, quiet=quiet, as_json=as_json)
+                         timeout=timeout, quiet=quiet, as_json=as_json)
 
 
 def _show(text: str, hint_for: str | None) -> None:
@@ -269,7 +283,6 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
 def _id_file(path_text: str | None, job_id: str) -> None:
     if not path_text:
         return
-    from qex.cli.idfile import single_text
-    from qex.cli.submitting import write_id_file
+    from qex.cli.idfile import single_text, write_id_file
 
     write_id_file(path_text, single_text(job_id))

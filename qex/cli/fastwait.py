@@ -1,16 +1,18 @@
-"""`qex wait ID` for a short job, through `qex.cli.wire` alone.
+"""`qex wait ID...` for short jobs, through `qex.cli.wire` alone.
 
-An agent's loop runs `qex submit` and then `qex wait` on the id, and a short job has often
-stopped by then, or stops within a moment. For that case (a full id, a job that completed
-or failed with its own exit code, no error text, a plain name, a queue that is not paused)
-this prints the line that `qex.cli.wait_core` prints, with its exit code, from one `info`
-and one `status` request; for a job that is `starting` or `running`, it also sends the
-`wait` request on the same connection and waits up to `LIVE_WAIT_SECS` for the answer
-(which comes when the job is final), with SIGINT and SIGTERM ending the wait as the full
-wait ends it (its two lines, 122) from then on. Every other case (a queued job, whose
+An agent's loop runs `qex submit` and then `qex wait` on the id (or on the ids of a few
+submits), and a short job has often stopped by then, or stops within a moment. For that
+case (full ids, at most `LEAN_WAIT_MOST`; jobs that completed or failed with their own exit
+codes, no error text, plain names; a queue that is not paused) this prints the lines that
+`qex.cli.wait_core` prints, with its exit code, from one `info` and one `status` request per
+job; for jobs that are `starting` or `running`, it also sends the `wait` request for each on
+the same connection and waits up to `LIVE_WAIT_SECS` for them all (an answer comes when its
+job is final), with SIGINT and SIGTERM ending the wait as the full wait ends it (its two
+lines, 122) from then on. A `--timeout` shorter than that second bounds the wait, and its
+end is reported as the full wait reports it (124). Every other case (a queued job, whose
 reason the full wait narrates; a job that runs longer; an end that is not plain) returns
-None having changed nothing (a `wait` request changes nothing, and closing the connection
-drops it), and the full wait runs.
+None having printed and changed nothing (a `wait` request changes nothing, and closing the
+connection drops it), and the full wait runs.
 """
 
 from __future__ import annotations
@@ -20,10 +22,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from qex.cli.wire import Wire
+
 _HEX = frozenset("0123456789abcdef")
 #: How long a job that is starting or running may take to end before the full wait (with
-#: its narration and its recovery when the coordinator goes away) takes over.
+#: its narration and its recovery when the coordinator goes away) takes over; for several
+#: jobs, how long they may take all together.
 LIVE_WAIT_SECS = 1.0
+#: The most jobs one lean wait looks at (one `status` request each); more go to the full
+#: wait, which asks for them with one `list`.
+LEAN_WAIT_MOST = 32
 _LIVE = frozenset({"starting", "running"})
 _NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -60,7 +68,7 @@ def announce(job_id: str) -> None:
     sys.stderr.flush()
 
 
-def stop_signals(job_id: str) -> Callable[[], None]:
+def stop_signals(job_ids: list[str]) -> Callable[[], None]:
     """From now on the first SIGINT or SIGTERM ends the command as the full wait ends it
     (`qex.cli.jobcmd.interruptible`: its two lines, then 122; the handlers are then the
     defaults, so a second one ends the command at once). Kept when the full wait takes over,
@@ -77,7 +85,7 @@ def stop_signals(job_id: str) -> Callable[[], None]:
         from qex.cli.exits import WAIT_INTERRUPTED
         from qex.cli.wait_ends import report_interrupted
 
-        report_interrupted([job_id])
+        report_interrupted(job_ids)
         raise SystemExit(WAIT_INTERRUPTED)
 
     def restore() -> None:
@@ -89,41 +97,96 @@ def stop_signals(job_id: str) -> Callable[[], None]:
     return restore
 
 
-def wait_finished(word: str, *, quiet: bool) -> int | None:
-    """The exit code after printing the result, or None for the full wait."""
-    if not is_full_id(word):
+def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) -> int | None:
+    """The exit code after printing the results, or None for the full wait. `limit`: the
+    reader's `--timeout`, which shortens the wait for live jobs when it is below
+    `LIVE_WAIT_SECS` (the caller hands what is left of it to the full wait)."""
+    job_ids = list(dict.fromkeys(words))  # each job once, in the order named (as resolved)
+    if not job_ids or len(job_ids) > LEAN_WAIT_MOST or not all(map(is_full_id, job_ids)):
         return None
-    from qex.cli.wire import Wire, status_record
+    from qex.cli.wire import Wire
 
     wire = Wire.connect()
     if wire is None:
         return None
+    restore: list[Callable[[], None]] = []
     try:
-        info = wire.request({"op": "info"})
-        if not isinstance(info, dict):
-            info.close()
+        records = _plain_records(wire, job_ids)
+        budget = LIVE_WAIT_SECS if limit is None else min(LIVE_WAIT_SECS, limit)
+        if records is None:
             return None
-        if info.get("result") != "info" or info.get("paused") is not None:
-            return None
-        answer = wire.request({"op": "status", "id": word})
+        if not _wait_live(wire, job_ids, records, restore, budget):
+            if limit is None or limit > LIVE_WAIT_SECS:
+                return None
+            # The reader's limit ran out with a job still live: the full wait's verdict.
+            for put_back in restore:
+                put_back()
+            from qex.cli.exits import WAIT_TIMEOUT
+            from qex.cli.wait_ends import report_timeout
+
+            report_timeout(job_ids)
+            return WAIT_TIMEOUT
+    finally:
+        wire.close()
+    results = [simple_result(r) for r in records]
+    if any(found is None for found in results):
+        return None
+    for put_back in restore:
+        put_back()
+    lines = [found for found in results if found is not None]
+    if not quiet:
+        import sys
+
+        sys.stdout.write("".join(line + "\n" for line, _ in lines))
+        sys.stdout.flush()
+    from qex.core.exit_band import first_nonzero
+
+    return first_nonzero([code for _, code in lines])
+
+
+def _plain_records(wire: Wire, job_ids: list[str]) -> list[dict[str, Any]] | None:
+    """Each job's record, when the queue is not paused and every job is live or ended
+    plainly; else None (a queued job's reason is the full wait's to narrate)."""
+    from qex.cli.wire import status_record
+
+    info = wire.request({"op": "info"})
+    if not isinstance(info, dict):
+        info.close()
+        return None
+    if info.get("result") != "info" or info.get("paused") is not None:
+        return None
+    records = []
+    for job_id in job_ids:
+        answer = wire.request({"op": "status", "id": job_id})
         if not isinstance(answer, dict):
             answer.close()
             return None
         record = status_record(answer)
-        restore: Callable[[], None] | None = None
-        if record is not None and record.get("state") in _LIVE:
-            restore = stop_signals(word)
-            record = status_record(wire.ask({"op": "wait", "id": word}, LIVE_WAIT_SECS))
-    finally:
-        wire.close()
-    found = simple_result(record) if record is not None else None
-    if found is None:
-        return None
-    if restore is not None:
-        restore()
-    if not quiet:
-        import sys
+        if record is None or (record.get("state") not in _LIVE and simple_result(record) is None):
+            return None
+        records.append(record)
+    return records
 
-        sys.stdout.write(found[0] + "\n")
-        sys.stdout.flush()
-    return found[1]
+
+def _wait_live(wire: Wire, job_ids: list[str], records: list[dict[str, Any]],
+               restore: list[Callable[[], None]], budget: float) -> bool:
+    """Wait for the live jobs, `budget` seconds for all of them; False when one did not end
+    in time. The stop signals are the wait's from the first `wait` request on (`restore`
+    receives the call that puts the old handlers back)."""
+    import time
+
+    from qex.cli.wire import status_record
+
+    until = time.monotonic() + budget
+    for index, record in enumerate(records):
+        if record.get("state") not in _LIVE:
+            continue
+        if not restore:
+            restore.append(stop_signals(job_ids))
+        left = until - time.monotonic()
+        ended = status_record(wire.ask({"op": "wait", "id": job_ids[index]}, left)) \
+            if left > 0 else None
+        if ended is None:
+            return False
+        records[index] = ended
+    return True

@@ -11,22 +11,32 @@ Formats: one job -> `<id>\\n`; a group (pipeline, fan-out) -> a shell file (`gro
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from qex.core.names import safe_name
 from qex.store import atomic
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
 MODE = 0o644
-_NOT_IDENT = re.compile(r"[^A-Za-z0-9]")
 SCRATCH_PARTS = frozenset({"scratch", "scratchpad"})
 
 
-def _absolute(path: Path) -> Path:
-    return Path(os.path.abspath(path))
+def _absolute(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(path)
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    """The components of a path as `PurePosixPath(text).parts` gives them (its root, then
+    each name; empty names and `.` dropped, `..` kept), without importing `pathlib`."""
+    root: tuple[str, ...] = ()
+    if text.startswith("//") and not text.startswith("///"):
+        root = ("//",)
+    elif text.startswith("/"):
+        root = ("/",)
+    return root + tuple(part for part in text.split("/") if part and part != ".")
 
 
 def single_text(job_id: str) -> str:
@@ -35,10 +45,13 @@ def single_text(job_id: str) -> str:
 
 def shell_names(names: Sequence[str]) -> list[str]:
     """Shell variable names for jobs: non-alphanumerics become `_`, never `group`, unique."""
+    import re
+
+    not_ident = re.compile(r"[^A-Za-z0-9]")
     used = {"group"}
     out: list[str] = []
     for name in names:
-        ident = _NOT_IDENT.sub("_", name) or "job"
+        ident = not_ident.sub("_", name) or "job"
         if ident[0].isdigit():
             ident = "_" + ident
         candidate, counter = ident, 2
@@ -50,9 +63,12 @@ def shell_names(names: Sequence[str]) -> list[str]:
     return out
 
 
-def group_text(path: Path, group: str, group_name: str, jobs: Sequence[tuple[str, str]]) -> str:
+def group_text(path: str | os.PathLike[str], group: str, group_name: str,
+               jobs: Sequence[tuple[str, str]]) -> str:
     """The group file for `jobs` = [(name, id), ...] in submission order."""
-    if path.name.endswith(".json"):
+    if os.path.basename(os.fspath(path)).endswith(".json"):
+        import json
+
         body = {
             "group": group,
             "group_name": safe_name(group_name),
@@ -65,53 +81,68 @@ def group_text(path: Path, group: str, group_name: str, jobs: Sequence[tuple[str
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, text: str) -> None:
+def write(path: str | os.PathLike[str], text: str) -> None:
     """Atomic and fsynced (file and directory), so the id is on disk before any wait."""
     atomic.write_bytes(_absolute(path), text.encode("utf-8"), mode=MODE)
 
 
-def write_or_warn(path: Path, text: str) -> str | None:
+def write_or_warn(path: str | os.PathLike[str], text: str) -> str | None:
     """Write the id file; the sentence to print when it did not reach the disk."""
     try:
         write(path, text)
     except OSError as exc:
         return (
-            f"the id file {path} did not reach the disk ({exc.strerror or exc}); the job is "
-            "queued all the same, so keep the id that this command prints"
+            f"the id file {os.fspath(path)} did not reach the disk ({exc.strerror or exc}); the "
+            "job is queued all the same, so keep the id that this command prints"
         )
     return None
 
 
-def _roots(env: Mapping[str, str]) -> list[tuple[Path, str]]:
-    roots: list[tuple[Path, str]] = [(Path("/tmp"), "/tmp"), (Path("/var/tmp"), "/var/tmp")]
+def write_id_file(path_text: str | None, text: str) -> None:
+    """Write the id file (atomic, fsynced) and warn about scratch places; never fatal."""
+    if not path_text:
+        return
+    from qex.cli.common import warn
+
+    problem = write_or_warn(path_text, text)
+    if problem:
+        warn(problem)
+        return
+    note = scratch_warning(path_text)
+    if note:
+        warn(note)
+
+
+def _roots(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    roots: list[tuple[str, str]] = [("/tmp", "/tmp"), ("/var/tmp", "/var/tmp")]
     for var in ("TMPDIR", "CLAUDE_JOB_DIR", "XDG_RUNTIME_DIR"):
         value = env.get(var, "")
         if value:
-            roots.append((Path(value), f"${var}"))
+            roots.append((value, f"${var}"))
     return roots
 
 
-def _under(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
+def _under(path: str, root: str) -> bool:
+    """`path` is `root` or inside it, name by name (as `PurePath.relative_to` decides)."""
+    inner, outer = _parts(path), _parts(root)
+    return inner[:len(outer)] == outer
 
 
-def scratch_warning(path: Path, env: Mapping[str, str] | None = None) -> str | None:
+def scratch_warning(path: str | os.PathLike[str],
+                    env: Mapping[str, str] | None = None) -> str | None:
     """A warning when the id file sits where files do not outlive a session."""
     source = os.environ if env is None else env
     target = _absolute(path)
-    directory = target.parent
-    candidates = {directory, Path(os.path.realpath(directory))}
+    directory = os.path.dirname(target)
+    candidates = {directory, os.path.realpath(directory)}
     where: str | None = None
     for root, label in _roots(source):
-        resolved = {root, Path(os.path.realpath(root))}
+        resolved = {root, os.path.realpath(root)}
         if any(_under(c, r) for c in candidates for r in resolved):
             where = label
             break
-    if where is None and any(part.lower() in SCRATCH_PARTS for c in candidates for part in c.parts):
+    if where is None and any(part.lower() in SCRATCH_PARTS
+                             for c in candidates for part in _parts(c)):
         where = "a scratch directory"
     if where is None:
         return None

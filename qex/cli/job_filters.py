@@ -2,16 +2,21 @@
 
 Pure over status records (dicts), except `canonical_dir`, which resolves a path the way the
 submission did (absolute, symlinks resolved), so `--cwd .` finds the jobs submitted here.
+States are compared as words (a `State` is its word), so the fast `qex list` filters
+without `enum` and `typing`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import Any
 
+from qex.core import state_words as words
 from qex.core.names import safe_name
-from qex.core.states import FINAL, State
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 
 def canonical_dir(text: str) -> str:
@@ -31,12 +36,13 @@ def in_dir(record: dict[str, Any], directory: str, *, below: bool) -> bool:
     return cwd.startswith(prefix)
 
 
-def has_state(record: dict[str, Any], states: Iterable[State]) -> bool:
-    return str(record.get("state")) in {s.value for s in states}
+def has_state(record: dict[str, Any], states: Iterable[str]) -> bool:
+    """The job is in one of `states` (words, or `State` members, which are their words)."""
+    return str(record.get("state")) in {str(s) for s in states}
 
 
 def is_final(record: dict[str, Any]) -> bool:
-    return has_state(record, FINAL)
+    return str(record.get("state")) in words.FINAL_WORDS
 
 
 def has_tags(record: dict[str, Any], tags: Iterable[str]) -> bool:
@@ -111,3 +117,34 @@ def held_ids(records: list[dict[str, Any]]) -> dict[str, str]:
                 if other.get("group") == group and is_final(other):
                     held.setdefault(str(other.get("id")), holder)
     return held
+
+
+def chosen_jobs(records: list[dict[str, Any]], *, states: Iterable[str] = (),
+                tags: Iterable[str] = (), group_word: str | None = None,
+                cwd_dir: str | None = None, under_dir: str | None = None,
+                on_groups: Callable[[list[str]], None] | None = None) -> list[dict[str, Any]]:
+    """The records that `qex list`'s filters keep, in the records' order; every filter
+    given must hold. `on_groups` hears the ids when `group_word` names several groups (all
+    of them are kept). Raises LookupError when `group_word` names no group."""
+    chosen = records
+    if group_word is not None:
+        groups = groups_named(records, group_word)
+        if not groups:
+            raise LookupError(group_word)
+        if len(groups) > 1 and on_groups is not None:
+            on_groups(sorted(groups))
+        members = {str(r.get("id")) for stages in groups.values() for r in stages}
+        chosen = [r for r in chosen if str(r.get("id")) in members]
+    wanted = {str(s) for s in states}
+    if wanted:
+        chosen = [r for r in chosen if str(r.get("state")) in wanted]
+    tags = tuple(tags)
+    if tags:
+        chosen = [r for r in chosen if has_tags(r, tags)]
+    if cwd_dir is not None:
+        here = canonical_dir(cwd_dir)
+        chosen = [r for r in chosen if in_dir(r, here, below=False)]
+    if under_dir is not None:
+        top = canonical_dir(under_dir)
+        chosen = [r for r in chosen if in_dir(r, top, below=True)]
+    return chosen

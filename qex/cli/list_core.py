@@ -37,28 +37,16 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     for entry in damaged:
         warn(damaged_line(entry))
 
-    chosen: list[dict[str, Any]] = records
-    if group_word is not None:
-        groups = jf.groups_named(records, group_word)
-        if not groups:
-            die(f"there is no group with the id or the name `{group_word}`; run `qex list` to "
-                "see the groups", Exit.NO_SUCH_JOB)
-        if len(groups) > 1 and not as_json:
-            ids = ", ".join(sorted(groups))
-            warn(f"`{group_word}` names {len(groups)} groups, and this list shows all of them: "
-                 f"{ids}; give a group id to see one")
-        members = {str(r.get("id")) for stages in groups.values() for r in stages}
-        chosen = [r for r in chosen if str(r.get("id")) in members]
-    if wanted:
-        chosen = [r for r in chosen if jf.has_state(r, wanted)]
-    if tags:
-        chosen = [r for r in chosen if jf.has_tags(r, tags)]
-    if cwd_dir is not None:
-        here = jf.canonical_dir(cwd_dir)
-        chosen = [r for r in chosen if jf.in_dir(r, here, below=False)]
-    if under_dir is not None:
-        top = jf.canonical_dir(under_dir)
-        chosen = [r for r in chosen if jf.in_dir(r, top, below=True)]
+    def several(ids: list[str]) -> None:
+        if not as_json:
+            warn(f"`{group_word}` names {len(ids)} groups, and this list shows all of them: "
+                 f"{', '.join(ids)}; give a group id to see one")
+
+    try:
+        chosen = jf.chosen_jobs(records, states=wanted or (), tags=tags, group_word=group_word,
+                                cwd_dir=cwd_dir, under_dir=under_dir, on_groups=several)
+    except LookupError:
+        die(no_group_message(str(group_word)), Exit.NO_SUCH_JOB)
     chosen = sorted(chosen, key=sort_key)
 
     if as_json:
@@ -67,6 +55,10 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
     from qex.cli.render_table import table_lines
 
     sys.stdout.write("\n".join(table_lines(chosen, records, now)) + "\n")
+
+
+def no_group_message(word: str) -> str:
+    return f"there is no group with the id or the name `{word}`; run `qex list` to see the groups"
 
 
 def damaged_line(entry: dict[str, Any]) -> str:

@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 
 from qex.cli import jobcmd
 from qex.cli.common import print_json, print_warnings, warn
-from qex.cli.submitting import Submitter, write_id_file
+from qex.cli.idfile import write_id_file
+from qex.cli.submitting import Submitter
 from qex.core.names import is_safe_name, new_id, printable_line, safe_name, visible
 from qex.core.states import Exit
 

@@ -13,12 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from qex.cli import jobcmd
 from qex.cli.common import print_json, print_warnings, warn
 from qex.cli.fastwait import announce
-from qex.cli.submitting import (
-    Submitter,
-    read_job_file,
-    submit_options_from,
-    write_id_file,
-)
+from qex.cli.idfile import write_id_file
+from qex.cli.submitting import Submitter, read_job_file, submit_options_from
 from qex.core.names import new_id
 from qex.core.states import exit_code_for
 

@@ -194,21 +194,3 @@ class Submitter:
         answer = self.conn.submit(spec.to_dict())
         self._records = None
         return answer
-
-
-def write_id_file(path_text: str | None, text: str) -> None:
-    """Write the id file (atomic, fsynced) and warn about scratch places; never fatal."""
-    if not path_text:
-        return
-    from pathlib import Path
-
-    from qex.cli.idfile import scratch_warning, write_or_warn
-
-    path = Path(path_text)
-    problem = write_or_warn(path, text)
-    if problem:
-        warn(problem)
-        return
-    note = scratch_warning(path)
-    if note:
-        warn(note)

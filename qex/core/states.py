@@ -83,30 +83,15 @@ def rank(state: str) -> int:
 
 def parse_state(word: str) -> State:
     """A state from user text: case-insensitive, and the American `canceled` too."""
-    text = word.strip().lower()
-    if text == "canceled":
-        text = "cancelled"
-    return State(text)
+    return State(words.state_word(word))
 
 
 #: Words that select several states in `list --state` and `clean`.
 STATE_GROUPS: dict[str, frozenset[State]] = {
-    "done": FINAL,
-    "finished": FINAL,
-    "terminal": FINAL,
-    "active": NOT_FINAL,
+    name: frozenset(State(word) for word in chosen) for name, chosen in words.GROUP_WORDS.items()
 }
 
 
 def parse_state_filter(word: str) -> frozenset[State]:
     """A state or a group word (`done`, `active`); raises ValueError for anything else."""
-    text = word.strip().lower()
-    if text in STATE_GROUPS:
-        return STATE_GROUPS[text]
-    try:
-        return frozenset({parse_state(text)})
-    except ValueError:
-        names = ", ".join(s.value for s in State)
-        raise ValueError(
-            f"`{word}` is not a state; give one of {names}, or done (every final state) or active"
-        ) from None
+    return frozenset(State(text) for text in words.filter_words(word))

@@ -14,9 +14,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from decimal import Decimal
 
+from qex.core import duration_text
+from qex.core.duration_text import MAX_DURATION, NO_LIMIT_WORDS
 from qex.core.unit_text import GIB, KIB, MIB, TIB, format_duration, format_size
 
-#: The formatting half lives in `qex.core.unit_text` (no `re`); this module hands it on.
+#: The formatting half lives in `qex.core.unit_text` and the reading of durations in
+#: `qex.core.duration_text` (neither imports `re`); this module hands them on.
 __all__ = [
     "ENV_LONGEST", "GIB", "KIB", "MAX_COUNT", "MAX_DURATION", "MAX_SIZE", "MIB",
     "NO_LIMIT_WORDS", "TIB", "UnitError", "env_seconds", "format_duration", "format_size",
@@ -31,25 +34,13 @@ _SIZE_UNITS: dict[str, int] = {
     "t": TIB, "tb": TIB, "tib": TIB,
 }
 
-_DURATION_UNITS: dict[str, int] = {
-    "": 1, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}
-
-#: Words that mean "no limit" wherever a limit (duration or log size) is taken.
-NO_LIMIT_WORDS = frozenset({"0", "none", "never", "unlimited"})
 
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
-_COMPOUND_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)")
 
 
 #: Larger than the memory or disk of any machine (1 EiB): a size above it is a slip of the
 #: keyboard, and refusing it keeps every later sum inside a 64-bit counter.
 MAX_SIZE = 1 << 60
-#: The longest time qex accepts (100 years): beyond it timers overflow and nothing is meant.
-MAX_DURATION = 100 * 365 * 86400.0
 #: The largest whole number (priority, count) qex accepts: exact in a float and in JSON.
 MAX_COUNT = (1 << 53) - 1
 
@@ -123,34 +114,16 @@ def parse_duration(value: object, *, what: str = "duration") -> float | None:
                             "(0, none or never for no limit)")
         return None if value == 0 else float(value)
     text = str(value).strip()
-    if text.lower() in NO_LIMIT_WORDS:
-        return None
-    # Compound forms such as 1h30m, which `format_duration` writes. A part with no unit is
-    # seconds only when it stands alone: `1h30` is more likely a slip than 1h and 30s.
-    total = 0.0
-    pos = 0
-    parts = 0
-    unitless = False
-    while pos < len(text):
-        match = _COMPOUND_PART.match(text, pos)
-        if match is None or match.end() == pos:
-            break
-        unit = match.group(2).lower()
-        if unit not in _DURATION_UNITS:
-            break
-        unitless = unitless or not unit
-        total += float(match.group(1)) * _DURATION_UNITS[unit]
-        pos = match.end()
-        parts += 1
-    if pos != len(text) or not text or (unitless and parts > 1):
+    try:
+        return duration_text.seconds(text)
+    except duration_text.NotATime:
         raise UnitError(
             f"the {what} `{text}` is not a time; give a number of seconds or a number with "
             "s, m, h or d, such as 30s, 5m, 4h or 2d (0, none or never for no limit)"
-        )
-    if total > MAX_DURATION:
+        ) from None
+    except duration_text.TooLong:
         raise UnitError(f"the {what} `{text}` is longer than 100 years; give a shorter one "
-                        "(0, none or never for no limit)")
-    return None if total == 0 else total
+                        "(0, none or never for no limit)") from None
 
 
 def parse_percent(text: str) -> float | None:

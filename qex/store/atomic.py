@@ -7,10 +7,11 @@ say) raises OSError before the rename, so the old record stays whole.
 from __future__ import annotations
 
 import itertools
-import json
 import os
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _counter = itertools.count()
 
@@ -22,8 +23,8 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = True,
-                durable: bool = True) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *,
+                sync_dir: bool = True, durable: bool = True) -> None:
     """Replace `path` with `data` atomically. `sync_dir=False` leaves the directory's fsync to
     a caller that writes several files into one directory and syncs it once at the end.
 
@@ -31,7 +32,9 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = 
     never a part, but a power cut may lose the change. Only for a file that describes this
     boot's processes, which a restart makes meaningless anyway (`supervisor.pid`).
     """
-    tmp = path.parent / f".{path.name}.tmp.{os.getpid()}.{next(_counter)}"
+    target = os.fspath(path)
+    directory, name = os.path.split(target)
+    tmp = os.path.join(directory, f".{name}.tmp.{os.getpid()}.{next(_counter)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         try:
@@ -40,7 +43,7 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = 
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(tmp, path)
+        os.rename(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -48,10 +51,10 @@ def write_bytes(path: Path, data: bytes, mode: int = 0o600, *, sync_dir: bool = 
             pass
         raise
     if sync_dir and durable:
-        fsync_dir(path.parent)
+        fsync_dir(directory or os.curdir)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
     """Make the names in the directory `path` durable (a file system that cannot sync a
     directory is left as it is: the data itself was synced)."""
     try:
@@ -87,7 +90,10 @@ def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> No
         raise
 
 
-def write_json(path: Path, data: Any, mode: int = 0o600, *, sync_dir: bool = True) -> None:
+def write_json(path: str | os.PathLike[str], data: Any, mode: int = 0o600, *,
+               sync_dir: bool = True) -> None:
+    import json
+
     # One line, no indent: with `indent` set, json falls back from its C encoder to the pure
     # Python one, several times slower, and records are written at every change of every job.
     # `jq . status.json` shows it indented.
@@ -95,8 +101,10 @@ def write_json(path: Path, data: Any, mode: int = 0o600, *, sync_dir: bool = Tru
                 sync_dir=sync_dir)
 
 
-def read_json(path: Path) -> Any | None:
+def read_json(path: str | os.PathLike[str]) -> Any | None:
     """The parsed file, or None when it is missing or not JSON (a torn write is impossible)."""
+    import json
+
     try:
         with open(path, "rb") as handle:
             return json.loads(handle.read())

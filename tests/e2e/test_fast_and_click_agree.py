@@ -78,6 +78,9 @@ def test_submissions_agree(qex_env: Env) -> None:
          "--env-capture", "minimal", "--no-limit-env-hints", "--", "true"],
         ["--cwd", "/tmp", "--lock", "l1", "--max-queue-time", "1d", "--", "true"],
         ["--json", "--", "true"],
+        ["--id-file", str(qex_env.root / "one.id"), "--", "true"],
+        ["--id-file", str(qex_env.root / "two.id"), "--json", "--", "true"],
+        ["--id-file", "/no/such/dir/job.id", "--", "true"],
     ):
         fast, slow = _both(qex_env, "submit", *args)
         assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
@@ -218,8 +221,9 @@ def _same_bytes(env: Env, *args: str) -> None:
 
 
 def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
-    """`qex logs ID` of a stopped job reads its files on the fast path; the cases it leaves
-    to the full body (an active job, a short or odd id, options) print the same too."""
+    """`qex logs ID` of a stopped job reads its files on the fast path (the default view,
+    `--tail N`, `--head N`, `--all`, one stream); the cases it leaves to the full body (an
+    active job, a short or odd id, other options, mistakes) print the same too."""
     long = qex_env.submit("--", "sh", "-c",
                           "seq 1 700; printf 'bad \\377 byte\\r\\nno end'; echo e1 >&2")
     empty = qex_env.submit("--", "true")
@@ -233,6 +237,11 @@ def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
         ["logs", long.upper()], ["logs", long[:8]], ["logs", "0" * 8 + long[8:]],
         ["logs", one_over[:8]], ["logs", queued[:8]], ["logs", empty[:5]],
         ["logs", long, "--tail", "3"], ["logs", one_over, "--stderr"],
+        ["logs", long, "--tail", "0"], ["logs", long, "--head", "2"], ["logs", long, "--all"],
+        ["logs", long, "--stdout", "--tail", "1"], ["logs", one_over, "--stderr", "--head", "1"],
+        ["logs", empty, "--stdout", "--all"], ["logs", long, "--head", "900"],
+        ["logs", long, "--tail", "2", "--head", "2"], ["logs", long, "--stdout", "--stderr"],
+        ["logs", long[:8], "--tail", "4", "--stdout"], ["logs", queued, "--tail", "1"],
     ]
     for args in cases:
         _same_bytes(qex_env, *args)
@@ -455,3 +464,149 @@ def test_a_stopped_quiet_submit_and_wait_reads_the_same(qex_env: Env) -> None:
         qex_env.run("kill", job, check=True)
     assert shown[0] == shown[1]
     assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
+
+
+def _same_in(env: Env, cwd: Any, *args: str) -> None:
+    """`_same`, run in the directory `cwd`."""
+    fast = env.run(*args, cwd=cwd)
+    slow = env.run(*args, cwd=cwd, extra_env=CLICK_ONLY)
+    assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+        slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
+
+
+def test_filtered_lists_agree(qex_env: Env) -> None:
+    """`list` with its filters (state, tag, group, `--cwd [DIR]`, `--under [DIR]`) filters on
+    the fast path as the full body does: the same rows, warnings and refusals."""
+    below = qex_env.root / "work" / "deeper"
+    below.mkdir(parents=True)
+    claim = ("--cpu", "1", "--mem", "16MB")
+    qex_env.run("submit", *claim, "--tag", "t1", "--", "true", check=True)
+    qex_env.run("submit", *claim, "--tag", "t2", "--", "sh", "-c", "exit 3",
+                cwd=below, check=True)
+    qex_env.run("submit", *claim, "--tag", "t1", "--tag", "t2", "--", "true",
+                cwd=below.parent, check=True)
+    lines = qex_env.root / "lines.txt"
+    lines.write_text("a\nb\n")
+    for _ in range(2):  # two groups of one name: the list warns and shows both
+        qex_env.run("submit", *claim, "--each-line", str(lines), "--", "echo", "{}", check=True)
+    qex_env.run("wait", "lines", check=False)
+    for args in (
+        ["list", "--tag", "t1"], ["list", "--tag", "t1", "--tag", "t2"], ["list", "--tag", "no"],
+        ["list", "--state", "failed"], ["list", "--state", "done", "--tag", "t2", "--json"],
+        ["list", "--cwd"], ["list", "--cwd", "--json"], ["list", "--under"],
+        ["list", "--under", str(qex_env.root / "work")], ["list", "--cwd", str(below)],
+        ["list", "--cwd", "/no/such/dir"], ["list", "--group", "lines"],
+        ["list", "--group", "lines", "--json"], ["list", "--group", "no-such-group"],
+        ["list", "--state", "finishd"], ["list", "--tag", "t1", "--cwd=" + str(below.parent)],
+    ):
+        _same(qex_env, *args)
+    for args in (["list", "--cwd"], ["list", "--under", "--json"], ["list", "--under", ".."]):
+        _same_in(qex_env, below, *args)
+
+
+def test_waits_on_several_jobs_agree(qex_env: Env) -> None:
+    """`wait` on several ids: the fast form prints each result line and gives the first
+    code that is not 0, as the full wait does; a queued job, a `--timeout` that runs out
+    and a job that runs on go to the full wait."""
+    claim = ("--cpu", "1", "--mem", "16MB")
+    done = qex_env.submit(*claim, "--", "true")
+    failed = qex_env.submit(*claim, "--", "sh", "-c", "exit 3")
+    other = qex_env.submit(*claim, "--", "sh", "-c", "exit 5")
+    qex_env.run("wait", done, failed, other)
+    for args in (
+        ["wait", done, failed, other], ["wait", other, failed], ["wait", "-q", failed, done],
+        ["wait", done, done, failed], ["wait", "--timeout", "30s", done, other],
+        ["wait", "--timeout", "1h30m", done, failed], ["wait", done, failed[:8]],
+        ["wait", done, "01234567-89ab-4def-8123-456789abcdef"],
+        ["wait", "--timeout", "5x", done, failed],
+    ):
+        _same(qex_env, *args)
+    # Jobs that run: two that end within the fast form's second, one that runs longer, and
+    # a limit shorter than a job.
+    for limit, pauses, code in (([], ("0.3", "0.6"), 4), ([], ("0.3", "1.8"), 4),
+                                (["--timeout", "0.4s"], ("0.3", "1.8"), 124)):
+        shown = []
+        for extra in ({}, CLICK_ONLY):
+            jobs = [qex_env.submit(*claim, "--", "sh", "-c", f"sleep {pause}; exit {n}")
+                    for n, pause in zip((0, 4), pauses, strict=True)]
+            qex_env.wait_for(lambda js=jobs: all(qex_env.record(j).get("state") != "queued"
+                                                 for j in js), what="two started jobs")
+            proc = qex_env.run("wait", *limit, *jobs, extra_env=extra)
+            shown.append((proc.returncode, _mask(proc.stdout), _mask(proc.stderr)))
+            qex_env.run("wait", *jobs)
+        assert shown[0] == shown[1], (limit, pauses)
+        assert shown[0][0] == code
+    # A queued job: the full wait narrates its reason.
+    qex_env.run("pause", "queue", "--reason", "testing", check=True)
+    for extra in ({}, CLICK_ONLY):
+        queued = qex_env.submit(*claim, "--", "true")
+        proc = qex_env.run("wait", "--timeout", "0.5s", done, queued, extra_env=extra)
+        assert proc.returncode == 124, proc.stderr
+        assert "testing" in proc.stderr
+    qex_env.run("resume", "queue", check=True)
+
+
+def test_a_submit_and_wait_with_a_limit_agrees(qex_env: Env) -> None:
+    """`submit --wait --wait-timeout`: the fast form waits on the wire within the limit, and
+    a full wait with what is left of it takes over; the codes and lines are the click
+    path's, 124 included when the limit runs out (the job goes on)."""
+    qex_env.write_config("[learn]\nenabled = false\n")
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    for form in (["-q"], ["--json"], []):
+        for limit, command in (("10s", "exit 3"), ("0", "exit 2"), ("0.3s", "sleep 2")):
+            shown = []
+            for extra in ({}, CLICK_ONLY):
+                before = {r["id"] for r in _records(qex_env)}
+                proc = qex_env.run("submit", "--wait", "--wait-timeout", limit, *form, "--",
+                                   "sh", "-c", command, extra_env=extra)
+                shown.append((proc.returncode, _stable(proc.stdout), _unclocked(proc.stderr)))
+                for job in {r["id"] for r in _records(qex_env)} - before:
+                    qex_env.run("kill", job)
+                    qex_env.run("wait", job)
+            assert shown[0] == shown[1], (form, limit, command)
+            assert shown[0][0] == {"exit 3": 3, "exit 2": 2, "sleep 2": 124}[command]
+
+
+#: What a hot form may import beyond the interpreter's own start-up and qex: the C halves of
+#: `socket` and `json` and the like. A pure-Python framework here costs more than the
+#: command's own work (`docs/performance.md`).
+_HEAVY = {"typing", "re", "enum", "click", "json", "socket", "pathlib", "subprocess",
+          "dataclasses", "collections", "functools", "yaml", "psutil"}
+
+
+def _imported(env: Env, *args: str) -> set[str]:
+    """The modules that one run of `qex ARGS` imports (`-X importtime`, outside coverage)."""
+    plain = {k: v for k, v in env.env.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
+    proc = subprocess.run([*QEX, *args], capture_output=True, text=True, timeout=60,
+                          cwd=str(env.root), env={**plain, "PYTHONPROFILEIMPORTTIME": "1"})
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
+    """The forms an agent repeats (waits on several ids and with a limit, a filtered list, a
+    bounded `submit --wait`) stay on the lean path: no `typing`, `re`, `enum` or click."""
+    claim = ("--cpu", "1", "--mem", "16MB")
+    jobs = [qex_env.submit(*claim, "--tag", "t", "--", "true") for _ in range(2)]
+    qex_env.run("wait", *jobs, check=True)
+    for args in (["wait", *jobs], ["wait", "--timeout", "1m", *jobs], ["wait", "-q", jobs[0]],
+                 ["list", "--tag", "t", "--cwd"], ["list", "--state", "done", "--json"],
+                 ["submit", "--wait", "-q", "--wait-timeout", "1m", *claim, "--", "true"],
+                 ["submit", "--json", "--id-file", str(qex_env.root / "job.id"), *claim, "--",
+                  "true"],
+                 ["status", jobs[0]], ["logs", jobs[0], "--tail", "5", "--stderr"]):
+        assert not _imported(qex_env, *args) & _HEAVY, args
+
+
+def test_a_submit_writes_its_id_file_before_it_answers(qex_env: Env) -> None:
+    """`submit --id-file F` (with and without `--json`) on the fast path: F holds the id it
+    prints, mode 0644, with no temp file left beside it."""
+    for form in ([], ["--json"]):
+        id_file = qex_env.root / "ids" / f"job{len(form)}.id"
+        id_file.parent.mkdir(exist_ok=True)
+        proc = qex_env.run("submit", *form, "--id-file", str(id_file), "--cpu", "1", "--mem",
+                           "16MB", "--", "true", check=True)
+        shown = json.loads(proc.stdout)["id"] if form else proc.stdout.strip()
+        assert id_file.read_text() == shown + "\n"
+        assert id_file.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in (qex_env.root / "ids").iterdir()) == ["job0.id", "job1.id"]

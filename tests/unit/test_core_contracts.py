@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.core import protocol
+from qex.core import protocol, state_words
 from qex.core.names import derive_name, is_safe_name, is_uuid, new_id, printable, safe_name, visible
 from qex.core.records import JobSpec, JobStatus
 from qex.core.states import (
@@ -124,3 +124,19 @@ def test_versions() -> None:
     assert protocol.is_development("0.0.0-dev+g98513e2")
     assert protocol.below_floor("0.5.2")
     assert not protocol.below_floor(protocol.VERSION)
+
+
+@pytest.mark.parametrize("word", [*state_words.ALL_WORDS, "done", "finished", "terminal",
+                                  "active", "Canceled", " RUNNING ", "finishd", ""])
+def test_the_plain_state_filter_reads_words_as_the_typed_one(word: str) -> None:
+    """`qex list --state` on the fast path reads its words without `enum`; both readings
+    agree, faults and their sentences included."""
+    try:
+        typed: object = {str(s) for s in parse_state_filter(word)}
+    except ValueError as exc:
+        typed = str(exc)
+    try:
+        plain: object = set(state_words.filter_words(word))
+    except ValueError as exc:
+        plain = str(exc)
+    assert plain == typed

@@ -69,6 +69,13 @@ ACCEPTED = [
     ("list", []),
     ("list", ["--json"]),
     ("list", ["--state", "queued", "--state", "done", "--tag", "t", "--group", "g"]),
+    ("list", ["--cwd"]),
+    ("list", ["--cwd", "--json"]),
+    ("list", ["--under", "/tmp"]),
+    ("list", ["--cwd=/tmp", "--under"]),
+    ("list", ["--cwd", ".", "--under", "-"]),
+    ("list", ["--json", "--under", "--"]),
+    ("list", ["--cwd="]),
     ("logs", [ID]),
     ("logs", [ID, "--stdout", "--head", "3"]),
     ("logs", ["-f", ID]),
@@ -95,8 +102,7 @@ REFUSED = [
     ("status", [ID, ID]),
     ("status", [ID, "--tail", "-1"]),
     ("list", ["extra"]),
-    ("list", ["--cwd"]),
-    ("list", ["--under", "/tmp"]),
+    ("list", ["--cwd", "-x"]),
     ("logs", [ID, "-C"]),
     ("kill", []),
     ("cancel", ["-h"]),
@@ -119,7 +125,8 @@ def test_the_fast_parser_leaves_what_it_does_not_know_to_click(
 WORDS = st.sampled_from([
     "--", "--json", "-q", "--quiet", "--wait", "--cpu", "--tag", "--timeout", "--tail", "-C",
     "--state", "--signal", "--grace", "-n", "-f", "--stdout", "--next", "--help", "3", "-3",
-    "x", ID, "--cpu=2", "--tail=0", "2s", "-", "--bogus", "queued",
+    "x", ID, "--cpu=2", "--tail=0", "2s", "-", "--bogus", "queued", "--cwd", "--under",
+    "--cwd=.", "/tmp",
 ])
 
 

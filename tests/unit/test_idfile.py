@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from qex.cli.idfile import group_text, scratch_warning, shell_names, single_text, write
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qex.cli import idfile
+from qex.cli.idfile import (
+    SCRATCH_PARTS,
+    group_text,
+    scratch_warning,
+    shell_names,
+    single_text,
+    write,
+)
 
 
 def test_single(tmp_path: Path) -> None:
@@ -39,3 +51,42 @@ def test_scratch_warning(tmp_path: Path) -> None:
     assert scratch_warning(tmp_path / "t" / "job.id", env) is not None
     assert scratch_warning(Path("/home/me/project/scratch/job.id"), {}) is not None
     assert scratch_warning(Path("/home/me/project/job.id"), {}) is None
+
+
+# -- the scratch check without `pathlib` ------------------------------------------------------
+
+SEGMENTS = st.sampled_from(["tmp", "var", "scratch", "Scratchpad", "x", "..", ".", "", "run",
+                            "user", "1", "home"])
+PATHS = st.builds(lambda lead, parts: lead + "/".join(parts),
+                  st.sampled_from(["", "/", "//", "///"]), st.lists(SEGMENTS, max_size=5))
+
+
+def _pathlib_warning(path: str, env: dict[str, str]) -> bool:
+    """Whether the check warns, decided with `pathlib` as it was before the lean path."""
+    target = Path(os.path.abspath(path))
+    candidates = {target.parent, Path(os.path.realpath(target.parent))}
+    roots = [Path("/tmp"), Path("/var/tmp")] + [Path(env[v]) for v in
+                                                ("TMPDIR", "CLAUDE_JOB_DIR", "XDG_RUNTIME_DIR")
+                                                if env.get(v)]
+
+    def under(inner: Path, outer: Path) -> bool:
+        try:
+            inner.relative_to(outer)
+        except ValueError:
+            return False
+        return True
+
+    for root in roots:
+        if any(under(c, r) for c in candidates for r in {root, Path(os.path.realpath(root))}):
+            return True
+    return any(part.lower() in SCRATCH_PARTS for c in candidates for part in c.parts)
+
+
+@given(PATHS)
+def test_the_parts_are_the_parts_of_pathlib(text: str) -> None:
+    assert idfile._parts(text) == PurePosixPath(text).parts
+
+
+@given(PATHS.filter(bool), st.dictionaries(st.sampled_from(["TMPDIR", "XDG_RUNTIME_DIR"]), PATHS))
+def test_the_scratch_check_decides_as_pathlib_did(path: str, env: dict[str, str]) -> None:
+    assert (scratch_warning(path, env) is not None) == _pathlib_warning(path, env)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from qex.core import duration_text
 from qex.core.units import (
     GIB,
     KIB,
@@ -172,3 +174,55 @@ def test_count_and_number() -> None:
     for bad_number in ("inf", math.inf, math.nan, False, "abc"):
         with pytest.raises(UnitError):
             parse_number(bad_number, what="x")
+
+
+# -- durations without `re` ---------------------------------------------------------------
+
+_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)")
+
+
+def _regex_seconds(text: str) -> float | str | None:
+    """The reading that `parse_duration` made with `re` before the hot path needed it
+    without: the seconds, None for no limit, or the kind of fault."""
+    if text.lower() in duration_text.NO_LIMIT_WORDS:
+        return None
+    total, pos, parts, unitless = 0.0, 0, 0, False
+    while pos < len(text):
+        match = _PART.match(text, pos)
+        if match is None or match.end() == pos:
+            break
+        unit = match.group(2).lower()
+        if unit not in duration_text.UNIT_SECONDS:
+            break
+        unitless = unitless or not unit
+        total += float(match.group(1)) * duration_text.UNIT_SECONDS[unit]
+        pos = match.end()
+        parts += 1
+    if pos != len(text) or not text or (unitless and parts > 1):
+        return "not a time"
+    if total > duration_text.MAX_DURATION:
+        return "too long"
+    return None if total == 0 else total
+
+
+def _scanned_seconds(text: str) -> float | str | None:
+    try:
+        return duration_text.seconds(text)
+    except duration_text.NotATime:
+        return "not a time"
+    except duration_text.TooLong:
+        return "too long"
+
+
+@settings(max_examples=1500)
+@given(st.text(alphabet="0123456789.smhdinSMHDx \t\u00a0\u0663", max_size=12).map(str.strip))
+def test_the_scanner_reads_durations_as_the_regular_expression_did(text: str) -> None:
+    assert _scanned_seconds(text) == _regex_seconds(text)
+
+
+@pytest.mark.parametrize("text", [
+    "30s", "5m", "1h30m", "2d", "1.5h", ".5s", "5.", "1h 30m", "90", "1 h", "3 days", "0",
+    "never", "NONE", "1h30", "5x", "", ".", "1..2s", "3650000d", "5s5", "\u0663s", "1e3",
+])
+def test_the_scanner_agrees_on_the_usual_and_the_odd_forms(text: str) -> None:
+    assert _scanned_seconds(text) == _regex_seconds(text)

@@ -29,10 +29,10 @@ def command(word: str, id_file: str | None) -> None:
 
     from qex.cli import jobcmd
     from qex.cli.common import get_paths, load_config, print_warnings, warn
-    from qex.cli.idfile import single_text
+    from qex.cli.idfile import single_text, write_id_file
     from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
-    from qex.cli.submitting import Submitter, write_id_file
+    from qex.cli.submitting import Submitter
     from qex.core import model
     from qex.core.names import derive_name, is_safe_name, new_id, safe_name, short_id
     from qex.core.states import Exit
