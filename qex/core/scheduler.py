@@ -129,6 +129,10 @@ class _Walk:
         # Exact names only: `target/debug` and `target_debug` are two locks. The coordinator
         # already turned what the person typed into the stored name (`pausing.resolve_lock`).
         self.person_locks = {name: name for name in snap.pause.locks}
+        # Waits of jobs without locks or pools, by (cores, memory, the load's count): such a
+        # verdict depends on nothing else, and a long queue of alike jobs is judged once per
+        # change of the load instead of once per job (the pass runs at every job's end).
+        self._waits: dict[tuple[int, int, int], _Verdict] = {}
 
     # -- locks --------------------------------------------------------------------------------
 
@@ -149,6 +153,18 @@ class _Walk:
     # -- admission ----------------------------------------------------------------------------
 
     def judge(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
+        if claims:
+            return self._judge(job, claims)
+        key = (job.cpu, job.mem, self.load.count)
+        known = self._waits.get(key)
+        if known is not None:
+            return known
+        verdict = self._judge(job, claims)
+        if verdict.blocker is not None:
+            self._waits[key] = verdict
+        return verdict
+
+    def _judge(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
         snap = self.snap
         if claims:
             message = check_effective(claims)

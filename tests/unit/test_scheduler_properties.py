@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sched_factory import GB, job, snapshot
 
-from qex.core import model
+from qex.core import model, scheduler
 from qex.core.config import Pool
 from qex.core.pools import PoolUsage, assign, pool_usage
 from qex.core.records import PoolClaim
@@ -288,3 +289,30 @@ def test_a_skipped_job_is_caused_by_a_job_that_failed(data: st.DataObject) -> No
     for j in snap.queue:  # every job with a failed need is skipped, in this very pass
         if any(states.get(dep) in (*FAILED_STATES, "skipped") or dep in skipped for dep in j.needs):
             assert j.id in skipped
+
+
+@st.composite
+def alike_queues(draw: st.DrawFn) -> Snapshot:
+    """A queue of jobs without locks or pools, few sizes, behind a small budget: many jobs
+    judged against the same load, and starts of small jobs between waits of larger ones."""
+    queue = [job(n, cpu=draw(st.sampled_from([1, 2, 3])), mem=draw(st.sampled_from([1, 2, 5])) * GB,
+                 passed_by=draw(st.sampled_from([0, 0, 2])))
+             for n in range(1, draw(st.integers(2, 16)))]
+    return snapshot(queue, [], cpu_budget=draw(st.integers(1, 6)),
+                    mem_budget=draw(st.integers(2, 12)) * GB,
+                    mem_available=draw(st.one_of(st.none(), st.integers(0, 12).map(gigabytes))),
+                    max_bypass=draw(st.sampled_from([0, 1, 3])),
+                    oversized=draw(st.sampled_from(["run-when-idle", "queue"])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(scenarios(), alike_queues()))
+def test_judging_alike_jobs_once_per_load_decides_as_judging_each(snap: Snapshot) -> None:
+    """The pass remembers the wait of a job without locks or pools by its cores, memory and
+    the load at that moment; deciding with that memory gives the decision that judging
+    every job afresh gives."""
+    remembered = decide(snap)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scheduler._Walk, "judge", scheduler._Walk._judge)
+        afresh = decide(snap)
+    assert remembered == afresh
