@@ -76,7 +76,7 @@ def job_id_by_prefix(word: str) -> str | None:
     return job_id if isinstance(job_id, str) else None
 
 
-def _job_record(wire: Wire, word: str) -> dict[str, Any] | None:
+def job_record(wire: Wire, word: str) -> dict[str, Any] | None:
     """The record of the job that `word` names by its whole id or the start of it."""
     from qex.cli.fastwait import is_full_id
 
@@ -106,7 +106,7 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
 
     Only a record that `status` shows without an excerpt of its logs, and that a wait would
     not wait for, is printed here."""
-    record = _looked_up(_job_record, word)
+    record = _looked_up(job_record, word)
     if record is None:
         return None
     if wait and record.get("state") not in FINAL_STATES:
@@ -334,7 +334,7 @@ def stop(word: str, verb: str, signal: tuple[int, float] | None = None) -> int |
     if wire is None:
         return None
     try:
-        record = _job_record(wire, word)
+        record = job_record(wire, word)
         if record is None:
             return None
         job_id = str(record.get("id"))

@@ -2,17 +2,18 @@
 
 An agent's loop runs `qex submit` and then `qex wait` on the id (or on the ids of a few
 submits), and a short job has often stopped by then, or stops within a moment. For that
-case (full ids, at most `LEAN_WAIT_MOST`; jobs that completed or failed with their own exit
-codes, no error text, plain names; a queue that is not paused) this prints the lines that
-`qex.cli.wait_core` prints, with its exit code, from one `info` and one `status` request per
-job; for jobs that are `starting` or `running`, it also sends the `wait` request for each on
-the same connection and waits up to `LIVE_WAIT_SECS` for them all (an answer comes when its
-job is final), with SIGINT and SIGTERM ending the wait as the full wait ends it (its two
-lines, 122) from then on. A `--timeout` shorter than that second bounds the wait, and its
-end is reported as the full wait reports it (124). Every other case (a queued job, whose
-reason the full wait narrates; a job that runs longer; an end that is not plain) returns
-None having printed and changed nothing (a `wait` request changes nothing, and closing the
-connection drops it), and the full wait runs.
+case (whole ids or the starts of ids, at most `LEAN_WAIT_MOST`; jobs that completed or
+failed with their own exit codes, no error text, plain names; a queue that is not paused)
+this prints the lines that `qex.cli.wait_core` prints, with its exit code, from one `info`
+and one look-up per job; for jobs that are `starting` or `running`, it also sends the
+`wait` request for each on the same connection and waits up to `LIVE_WAIT_SECS` for them
+all (an answer comes when its job is final), with SIGINT and SIGTERM ending the wait as the
+full wait ends it (its two lines, 122) from then on. A `--timeout` shorter than that second
+bounds the wait, and its end is reported as the full wait reports it (124). Every other
+case (a queued job, whose reason the full wait narrates; a word that names a job by its
+name or a group; a job that runs longer; an end that is not plain) returns None having
+printed and changed nothing (a `wait` request changes nothing, and closing the connection
+drops it), and the full wait runs.
 """
 
 from __future__ import annotations
@@ -101,8 +102,7 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
     """The exit code after printing the results, or None for the full wait. `limit`: the
     reader's `--timeout`, which shortens the wait for live jobs when it is below
     `LIVE_WAIT_SECS` (the caller hands what is left of it to the full wait)."""
-    job_ids = list(dict.fromkeys(words))  # each job once, in the order named (as resolved)
-    if not job_ids or len(job_ids) > LEAN_WAIT_MOST or not all(map(is_full_id, job_ids)):
+    if not words or len(words) > LEAN_WAIT_MOST:
         return None
     from qex.cli.wire import Wire
 
@@ -111,10 +111,11 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
         return None
     restore: list[Callable[[], None]] = []
     try:
-        records = _plain_records(wire, job_ids)
-        budget = LIVE_WAIT_SECS if limit is None else min(LIVE_WAIT_SECS, limit)
-        if records is None:
+        found = _plain_records(wire, words)
+        if found is None:
             return None
+        job_ids, records = found
+        budget = LIVE_WAIT_SECS if limit is None else min(LIVE_WAIT_SECS, limit)
         if not _wait_live(wire, job_ids, records, restore, budget):
             if limit is None or limit > LIVE_WAIT_SECS:
                 return None
@@ -144,10 +145,13 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
     return first_nonzero([code for _, code in lines])
 
 
-def _plain_records(wire: Wire, job_ids: list[str]) -> list[dict[str, Any]] | None:
-    """Each job's record, when the queue is not paused and every job is live or ended
-    plainly; else None (a queued job's reason is the full wait's to narrate)."""
-    from qex.cli.wire import status_record
+def _plain_records(wire: Wire, words: list[str]
+                   ) -> tuple[list[str], list[dict[str, Any]]] | None:
+    """The ids and the records of the jobs that `words` name, each job once in the order
+    named, when the queue is not paused and every job is live or ended plainly; else None
+    (a queued job's reason is the full wait's to narrate, and a word that is not a whole id
+    or the start of one id is the full wait's to resolve)."""
+    from qex.cli.fastread import job_record
 
     info = wire.request({"op": "info"})
     if not isinstance(info, dict):
@@ -155,17 +159,20 @@ def _plain_records(wire: Wire, job_ids: list[str]) -> list[dict[str, Any]] | Non
         return None
     if info.get("result") != "info" or info.get("paused") is not None:
         return None
+    job_ids: list[str] = []
     records = []
-    for job_id in job_ids:
-        answer = wire.request({"op": "status", "id": job_id})
-        if not isinstance(answer, dict):
-            answer.close()
+    for word in words:
+        record = job_record(wire, word)  # a whole id, or the start of one (`1a2b3c4d`)
+        job_id = record.get("id") if record is not None else None
+        if record is None or not isinstance(job_id, str):
             return None
-        record = status_record(answer)
-        if record is None or (record.get("state") not in _LIVE and simple_result(record) is None):
+        if job_id in job_ids:
+            continue
+        if record.get("state") not in _LIVE and simple_result(record) is None:
             return None
+        job_ids.append(job_id)
         records.append(record)
-    return records
+    return job_ids, records
 
 
 def _wait_live(wire: Wire, job_ids: list[str], records: list[dict[str, Any]],

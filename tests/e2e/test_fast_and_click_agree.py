@@ -518,7 +518,9 @@ def test_waits_on_several_jobs_agree(qex_env: Env) -> None:
         ["wait", done, done, failed], ["wait", "--timeout", "30s", done, other],
         ["wait", "--timeout", "1h30m", done, failed], ["wait", done, failed[:8]],
         ["wait", done, "01234567-89ab-4def-8123-456789abcdef"],
-        ["wait", "--timeout", "5x", done, failed],
+        ["wait", "--timeout", "5x", done, failed], ["wait", done[:8], other[:8]],
+        ["wait", done[:8], done, failed[:10]], ["wait", "-q", other[:8], "true"],
+        ["wait", done[:3], failed], ["wait", done.upper(), failed],
     ):
         _same(qex_env, *args)
     # Jobs that run: two that end within the fast form's second, one that runs longer, and
@@ -531,7 +533,7 @@ def test_waits_on_several_jobs_agree(qex_env: Env) -> None:
                     for n, pause in zip((0, 4), pauses, strict=True)]
             qex_env.wait_for(lambda js=jobs: all(qex_env.record(j).get("state") != "queued"
                                                  for j in js), what="two started jobs")
-            proc = qex_env.run("wait", *limit, *jobs, extra_env=extra)
+            proc = qex_env.run("wait", *limit, jobs[0][:8], jobs[1], extra_env=extra)
             shown.append((proc.returncode, _mask(proc.stdout), _mask(proc.stderr)))
             qex_env.run("wait", *jobs)
         assert shown[0] == shown[1], (limit, pauses)
@@ -590,6 +592,7 @@ def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
     jobs = [qex_env.submit(*claim, "--tag", "t", "--", "true") for _ in range(2)]
     qex_env.run("wait", *jobs, check=True)
     for args in (["wait", *jobs], ["wait", "--timeout", "1m", *jobs], ["wait", "-q", jobs[0]],
+                 ["wait", jobs[0][:8], jobs[1][:8]],
                  ["list", "--tag", "t", "--cwd"], ["list", "--state", "done", "--json"],
                  ["submit", "--wait", "-q", "--wait-timeout", "1m", *claim, "--", "true"],
                  ["submit", "--json", "--id-file", str(qex_env.root / "job.id"), *claim, "--",
