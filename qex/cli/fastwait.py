@@ -30,8 +30,8 @@ _HEX = frozenset("0123456789abcdef")
 #: its narration and its recovery when the coordinator goes away) takes over; for several
 #: jobs, how long they may take all together.
 LIVE_WAIT_SECS = 1.0
-#: The most jobs one lean wait looks at (one `status` request each); more go to the full
-#: wait, which asks for them with one `list`.
+#: The most jobs one lean wait looks at (one look-up each); more go to the full wait,
+#: which asks for them with one `list`.
 LEAN_WAIT_MOST = 32
 _LIVE = frozenset({"starting", "running"})
 _NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
