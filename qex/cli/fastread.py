@@ -236,7 +236,7 @@ def list_filtered(*, as_json: bool, states: set[str], tags: tuple[str, ...],
     found = _listing(as_json=False)  # the filters read the records, so they are decoded
     if found is None:
         return None
-    from qex.cli.job_filters import chosen_jobs
+    from qex.cli.job_filters import chosen_jobs, several_groups_line
 
     several: list[str] = []
     try:
@@ -246,8 +246,7 @@ def list_filtered(*, as_json: bool, states: set[str], tags: tuple[str, ...],
         return None
     note = None
     if several and not as_json:
-        note = (f"`{group_word}` names {len(several)} groups, and this list shows all of them: "
-                f"{', '.join(several)}; give a group id to see one")
+        note = several_groups_line(str(group_word), several)
     return _show_listing(found, chosen, as_json=as_json, note=note)
 
 

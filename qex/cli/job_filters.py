@@ -119,6 +119,12 @@ def held_ids(records: list[dict[str, Any]]) -> dict[str, str]:
     return held
 
 
+def several_groups_line(word: str, group_ids: list[str]) -> str:
+    """What `qex list --group WORD` says when the word names more than one group."""
+    return (f"`{word}` names {len(group_ids)} groups, and this list shows all of them: "
+            f"{', '.join(group_ids)}; give a group id to see one")
+
+
 def chosen_jobs(records: list[dict[str, Any]], *, states: Iterable[str] = (),
                 tags: Iterable[str] = (), group_word: str | None = None,
                 cwd_dir: str | None = None, under_dir: str | None = None,

@@ -39,8 +39,7 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
 
     def several(ids: list[str]) -> None:
         if not as_json:
-            warn(f"`{group_word}` names {len(ids)} groups, and this list shows all of them: "
-                 f"{', '.join(ids)}; give a group id to see one")
+            warn(jf.several_groups_line(str(group_word), ids))
 
     try:
         chosen = jf.chosen_jobs(records, states=wanted or (), tags=tags, group_word=group_word,
