@@ -125,6 +125,8 @@ def _roots(env: Mapping[str, str]) -> list[tuple[str, str]]:
 def _under(path: str, root: str) -> bool:
     """`path` is `root` or inside it, name by name (as `PurePath.relative_to` decides)."""
     inner, outer = _parts(path), _parts(root)
+    if not outer:  # `.` or an empty root: only a relative path lies under it
+        return not inner or inner[0] not in ("/", "//")
     return inner[:len(outer)] == outer
 
 

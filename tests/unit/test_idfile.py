@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from qex.cli import idfile
@@ -88,5 +88,6 @@ def test_the_parts_are_the_parts_of_pathlib(text: str) -> None:
 
 
 @given(PATHS.filter(bool), st.dictionaries(st.sampled_from(["TMPDIR", "XDG_RUNTIME_DIR"]), PATHS))
+@example("..", {"TMPDIR": "."})
 def test_the_scratch_check_decides_as_pathlib_did(path: str, env: dict[str, str]) -> None:
     assert (scratch_warning(path, env) is not None) == _pathlib_warning(path, env)
