@@ -338,7 +338,7 @@ COLD_MARKS = (
     ("co.start", "coordinator: job admitted"),
     ("co.starting.written", "coordinator: `starting` written"),
     ("fs.ready", "fork server: imports done"),
-    ("fs.fork", "fork server: forks the supervisor"),
+    ("fs.fork", "fork server: hands the job to a supervisor"),
     ("sup.exec", "supervisor: execs the job"),
     ("sup.written.final", "supervisor: final record written"),
     ("t1", "submit returns"),
@@ -486,7 +486,7 @@ CHAIN_STEPS = (
 )
 #: Outside the chain, but paid by every job (on a busy machine it competes for the cores).
 SIDE_STEPS = (
-    ("fork server: fork (while `starting` syncs)", "next", "fs.fork", "next", "fs.answered"),
+    ("fork server: hand-out (while `starting` syncs)", "next", "fs.fork", "next", "fs.answered"),
     ("supervisor: spec and config read (parked)", "next", "sup.start", "next", "sup.config"),
     ("coordinator: after the go (pid file)", "next", "co.launched", "next", "co.pidfile"),
     ("supervisor: `running` written", "next", "sup.write.running", "next", "sup.written.running"),

@@ -30,9 +30,15 @@ fork happens while the coordinator waits for its sync instead of after it (a sup
 never touch a job whose record does not say `starting` yet: a crash in between would leave a
 record that says `queued` for a job that runs).
 
+The child of a request is usually forked before the request (`Spare`): the server keeps one
+supervisor forked ahead, blocked on a socket pair, and a request hands it the job's id and
+its log. The next spare is forked after the answer. So neither the fork nor the child's first
+writes to the pages it shares with the server sit between one job's end and the next job's
+exec; the fork on request remains for a spare that is gone.
+
 The server reaps its children (SIGCHLD), so no supervisor is left a zombie on machines whose
-PID 1 does not reap. When the coordinator goes away (end of file on stdin) the server stays
-until its last supervisor has exited, still reaping, then exits.
+PID 1 does not reap. When the coordinator goes away (end of file on stdin) the server lets
+its spare go and stays until its last supervisor has exited, still reaping, then exits.
 
 Used for every job without a systemd scope (`park`, or `start` when the coordinator cannot
 hold a handle on the child), and (`hold`) for jobs whose scope the user manager makes
@@ -45,6 +51,7 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -129,49 +136,187 @@ def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
     """Become the supervisor of `job_id` (after the go, when held); never returns."""
     code = 1
     try:
-        os.setsid()
-        # The C function, not `signal.signal`: the wrapper turns the old handler (`_reap`)
-        # into an enum member, fails, and pays for a ValueError: as the first call in a
-        # forked child, 0.5 ms and 100 page faults (copies of pages shared with this
-        # server), where the C function took 0.08 ms and 40.
-        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        _detach()
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.closerange(3, 1 << 16)
-        if hold is None:
-            code = qex.supervisor.main.supervise(paths, job_id)
-        else:
-            sender, seconds, mask, scoped = hold
-            code = qex.supervisor.main.supervise(
-                paths, job_id, gate=lambda: _released(sender, seconds, mask, job_id, scoped))
+        code = _supervise(paths, job_id, hold)
     except BaseException as exc:
-        try:
-            os.write(2, f"qex supervisor: {exc!r}\n".encode("utf-8", "replace"))
-        except OSError:
-            pass
+        _said(exc)
     finally:
+        _leave(code)
+
+
+def _detach() -> None:  # pragma: no cover - forked
+    """A forked child's first steps: a session of its own, the default SIGCHLD, no stdin."""
+    os.setsid()
+    # The C function, not `signal.signal`: the wrapper turns the old handler (`_reap`)
+    # into an enum member, fails, and pays for a ValueError: as the first call in a
+    # forked child, 0.5 ms and 100 page faults (copies of pages shared with this
+    # server), where the C function took 0.08 ms and 40.
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    if null != 0:
+        os.close(null)
+
+
+def _supervise(paths: Paths, job_id: str, hold: Hold | None) -> int:  # pragma: no cover
+    if hold is None:
+        return qex.supervisor.main.supervise(paths, job_id)
+    sender, seconds, mask, scoped = hold
+    return qex.supervisor.main.supervise(
+        paths, job_id, gate=lambda: _released(sender, seconds, mask, job_id, scoped))
+
+
+def _said(exc: BaseException) -> None:  # pragma: no cover - forked
+    try:
+        os.write(2, f"qex supervisor: {exc!r}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _leave(code: int) -> None:  # pragma: no cover - forked
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
+
+
+class Spare:
+    """A supervisor forked ahead of need, waiting for the job it will supervise.
+
+    Why: the fork (a copy of this server's page tables) and the first writes to the pages
+    the child shares with this server took longer than the coordinator's sync of the
+    `starting` record that they were meant to overlap, so they were the slower branch of
+    every job's start. The spare pays for both while the queue waits for a slot; the
+    request of the next job only hands it the job's id and its log over a socket pair.
+
+    The spare blocks nothing but its read: no timer, no wake-up. It exits when the socket
+    pair closes (this server stops, or it is replaced), so it never outlives the server.
+    """
+
+    def __init__(self, pid: int, channel: socket.socket, token: str | None) -> None:
+        self.pid = pid
+        self.channel = channel
+        self.token = token
+
+    @classmethod
+    def fork(cls) -> Spare | None:
+        """A new spare, or None when the fork failed (the next job is forked on request)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Blocked before the fork, as for a held child: a go that arrives before the spare
+        # waits for it stays pending instead of killing it.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {GO_SIGNAL})
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-        os._exit(code)
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:  # pragma: no cover - the child
+            _spare_child(theirs, mask)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        theirs.close()
+        return cls(pid, ours, procs.start_token(pid))
+
+    def hand(self, request: str, log_fd: int) -> bool:
+        """Give the spare its job (`request` as the spare reads it) and its log; False when
+        the spare is gone, so the caller forks a supervisor instead."""
+        try:
+            socket.send_fds(self.channel, [request.encode()], [log_fd])
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Let the spare go: it reads end-of-file and exits untouched."""
+        self.channel.close()
+
+
+#: What a spare reads: `<verb> <job-id> <seconds> <sender>` (verb `start`, `hold` or `park`).
+_SPARE_REQUEST_BYTES = 256
+
+
+def _spare_child(channel: socket.socket,  # pragma: no cover - forked
+                 mask: set[int | signal.Signals]) -> None:
+    """Wait for a job, then become its supervisor as `_child` does; never returns."""
+    code = 1
+    try:
+        _detach()
+        keep = channel.fileno()
+        os.dup2(0, 1)  # not the server's answer pipe, which the coordinator reads
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 16)
+        paths = Paths.from_env()
+        message, fds, _flags, _address = socket.recv_fds(channel, _SPARE_REQUEST_BYTES, 1)
+        if not message or not fds:
+            code = 0  # released unused
+            return
+        channel.close()
+        os.dup2(fds[0], 1)
+        os.dup2(fds[0], 2)
+        os.close(fds[0])
+        verb, job_id, seconds, sender = message.decode().split()
+        if verb == "start":
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            code = _supervise(paths, job_id, None)
+        else:
+            code = _supervise(paths, job_id,
+                              (int(sender), float(seconds), mask, verb == "hold"))
+    except BaseException as exc:
+        _said(exc)
+    finally:
+        _leave(code)
+
+
+class _Spares:
+    """The one spare of this server (or none)."""
+
+    current: Spare | None = None
+
+
+def _open_log(paths: Paths, job_id: str) -> int | None:
+    try:
+        return os.open(paths.job_dir(job_id) / "supervisor.log",
+                       os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        _answer(f"error qex could not open the supervisor log of {job_id}: {exc.strerror}")
+        return None
 
 
 def _start(paths: Paths, job_id: str, hold_seconds: float | None = None,
            scoped: bool = True) -> None:
-    try:
-        log_fd = os.open(paths.job_dir(job_id) / "supervisor.log",
-                         os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        _answer(f"error qex could not open the supervisor log of {job_id}: {exc.strerror}")
+    log_fd = _open_log(paths, job_id)
+    if log_fd is None:
         return
     qex.supervisor.main.remember_config(paths)
+    chaintrace.mark("fs.fork", job_id)
+    spare, _Spares.current = _Spares.current, None
+    if spare is not None:
+        verb = "start" if hold_seconds is None else "hold" if scoped else "park"
+        handed = spare.hand(f"{verb} {job_id} {hold_seconds or 0:g} {os.getppid()}", log_fd)
+        spare.close()
+        if handed:
+            os.close(log_fd)
+            _answer(f"{spare.pid} {spare.token or ''}")
+            chaintrace.mark("fs.answered", job_id)
+            _Spares.current = Spare.fork()  # for the next job, after the answer
+            return
+    _fork_child(paths, job_id, log_fd, hold_seconds, scoped)
+    if _Spares.current is None:
+        _Spares.current = Spare.fork()
+
+
+def _fork_child(paths: Paths, job_id: str, log_fd: int, hold_seconds: float | None,
+                scoped: bool) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    chaintrace.mark("fs.fork", job_id)
     hold: Hold | None = None
     if hold_seconds is not None:
         # Blocked before the fork, so the child cannot miss (or die of) an early go.
@@ -303,6 +448,7 @@ def serve() -> int:
     chaintrace.mark("fs.ready", "-")
     signal.signal(signal.SIGCHLD, _reap)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is not for us
+    _Spares.current = Spare.fork()
     buffer = b""
     while True:
         try:
@@ -323,7 +469,11 @@ def serve() -> int:
                        scoped=words[0] == "hold")
             elif words:
                 _answer(f"error the fork server does not know the request `{line[:80]!r}`")
-    # The coordinator is gone. Keep reaping our supervisors until the last one exits.
+    # The coordinator is gone. Let the spare go, and keep reaping our supervisors until the
+    # last one exits.
+    if _Spares.current is not None:
+        _Spares.current.close()
+        _Spares.current = None
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     while True:
         try:

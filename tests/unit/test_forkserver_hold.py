@@ -288,3 +288,88 @@ def test_coordinator_side_a_late_release_discards(tmp_path: Path,
         _close(server)
     assert any("half of the 2s" in line for line in said)
     assert "no readable" not in (job_dir / "supervisor.log").read_text()
+
+
+def _children(pid: int) -> set[int]:
+    """The live (not zombie) children of `pid`, from /proc."""
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+def _spare_of(server: subprocess.Popen[bytes]) -> int:
+    """The one child the server forked ahead of any request."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        children = _children(server.pid)
+        if children:
+            assert len(children) == 1, children
+            return children.pop()
+        time.sleep(0.02)
+    raise AssertionError("the fork server forked no spare supervisor")
+
+
+def test_a_request_takes_the_supervisor_forked_ahead(tmp_path: Path) -> None:
+    # The child that answers a request was there before it, and the next one is forked after
+    # the answer; both behave as a child forked on request (no go: the job is left alone).
+    job_dir = _job_dir(tmp_path)
+    server = _server(tmp_path)
+    try:
+        spare = _spare_of(server)
+        pid, token = _hold(server, 1, "park")
+        assert pid == spare and token is not None
+        held = PidfdHeld(pid, token)  # the token is the spare's own
+        held.close()
+        next_spare = _spare_of_besides(server, {pid})
+        assert next_spare != spare
+        wait_gone(pid, timeout=20.0)
+    finally:
+        _finish(server)
+    assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
+    assert "no go for the job" in (job_dir / "supervisor.log").read_text()
+
+
+def _spare_of_besides(server: subprocess.Popen[bytes], known: set[int]) -> int:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        fresh = _children(server.pid) - known
+        if fresh:
+            return fresh.pop()
+        time.sleep(0.02)
+    raise AssertionError("the fork server forked no next spare")
+
+
+def test_a_spare_that_died_is_replaced_by_a_fork_on_request(tmp_path: Path) -> None:
+    job_dir = _job_dir(tmp_path)
+    server = _server(tmp_path)
+    try:
+        spare = _spare_of(server)
+        os.kill(spare, signal.SIGKILL)
+        wait_gone(spare, timeout=20.0)
+        pid, token = _hold(server, 20, "park")
+        assert pid != spare
+        held = PidfdHeld(pid, token)
+        held.release()
+        held.close()
+        wait_gone(pid, timeout=20.0)
+    finally:
+        _finish(server)
+    # Released for its record, the child went on as a supervisor and found the sentinel.
+    assert "no readable spec.json and status.json" in (job_dir / "supervisor.log").read_text()
+
+
+def test_the_server_lets_its_spare_go_when_the_coordinator_leaves(tmp_path: Path) -> None:
+    server = _server(tmp_path)
+    spare = _spare_of(server)
+    _finish(server)  # waits for the server, which waits for its last child
+    wait_gone(spare, timeout=20.0)
+    assert not _children(server.pid)
