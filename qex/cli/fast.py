@@ -247,7 +247,7 @@ def _kill(p: dict[str, Any]) -> int | None:
         if code is not None:
             return code
     from qex.cli.stop_core import kill_jobs
-    from qex.platform.procs import parse_signal
+    from qex.platform.signal_words import parse_signal
 
     try:
         signum = parse_signal(p["signal_text"])

@@ -11,7 +11,7 @@ from qex.cli.fast_table import TABLE
 from qex.core import protocol
 from qex.core.states import FINAL
 from qex.core.units import parse_duration
-from qex.platform.procs import parse_signal
+from qex.platform.signal_words import parse_signal
 
 
 def test_final_states_are_the_states_final() -> None:
