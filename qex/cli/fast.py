@@ -116,14 +116,22 @@ def _defaults(command: str, p: dict[str, Any], names: tuple[str, ...]) -> bool:
 
 
 #: The status options that `qex.cli.fastread.status` leaves to the full body.
-_STATUS_FULL_ONLY = ("quiet", "follow", "show_env", "timeout_text", "only_stdout", "only_stderr")
+_STATUS_FULL_ONLY = ("quiet", "follow", "show_env", "timeout_text", "lines", "grep", "fixed",
+                     "context", "number", "max_matches")
 
 
 def _status(p: dict[str, Any]) -> int | None:
-    if _defaults("status", p, SELECTION + _STATUS_FULL_ONLY):
+    ranges = [p["tail"] is not None, p["head"] is not None, p["all_lines"]]
+    out, err = p["only_stdout"], p["only_stderr"]
+    if _defaults("status", p, _STATUS_FULL_ONLY) and sum(ranges) <= 1 and not (out and err):
+        from qex.cli.fastlogs import StatusCut
         from qex.cli.fastread import status
+        from qex.core.log_words import STATUS_STREAMS
 
-        code = status(p["word"], as_json=p["as_json"], wait=p["wait"], no_logs=p["no_logs"])
+        cut = StatusCut(("stdout",) if out else ("stderr",) if err else STATUS_STREAMS,
+                        tail=p["tail"], head=p["head"], every=p["all_lines"])
+        code = status(p["word"], as_json=p["as_json"], wait=p["wait"], no_logs=p["no_logs"],
+                      cut=cut)
         if code is not None:
             return code
     from qex.cli import jobcmd
@@ -239,34 +247,33 @@ def _logs(p: dict[str, Any]) -> int | None:
 
 
 def _kill(p: dict[str, Any]) -> int | None:
-    if len(p["jobs"]) == 1 and _defaults("kill", p, ("signal_text", "grace")):
-        from qex.cli import fastread
-
-        code = fastread.stop(p["jobs"][0], "kill",
-                             (fastread.default_signal(), fastread.DEFAULT_GRACE_SECS))
-        if code is not None:
-            return code
-    from qex.cli.stop_core import kill_jobs
-    from qex.platform.procs import parse_signal
+    from qex.platform.signal_words import parse_signal
 
     try:
         signum = parse_signal(p["signal_text"])
     except ValueError:
-        return None
+        return None  # click names the forms it takes
     ok, grace = _duration(p["grace"])
     if not ok:
         return None
-    kill_jobs(p["jobs"], signum, grace or 0.0)
+    grace_secs = grace or 0.0  # no limit and 0 both mean: send nothing more
+    from qex.cli.fastread import stop
+
+    code = stop(p["jobs"], "kill", (signum, grace_secs))
+    if code is not None:
+        return code
+    from qex.cli.stop_core import kill_jobs
+
+    kill_jobs(p["jobs"], signum, grace_secs)
     return 0
 
 
 def _cancel(p: dict[str, Any]) -> int | None:
-    if len(p["jobs"]) == 1:
-        from qex.cli.fastread import stop
+    from qex.cli.fastread import stop
 
-        code = stop(p["jobs"][0], "cancel")
-        if code is not None:
-            return code
+    code = stop(p["jobs"], "cancel")
+    if code is not None:
+        return code
     from qex.cli.stop_core import cancel_jobs
 
     cancel_jobs(p["jobs"])

@@ -28,8 +28,10 @@ from qex.core.log_words import (
     STATUS_LINES,
     STATUS_STREAMS,
     STREAMS,
+    for_json,
     hidden_sentence,
 )
+from qex.core.state_words import COMPLETED, FINAL_WORDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,34 +138,101 @@ def show(word: str, *, tail_count: int | None = DEFAULT_TAIL, head_count: int | 
     return 0
 
 
-def status_excerpts(record: dict[str, Any]) -> list[tuple[str, list[str], list[str]]] | None:
-    """The excerpts `qex status` ends with for a job that stopped without completing, as
-    `status_print.load_excerpts` chooses them with no selection: the last lines of stderr
-    then stdout, `STATUS_LINES` in all (half each when both have text), and the sentence on
-    what they leave out. None (read nothing more) for what the full body must word: output
-    the limit cut, a stream still in its spill file, a file too large to read whole."""
-    job_id = record.get("id")
+class StatusCut:
+    """The log options of `qex status` that the lean form reads: the streams (`--stdout`,
+    `--stderr`, or both) and at most one range (`--tail N`, `--head N`, `--all`). With no
+    range, a job that stopped without completing shows the last lines of each stream that
+    has text; with one, every job shows each chosen stream, empty ones too."""
+
+    def __init__(self, streams: tuple[str, ...] = STATUS_STREAMS, *, tail: int | None = None,
+                 head: int | None = None, every: bool = False) -> None:
+        self.streams, self.tail, self.head, self.every = streams, tail, head, every
+
+    @property
+    def explicit(self) -> bool:
+        """True when a range was given (`logsel.Selection.explicit` for these options)."""
+        return self.tail is not None or self.head is not None or self.every
+
+
+class StreamExcerpt:
+    """One stream's chosen lines, and the counts `qex status` words and `--json` gives."""
+
+    def __init__(self, stream: str, path: str, lines: list[str], *, total: int, hidden: int,
+                 where: str) -> None:
+        self.stream, self.path, self.lines = stream, path, lines
+        self.total, self.hidden, self.where = total, hidden, where
+
+    def notice(self) -> str | None:
+        """The sentence on the lines left out (`logsel.Selected.notice` without `--grep`)."""
+        return f"... {hidden_sentence(self.hidden, self.where)}" if self.hidden else None
+
+    def as_text(self) -> tuple[str, list[str], list[str]]:
+        """(stream, lines, notes), as `render_status.status_text` takes an excerpt."""
+        notice = self.notice()
+        return self.stream, self.lines, [notice] if notice else []
+
+    def as_json(self) -> dict[str, Any]:
+        """The object `log_files.stream_json` makes for this stream of a record whose output
+        lost nothing to the limit."""
+        return {
+            "path": self.path,
+            "text": for_json("".join(line + "\n" for line in self.lines)),
+            "total_lines": self.total,
+            "hidden_lines": self.hidden,
+            "matches": None,
+            "matches_shown": None,
+            "dropped_bytes": 0,
+            "dropped_lines": 0,
+            "notice": self.notice(),
+        }
+
+
+def _choose(lines: list[str], cut: StatusCut, default_tail: int) -> tuple[list[str], int, str]:
+    """The lines a range keeps, how many it leaves out, and where they were (the words of
+    `hidden_sentence`), as `logsel.select_lines` chooses them without `--grep`."""
+    if cut.head is not None:
+        kept = lines[:cut.head]
+        return kept, len(lines) - len(kept), "later "
+    if cut.every:
+        return lines, 0, ""
+    count = cut.tail if cut.tail is not None else default_tail
+    kept = lines[max(0, len(lines) - count):] if count else []
+    return kept, len(lines) - len(kept), "earlier "
+
+
+def status_excerpts(record: dict[str, Any], cut: StatusCut | None = None
+                    ) -> list[StreamExcerpt] | None:
+    """The excerpts of a job's logs that `qex status` shows, as `status_print.load_excerpts`
+    chooses them. Without a range: for a job that stopped without completing, the last lines
+    of each stream with text (stderr first), `STATUS_LINES` in all, half each when both have
+    text; for other jobs none. None (read nothing more) for what the full body must word:
+    output the limit cut, a stream still in its spill file, a file too large to read whole."""
+    cut = cut if cut is not None else StatusCut()
+    job_id, state = record.get("id"), record.get("state")
+    if not (cut.explicit or (state in FINAL_WORDS and state != COMPLETED)):
+        return []
     if record.get("logs_dropped") or not isinstance(job_id, str):
         return None
     from qex.cli.wire import state_dir
 
-    state = state_dir(os.environ)
-    if state is None:
+    state_path = state_dir(os.environ)
+    if state_path is None:
         return None
-    job_dir = os.path.join(state, "jobs", job_id)
-    logs = _read_streams(job_dir, STATUS_STREAMS)
+    job_dir = os.path.join(state_path, "jobs", job_id)
+    logs = _read_streams(job_dir, cut.streams)
     if logs is None:
         return None
-    found = [(stream, data) for stream, data in logs if data]
-    count = STATUS_LINES // 2 if len(found) > 1 else STATUS_LINES
+    if not cut.explicit:
+        logs = [(stream, data) for stream, data in logs if data]
+    default_tail = STATUS_LINES // 2 if sum(1 for _, data in logs if data) > 1 else STATUS_LINES
     excerpts = []
-    for stream, data in found:
-        lines = data.decode("utf-8", "surrogateescape").split("\n")
-        if lines[-1] == "":
+    for stream, data in logs:
+        lines = data.decode("utf-8", "surrogateescape").split("\n") if data else []
+        if lines and lines[-1] == "":
             lines.pop()
-        cut = max(0, len(lines) - count)
-        notes = [f"... {hidden_sentence(cut, 'earlier ')}"] if cut else []
-        excerpts.append((stream, lines[cut:], notes))
+        kept, hidden, where = _choose(lines, cut, default_tail)
+        excerpts.append(StreamExcerpt(stream, os.path.join(job_dir, f"{stream}.log"), kept,
+                                      total=len(lines), hidden=hidden, where=where))
     return excerpts
 
 

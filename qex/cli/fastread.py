@@ -1,29 +1,32 @@
 """The read and stop commands through `qex.cli.wire`, while a coordinator listens.
 
-`qex status ID [--json] [--wait]`, `qex list [--json]`, `qex kill ID` and `qex cancel ID` in
-their plain forms need one or two requests and a few lines of output, but the full bodies
-import the client, paths, typed records and enums, which cost several times the
-interpreter's start-up. Here each asks the coordinator over `wire` (C modules only) and
-prints with the same functions as the full bodies: `render_status` and `render_table` on a
-`record_view.JobView`, `record_json` and `jsontext` for JSON, `stop_core`'s sentences.
+`qex status ID` (with `--json`, `--wait`, `--no-logs`, a stream and one range of its logs),
+`qex list` (with its filters), `qex kill ID ...` and `qex cancel ID ...` need one request per
+job and a few lines of output, but the full bodies import the client, paths, typed records
+and enums, which cost several times the interpreter's start-up. Here each asks the
+coordinator over `wire` (C modules only) and prints with the same functions as the full
+bodies: `render_status` and `render_table` on a `record_view.JobView`, `record_json` and
+`jsontext` for JSON, `stop_core`'s sentences.
 
 Every function returns None, having printed nothing and changed nothing, whenever the case
 is not plain: no coordinator listens (the full body then reads the disk and judges stale
-records, `qex.cli.stale`), a word that is not a whole id, a refusal whose wording needs the
-history, a record whose output excerpt `status` would show, a slow answer. The caller then
-runs the full body, which asks again.
+records, `qex.cli.stale`), a word that is not a whole id or the start of one, a record whose
+logs `fastlogs.status_excerpts` leaves to the full body, a slow answer to a question. The
+caller then runs the full body, which asks again.
 """
 
 from __future__ import annotations
 
-from qex.core.state_words import COMPLETED, FINAL_WORDS
+from qex.core.state_words import FINAL_WORDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
+    from qex.cli.fastlogs import StatusCut, StreamExcerpt
     from qex.cli.wire import Wire
+    from qex.client.connection import Connection
 
 #: The states in which a job will not change again (one definition: `qex.core.state_words`).
 FINAL_STATES = FINAL_WORDS
@@ -101,17 +104,19 @@ def _looked_up(find: Callable[[Wire, str], dict[str, Any] | None],
         wire.close()
 
 
-def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None:
-    """`qex status ID [--json] [--wait] [--no-logs]`: the exit code, or None for the full body.
+def status(word: str, *, as_json: bool, wait: bool, no_logs: bool,
+           cut: StatusCut | None = None) -> int | None:
+    """`qex status ID [--json] [--wait] [--no-logs]`, with the log options of `cut`: the exit
+    code, or None for the full body.
 
-    Only a record that `status` shows without an excerpt of its logs, and that a wait would
-    not wait for, is printed here."""
+    Only a record that a wait would not wait for is printed here, with the excerpts of its
+    logs that `fastlogs.status_excerpts` can read."""
     record = _looked_up(job_record, word)
     if record is None:
         return None
     if wait and record.get("state") not in FINAL_STATES:
         return None
-    text = record_text(record, as_json=as_json, no_logs=no_logs)
+    text = record_text(record, as_json=as_json, no_logs=no_logs, cut=cut)
     if text is None:
         return None
     import sys
@@ -125,31 +130,33 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool) -> int | None
     return exit_code_for(record)
 
 
-def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool) -> str | None:
-    """What `qex status` prints for one record (`status_print.print_records` with no
-    selection), or None when only the full body can word it: the JSON form of a stopped
-    job's logs, or logs that `fastlogs.status_excerpts` leaves to it."""
-    state = record.get("state")
-    excerpts = None
-    if state in FINAL_STATES and state != COMPLETED and not no_logs:
-        if as_json:
-            return None  # the logs' JSON form (`log_files.stream_json`): the full body
+def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool,
+                cut: StatusCut | None = None) -> str | None:
+    """What `qex status` prints for one record (`status_print.print_records`), or None when
+    only the full body can word its logs (`fastlogs.status_excerpts` leaves them to it)."""
+    excerpts: list[StreamExcerpt] = []
+    if not no_logs:
         from qex.cli.fastlogs import status_excerpts
 
-        excerpts = status_excerpts(record)  # the block ends with the output's last lines
-        if excerpts is None:
+        found = status_excerpts(record, cut)
+        if found is None:
             return None
+        excerpts = found
     if as_json:
         from qex.core.jsontext import dumps
         from qex.core.record_json import display_record
 
-        return dumps(display_record(record))
+        document = display_record(record)
+        if excerpts:  # `render_status.status_json`
+            document["logs"] = {e.stream: e.as_json() for e in excerpts}
+        return dumps(document)
     import time
 
     from qex.cli.record_view import JobView
     from qex.cli.render_status import status_text
 
-    return status_text(JobView(record), now=time.time(), excerpts=excerpts)
+    return status_text(JobView(record), now=time.time(),
+                       excerpts=[e.as_text() for e in excerpts])
 
 
 def list_json() -> int | None:
@@ -302,19 +309,6 @@ def _show_listing(found: _Listing, chosen: list[dict[str, Any]], *, as_json: boo
     return 0
 
 
-#: `kill`'s defaults (`--signal TERM --grace 10s`) as numbers; a unit test holds them equal
-#: to what `parse_signal` and `parse_duration` make of the defaults in `qex.cli.fast_table`.
-DEFAULT_SIGNAL_TEXT, DEFAULT_GRACE_TEXT = "TERM", "10s"
-DEFAULT_GRACE_SECS = 10.0
-
-
-def default_signal() -> int:
-    """SIGTERM, from the C module (`signal` would import `enum`)."""
-    import _signal  # type: ignore[import-not-found]
-
-    return int(_signal.SIGTERM)
-
-
 def refusal_of(answer: dict[str, Any]) -> tuple[str, str] | None:
     """(kind, message) of an `error` answer, as `qex.core.protocol.error_of` reads it (which
     imports `json` and `typing`); a unit test compares the two."""
@@ -325,33 +319,63 @@ def refusal_of(answer: dict[str, Any]) -> tuple[str, str] | None:
             text if isinstance(text, str) and text else "the coordinator gave no reason")
 
 
-def stop(word: str, verb: str, signal: tuple[int, float] | None = None) -> int | None:
-    """`qex kill ID` (`signal`: the number and the grace) or `qex cancel ID` for one job
-    named by its whole id or the start of it: the exit code, or None (before anything was
-    sent) for the full body."""
+def stop(words: Sequence[str], verb: str, signal: tuple[int, float] | None = None
+         ) -> int | None:
+    """`qex kill ID ...` (`signal`: the number and the grace) or `qex cancel ID ...` for jobs
+    named by their whole ids or the starts of them: the exit code, or None (before anything
+    was sent) for the full body.
+
+    As in `stop_core`, every word is looked up before the first job is touched, a job named
+    twice is stopped once, and the first refusal's code is the command's. A word the full
+    body must read (a name, a group, one that names nothing or several jobs) hands the whole
+    command over. An answer that does not come at once is read by the full client, which
+    then carries the rest of the requests, so that nothing is sent twice."""
     wire = _connect()
     if wire is None:
         return None
+    conn: Connection | None = None
+    code = 0
     try:
-        record = job_record(wire, word)
-        if record is None:
+        job_ids = _stop_targets(wire, words)
+        if job_ids is None:
             return None
-        job_id = str(record.get("id"))
-        message: dict[str, Any] = {"op": verb, "id": job_id}
-        if signal is not None:
-            message.update(signal=signal[0], grace_secs=signal[1])
-        sent = wire.request(message)
-        if not isinstance(sent, dict):  # a slow answer: the full client reads it
-            with sent:
-                sent = sent.answer(verb)
+        for job_id in job_ids:
+            message: dict[str, Any] = {"op": verb, "id": job_id}  # protocol.kill / cancel
+            if signal is not None:
+                message.update(signal=signal[0], grace_secs=signal[1])
+            if conn is None:
+                sent = wire.request(message)
+                if not isinstance(sent, dict):  # a slow answer: the full client reads it
+                    conn = sent
+                    sent = conn.answer(verb)
+            else:
+                sent = conn.request(message)
+            refused = _stopped(verb, job_id, signal, message, sent)
+            code = code or refused
     finally:
         wire.close()
-    return _stopped(verb, job_id, signal, message, sent)
+        if conn is not None:
+            conn.close()
+    return code
+
+
+def _stop_targets(wire: Wire, words: Sequence[str]) -> list[str] | None:
+    """The ids of the jobs `words` name, each once, in the order named; None when a word
+    needs the full body's look-up."""
+    job_ids: list[str] = []
+    for word in words:
+        record = job_record(wire, word)
+        job_id = record.get("id") if record is not None else None
+        if not isinstance(job_id, str):
+            return None
+        if job_id not in job_ids:
+            job_ids.append(job_id)
+    return job_ids
 
 
 def _stopped(verb: str, job_id: str, signal: tuple[int, float] | None,
              message: dict[str, Any], answer: dict[str, Any]) -> int:
-    """Print what `stop_core` prints for the answer; the command's exit code."""
+    """Print what `stop_core` prints for one job's answer; 0, or the code of its refusal."""
     refused = refusal_of(answer)
     if refused is not None:
         from qex.cli.common import warn

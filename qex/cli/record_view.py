@@ -18,6 +18,7 @@ from qex.core import state_words as words
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.record_json import display_record
 from qex.core.unit_text import format_duration
+from qex.platform.signal_words import signal_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -167,17 +168,6 @@ def job_label(record: JobView) -> str:
     return f"{short_id(record.id)} ({safe_name(record.name or 'job')})"
 
 
-def signal_text(number: int) -> str:
-    """`SIGTERM` for 15: the name `signal.Signals(number).name` gives, read from the C module
-    `_signal` (the `signal` module builds an enum, which `qex list` would pay for on every
-    killed job). Where names share a number, the enum's first is the smallest name."""
-    import _signal  # type: ignore[import-not-found]
-
-    names = [name for name in dir(_signal) if name.startswith("SIG") and not
-             name.startswith("SIG_") and getattr(_signal, name) == number]
-    return min(names) if names else f"signal {number}"
-
-
 #: How each final state that needs no number reads in a result.
 _ENDED = {
     words.COMPLETED: "exit 0",
@@ -207,11 +197,11 @@ def result_text(record: JobView) -> str:
         if record.exit_code is not None:
             base = f"exit {record.exit_code}"
         elif sig is not None:
-            base = f"stopped by {signal_text(sig)}"
+            base = f"stopped by {signal_name(sig)}"
         else:
             base = "failed"
     elif state == words.KILLED:
-        base = f"killed by {signal_text(sig)}" if sig is not None else "killed"
+        base = f"killed by {signal_name(sig)}" if sig is not None else "killed"
     else:
         base = _ENDED.get(state, state)
     return f"{base}: {detail}" if detail else base

@@ -15,12 +15,13 @@ code without the typed records. Reading the logs and the environment is
 
 from __future__ import annotations
 
-from qex.cli.record_view import JobView, display, signal_text, view
+from qex.cli.record_view import JobView, display, view
 from qex.core import state_words as words
 from qex.core.log_words import for_json
 from qex.core.names import printable_line, safe_name, short_id, visible
 from qex.core.record_json import display_record
 from qex.core.unit_text import format_duration, format_size
+from qex.platform.signal_words import signal_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def _exit_line(record: JobView) -> list[str]:
         out.append(_line("exit code", str(record.exit_code)))
     sig = record.signal
     if sig is not None:
-        out.append(_line("signal", f"{sig} ({signal_text(sig)})"))
+        out.append(_line("signal", f"{sig} ({signal_name(sig)})"))
     return out
 
 

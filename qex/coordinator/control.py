@@ -21,6 +21,7 @@ from qex.core import protocol
 from qex.core.names import safe_name
 from qex.core.states import State
 from qex.platform import procs
+from qex.platform.signal_words import signal_name
 from qex.store import history
 from qex.store import jobs as job_files
 
@@ -92,7 +93,7 @@ def signal_local(coord: Coordinator, job: Job, signum: int, grace: float) -> dic
         return protocol.error(protocol.WRONG_STATE, (
             f"the job {job.id} has no process: it stopped in the moment before this command, "
             f"and `qex status {job.id}` gives its result"))
-    log(f"the signal {procs.signal_name(signum)} went to the job {label(record)} (group {pid})")
+    log(f"the signal {signal_name(signum)} went to the job {label(record)} (group {pid})")
     if signum != signal.SIGKILL and grace > 0:
         asyncio.get_running_loop().call_later(float(grace), _escalate, coord, job.id, pid, token)
     return protocol.ok()

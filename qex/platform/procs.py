@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import subprocess
 from collections.abc import Iterator
 
@@ -196,31 +195,3 @@ def signal_group(pgid: int, signum: int) -> bool:
         return False
     except PermissionError:
         return False
-
-
-SIGNALS: dict[str, int] = {
-    name: int(getattr(signal, f"SIG{name}"))
-    for name in ("TERM", "KILL", "INT", "HUP", "QUIT", "USR1", "USR2")
-}
-
-
-def parse_signal(text: str) -> int:
-    """`TERM`, `SIGKILL`, `9`: a signal number; ValueError with the accepted forms."""
-    word = text.strip().upper()
-    if word.startswith("SIG"):
-        word = word[3:]
-    if word in SIGNALS:
-        return SIGNALS[word]
-    if word.isdigit() and 1 <= int(word) <= 64:
-        return int(word)
-    raise ValueError(
-        f"`{text}` is not a signal; give TERM, KILL, INT, HUP, QUIT, USR1, USR2 "
-        "or a number from 1 to 64"
-    )
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

@@ -29,6 +29,7 @@ from qex.core.records import JobStatus
 from qex.core.states import State
 from qex.core.units import MIB, format_duration
 from qex.platform import jobprocess, procs
+from qex.platform.signal_words import signal_name
 from qex.store import jobs
 from qex.store.paths import Paths
 from qex.supervisor.children import ChildWatch, Reaper
@@ -159,7 +160,7 @@ def _execute(argv: list[str], status: JobStatus, job_dir: Path, *, timeout: floa
     if stopped == "output":
         return "wrote more than 1MB, so qex closed its output and stopped it"
     if os.WIFSIGNALED(wait_status):
-        name = procs.signal_name(os.WTERMSIG(wait_status))
+        name = signal_name(os.WTERMSIG(wait_status))
         return f"was stopped by the signal {name} after {took}"
     code = os.WEXITSTATUS(wait_status)
     if code == 0:

@@ -252,7 +252,7 @@ def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
     qex_env.run("wait", queued)
     qex_env.run("coordinator", "stop", check=True)
     qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
-    for args in cases:
+    for args in cases[:8]:  # the full body reads the disk both ways
         _same_bytes(qex_env, *args)
 
 
@@ -569,6 +569,122 @@ def test_a_submit_and_wait_with_a_limit_agrees(qex_env: Env) -> None:
             assert shown[0][0] == {"exit 3": 3, "exit 2": 2, "sleep 2": 124}[command]
 
 
+def _outcome(proc: Any) -> tuple[int, str, str]:
+    return proc.returncode, _mask(proc.stdout), _mask(proc.stderr)
+
+
+def _shared_prefix(env: Env, claim: tuple[str, ...]) -> str:
+    """The first character of two jobs' ids (a word that names several jobs); submits
+    stopped jobs until two ids share it (17 ids always do)."""
+    while True:
+        firsts = [job["id"][0] for job in _records(env)]
+        shared = [c for c in set(firsts) if firsts.count(c) > 1]
+        if shared:
+            return shared[0]
+        env.run("wait", env.submit(*claim, "--", "true"))
+
+
+def test_stops_of_several_jobs_agree(qex_env: Env) -> None:
+    """`cancel` and `kill` with several ids or starts of ids, a job named twice, a stopped
+    job among queued ones (refused, 1), a word that names nothing or several jobs (127,
+    nothing stopped), running jobs under `--signal` and `--grace`, and the mistakes that
+    click words. Each way stops jobs of its own, with the same roles."""
+    qex_env.write_config("[budget]\ncpu = 4\n")  # room for two running jobs
+    claim = ("--cpu", "1", "--mem", "16MB")
+    done = qex_env.submit(*claim, "--", "true")
+    failed = qex_env.submit(*claim, "--", "sh", "-c", "exit 3")
+    qex_env.run("wait", done, failed)
+    unknown = "01234567-89ab-4def-8123-456789abcdef"
+    shared = _shared_prefix(qex_env, claim)
+    qex_env.run("pause", "queue", "--reason", "testing", check=True)
+
+    def queued_forms(a: str, b: str, c: str) -> list[list[str]]:
+        return [["cancel", a, b[:8], a], ["kill", c[:10], done, failed],
+                ["cancel", failed, a, b], ["kill", "--signal", "KILL", "--grace", "0", a, b],
+                ["cancel", done, done[:8]], ["kill", "--grace", "2m", done, failed[:8]]]
+
+    shown: list[list[tuple[int, str, str]]] = []
+    made: list[str] = []
+    for extra in ({}, CLICK_ONLY):
+        rounds = []
+        for form in range(len(queued_forms("a", "b", "c"))):
+            jobs = [qex_env.submit(*claim, "--", "true") for _ in range(3)]
+            made += jobs
+            rounds.append(_outcome(qex_env.run(*queued_forms(*jobs)[form], extra_env=extra)))
+        shown.append(rounds)
+    qex_env.run("cancel", *made)  # what the forms left queued need not run
+    assert shown[0] == shown[1]
+    assert [code for code, _, _ in shown[0]] == [0, 1, 1, 1, 1, 1]  # a queued job: no kill
+    queued = [qex_env.submit(*claim, "--", "true") for _ in range(2)]
+    for args in (["cancel", queued[0], unknown], ["kill", queued[0][:8], "nothing-here"],
+                 ["cancel", queued[1], shared], ["kill", shared, queued[0]],
+                 ["kill", "--signal", "NOPE", *queued], ["kill", "--signal", "0", queued[0]],
+                 ["kill", "--grace", "5x", *queued], ["kill", "--signal", "65", done, failed]):
+        _same(qex_env, *args)
+    assert {qex_env.record(j)["state"] for j in queued} == {"queued"}  # nothing was stopped
+    qex_env.run("cancel", *queued, check=True)
+    qex_env.run("resume", "queue", check=True)
+
+    # Running jobs (two at a time): each signal sent, with a stopped job refused among them.
+    for options in (["--signal", "TERM"], ["--signal", "9"], ["--grace", "1s"],
+                    ["--signal", "sigusr1", "--grace", "1h"]):
+        runs = []
+        for extra in ({}, CLICK_ONLY):
+            jobs = [qex_env.submit(*claim, "--", "sleep", "60") for _ in range(2)]
+            qex_env.wait_for(lambda js=jobs: all(qex_env.record(j).get("state") == "running"
+                                                 for j in js), what="two running jobs")
+            runs.append(_outcome(qex_env.run("kill", *options, jobs[0], done, jobs[1][:8],
+                                             extra_env=extra)))
+            qex_env.run("wait", *jobs)
+        assert runs[0] == runs[1], options
+        assert runs[0][0] == 1 and runs[0][1].count("received the signal") == 2, runs[0]
+
+
+def test_status_excerpts_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
+    """`status ID` with `--tail N`, `--head N`, `--all`, `--stdout`, `--stderr`, text and
+    JSON, on jobs that completed, failed, wrote nothing or bytes that are not UTF-8; the
+    mistakes and the options left to the full body print the same too."""
+    claim = ("--cpu", "1", "--mem", "16MB")
+    long = qex_env.submit(*claim, "--", "sh", "-c",
+                          "seq 1 30; printf 'bad \\377 byte\\r\\nno end'; seq 5 >&2; exit 2")
+    done = qex_env.submit(*claim, "--", "sh", "-c", "echo one; echo two >&2")
+    empty = qex_env.submit(*claim, "--", "sh", "-c", "exit 7")
+    qex_env.run("wait", long, done, empty)
+    cases = [["status", long, "--tail", "3"], ["status", long, "--head", "2"],
+             ["status", long, "--all"], ["status", long, "--stdout"], ["status", long, "--stderr"],
+             ["status", long, "--json", "--tail", "2"], ["status", long, "--json", "--stdout"],
+             ["status", long, "--stderr", "--head", "0"], ["status", long, "--tail", "0"],
+             ["status", "--wait", long, "--tail", "4"],
+             ["status", "--wait", long, "--json", "--stdout", "--head", "1"]]
+    for job in (done, empty):
+        cases += [["status", job, "--tail", "3"], ["status", job, "--stdout"],
+                  ["status", job, "--json", "--all"], ["status", job, "--stderr", "--head", "0"],
+                  ["status", "--wait", job, "--json", "--stdout", "--tail", "1"]]
+    cases += [["status", long], ["status", long, "--json"], ["status", long[:8], "--tail", "1"],
+              ["status", long, "--no-logs", "--tail", "3"], ["status", long, "--tail", "2",
+                                                             "--head", "2"],
+              ["status", long, "--stdout", "--stderr"], ["status", long, "--tail", "-1"],
+              ["status", long, "--lines", "2:3"], ["status", long, "--grep", "1", "--tail", "2"],
+              ["status", long, "--tail", "2", "--show-env"], ["status", "-q", long, "--tail", "2"],
+              ["status", long, "--json", "--stderr", "--all", "--no-logs"]]
+    for args in cases:
+        _same_bytes(qex_env, *args)
+    fast = qex_env.run("status", long, "--stdout", "--tail", "2")
+    assert fast.stdout.endswith("--- stdout ---\nbad \ufffd byte\nno end\n... 30 earlier "
+                                "lines are not shown; use --all, --head N or --tail N to see "
+                                "them.\n"), fast.stdout
+    qex_env.run("pause", "queue", check=True)
+    queued = qex_env.submit(*claim, "--", "true")
+    for args in (["status", queued, "--tail", "1"], ["status", queued, "--json", "--stderr",
+                                                     "--all"]):
+        _same_pair(qex_env, args, args)
+    qex_env.run("cancel", queued, check=True)
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    for args in cases[:8]:  # the full body reads the disk both ways
+        _same_bytes(qex_env, *args)
+
+
 #: What a hot form may import beyond the interpreter's own start-up and qex: the C halves of
 #: `socket` and `json` and the like. A pure-Python framework here costs more than the
 #: command's own work (`docs/performance.md`).
@@ -587,7 +703,8 @@ def _imported(env: Env, *args: str) -> set[str]:
 
 def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
     """The forms an agent repeats (waits on several ids and with a limit, a filtered list, a
-    bounded `submit --wait`) stay on the lean path: no `typing`, `re`, `enum` or click."""
+    bounded `submit --wait`, status with log options, stops of several jobs, refused or
+    not) stay on the lean path: no `typing`, `re`, `enum` or click."""
     claim = ("--cpu", "1", "--mem", "16MB")
     jobs = [qex_env.submit(*claim, "--tag", "t", "--", "true") for _ in range(2)]
     qex_env.run("wait", *jobs, check=True)
@@ -597,8 +714,19 @@ def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
                  ["submit", "--wait", "-q", "--wait-timeout", "1m", *claim, "--", "true"],
                  ["submit", "--json", "--id-file", str(qex_env.root / "job.id"), *claim, "--",
                   "true"],
-                 ["status", jobs[0]], ["logs", jobs[0], "--tail", "5", "--stderr"]):
+                 ["status", jobs[0]], ["logs", jobs[0], "--tail", "5", "--stderr"],
+                 ["status", jobs[0], "--tail", "3"], ["status", jobs[0][:8], "--stdout"],
+                 ["status", jobs[0], "--json", "--stderr", "--head", "2"],
+                 ["kill", jobs[0], jobs[1][:8]], ["cancel", jobs[0], jobs[1]],
+                 ["kill", "--signal", "9", "--grace", "1s", *jobs]):
         assert not _imported(qex_env, *args) & _HEAVY, args
+    qex_env.run("pause", "queue", check=True)
+    queued = [qex_env.submit(*claim, "--", "true") for _ in range(4)]
+    for args in (["cancel", queued[0], queued[1][:8]],
+                 ["kill", "--signal", "KILL", "--grace", "0", queued[2], queued[3]]):
+        assert not _imported(qex_env, *args) & _HEAVY, args
+    # A queued job has no process to signal: the coordinator refuses the kill.
+    assert [qex_env.record(j)["state"] for j in queued] == ["cancelled"] * 2 + ["queued"] * 2
 
 
 def test_a_submit_writes_its_id_file_before_it_answers(qex_env: Env) -> None:

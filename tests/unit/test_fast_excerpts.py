@@ -1,17 +1,22 @@
-"""The fast path's excerpts of a stopped job's logs (`fastlogs.status_excerpts`) are the ones
-the full body chooses (`status_print.load_excerpts`), and the block shows them the same."""
+"""The fast path's excerpts of a job's logs (`fastlogs.status_excerpts`) are the ones the
+full body chooses (`status_print.load_excerpts`), with no log option and with the ones the
+fast path reads (a stream, `--tail N`, `--head N`, `--all`), in the text block and in JSON."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qex.cli.fastlogs import status_excerpts
+from qex.cli.fastlogs import StatusCut, status_excerpts
 from qex.cli.render_status import status_text
 from qex.cli.status_print import load_excerpts
+from qex.core.log_words import STATUS_STREAMS
+from qex.core.logsel import Selection
+from qex.core.state_words import ALL_WORDS
 
 JOB_ID = "01234567-89ab-4def-8123-456789abcdef"
 RECORD = {"id": JOB_ID, "name": "j", "command": ["x"], "cwd": "/", "state": "failed",
@@ -19,31 +24,79 @@ RECORD = {"id": JOB_ID, "name": "j", "command": ["x"], "cwd": "/", "state": "fai
 #: Log bytes: lines of text, blank lines, a missing last newline, bytes that are not UTF-8.
 LOG = st.lists(st.sampled_from([b"line", b"", b"\xff\xfe", b"caf\xc3\xa9", b"a\rb", b"\t"]),
                max_size=40).map(b"\n".join) | st.binary(max_size=200)
+#: The options the fast path reads, as (streams, tail, head, every): at most one range.
+CUTS = st.tuples(
+    st.sampled_from([STATUS_STREAMS, ("stdout",), ("stderr",)]),
+    st.sampled_from([(None, None, False), (0, None, False), (None, 0, False),
+                     (None, None, True)]) | st.integers(0, 45).flatmap(
+        lambda n: st.sampled_from([(n, None, False), (None, n, False)])),
+).map(lambda c: (c[0], *c[1]))
+
+
+def _job_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: bytes | None,
+             err: bytes | None) -> Path:
+    """The job's directory under a state of its own, with the logs given (None: no file)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    job_dir = tmp_path / "qex" / "jobs" / JOB_ID
+    job_dir.mkdir(parents=True, exist_ok=True)
+    for stream, data in (("stdout", out), ("stderr", err)):
+        path = job_dir / f"{stream}.log"
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(data)
+    return job_dir
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
 @given(out=LOG, err=LOG)
 def test_the_fast_excerpts_are_the_full_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              out: bytes, err: bytes) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    job_dir = tmp_path / "qex" / "jobs" / JOB_ID
-    job_dir.mkdir(parents=True, exist_ok=True)
-    (job_dir / "stdout.log").write_bytes(out)
-    (job_dir / "stderr.log").write_bytes(err)
+    job_dir = _job_dir(tmp_path, monkeypatch, out, err)
     full = [(e.stream, e.selected.lines, e.notes()) for e in
             load_excerpts(job_dir, RECORD, sel=None)]
-    fast = status_excerpts(RECORD)
+    found = status_excerpts(RECORD)
+    assert found is not None
+    fast = [e.as_text() for e in found]
     assert fast == full
     assert status_text(RECORD, now=9.0, excerpts=fast) == status_text(RECORD, now=9.0,
                                                                       excerpts=full)
 
 
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+@given(out=st.none() | LOG, err=st.none() | LOG, cut=CUTS, state=st.sampled_from(ALL_WORDS))
+def test_the_chosen_excerpts_are_the_full_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: bytes | None, err: bytes | None,
+        cut: tuple[tuple[str, ...], int | None, int | None, bool], state: str) -> None:
+    """Any state, any of the options, missing and empty logs: the same lines, notes and
+    JSON objects as the full body's."""
+    job_dir = _job_dir(tmp_path, monkeypatch, out, err)
+    streams, tail, head, every = cut
+    record: dict[str, Any] = {**RECORD, "state": state}
+    full = load_excerpts(job_dir, record, sel=Selection(tail=tail, head=head, all=every),
+                         streams=streams)
+    found = status_excerpts(record, StatusCut(streams, tail=tail, head=head, every=every))
+    assert found is not None
+    assert [e.as_text() for e in found] == [(e.stream, e.selected.lines, e.notes())
+                                           for e in full]
+    assert [(e.stream, e.as_json()) for e in found] == [(e.stream, e.to_dict()) for e in full]
+
+
 def test_what_the_full_body_must_word_is_left_to_it(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    job_dir = tmp_path / "qex" / "jobs" / JOB_ID
-    job_dir.mkdir(parents=True)
-    (job_dir / "stderr.log").write_bytes(b"x\n")
+    _job_dir(tmp_path, monkeypatch, None, b"x\n")
     assert status_excerpts({**RECORD, "logs_dropped": {"stdout_bytes": 5}}) is None
-    (job_dir / "stdout.log.tail").write_bytes(b"spill")
+    (tmp_path / "qex" / "jobs" / JOB_ID / "stdout.log.tail").write_bytes(b"spill")
     assert status_excerpts(RECORD) is None
+    assert status_excerpts(RECORD, StatusCut(tail=3)) is None
+    assert status_excerpts(RECORD, StatusCut(("stderr",), tail=3)) is not None
+
+
+def test_a_job_shows_no_logs_unless_it_failed_or_a_range_is_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _job_dir(tmp_path, monkeypatch, b"out\n", b"err\n")
+    for state in ("completed", "running", "queued"):
+        assert status_excerpts({**RECORD, "state": state}) == []
+        assert status_excerpts({**RECORD, "state": state}, StatusCut(("stdout",))) == []
+        found = status_excerpts({**RECORD, "state": state}, StatusCut(("stdout",), head=1))
+        assert [e.as_text() for e in found or []] == [("stdout", ["out"], [])]

@@ -7,23 +7,12 @@ from typing import Any
 import pytest
 
 from qex.cli import fastread
-from qex.cli.fast_table import TABLE
 from qex.core import protocol
 from qex.core.states import FINAL
-from qex.core.units import parse_duration
-from qex.platform.procs import parse_signal
 
 
 def test_final_states_are_the_states_final() -> None:
     assert {s.value for s in FINAL} == fastread.FINAL_STATES
-
-
-def test_kill_defaults_are_what_the_parsers_make_of_them() -> None:
-    defaults = TABLE["kill"]["defaults"]
-    assert (defaults["signal_text"], defaults["grace"]) == (
-        fastread.DEFAULT_SIGNAL_TEXT, fastread.DEFAULT_GRACE_TEXT)
-    assert parse_signal(fastread.DEFAULT_SIGNAL_TEXT) == fastread.default_signal()
-    assert parse_duration(fastread.DEFAULT_GRACE_TEXT) == fastread.DEFAULT_GRACE_SECS
 
 
 @pytest.mark.parametrize("answer", [
@@ -50,3 +39,71 @@ def test_the_requests_are_the_protocol_requests() -> None:
             protocol.ANSWERS["kill"], protocol.ANSWERS["cancel"],
             protocol.ANSWERS["pause_state"]) == ("status", "jobs", "ok", "ok", "pause_state")
     assert protocol.ANSWERS["list_json"] == "jobs_json"
+
+
+# -- `stop`: several words, each job once, the first refusal's code ---------------------------
+
+IDS = ["01234567-89ab-4def-8123-456789abcdef", "01334567-89ab-4def-8123-456789abcdef",
+       "21234567-89ab-4def-8123-456789abcdef"]
+#: A job that has stopped: the coordinator refuses to stop it again.
+DONE = IDS[2]
+
+
+class _Wire:
+    """A coordinator that knows the jobs of `IDS` and records every request."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append(message)
+        op, word = message["op"], message.get("id") or message.get("word")
+        if op == "status":
+            return ({"result": "status", "status": {"id": word, "state": "queued"}}
+                    if word in IDS else {"result": "error", "kind": "no_such_job"})
+        if op == "list":
+            jobs = [{"id": i, "state": "queued"} for i in IDS if i.startswith(str(word))]
+            return {"result": "jobs", "jobs": jobs}
+        if word == DONE:
+            return {"result": "error", "kind": "wrong_state", "message": "it had stopped"}
+        return {"result": "ok"}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def wire(monkeypatch: pytest.MonkeyPatch) -> _Wire:
+    fake = _Wire()
+    monkeypatch.setattr(fastread, "_connect", lambda: fake)
+    return fake
+
+
+def test_several_words_stop_each_job_once_in_order(wire: _Wire,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code = fastread.stop([IDS[1], DONE, IDS[0][:8], IDS[1][:10]], "kill", (9, 0.0))
+    assert code == 1  # the refusal of the stopped job, in a command outside the band
+    stops = [m for m in wire.sent if m["op"] == "kill"]
+    assert stops == [{"op": "kill", "id": job, "signal": 9, "grace_secs": 0.0}
+                     for job in (IDS[1], DONE, IDS[0])]
+    shown = capsys.readouterr()
+    assert shown.out == f"{IDS[1]} received the signal SIGKILL\n" \
+                        f"{IDS[0]} received the signal SIGKILL\n"
+    assert shown.err == "qex: it had stopped\n"
+
+
+def test_a_word_for_the_full_body_stops_nothing(wire: _Wire,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A word that names no job, several, or that may be a name, hands the command over
+    before any stop is sent."""
+    for words in ([IDS[0], "ffffffff"], [IDS[0], "01"], [IDS[2], "Job"]):
+        wire.sent.clear()
+        assert fastread.stop(words, "cancel") is None
+        assert all(m["op"] in ("status", "list") for m in wire.sent), words
+    assert capsys.readouterr() == ("", "")
+
+
+def test_cancels_say_that_the_jobs_left_the_queue(wire: _Wire,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert fastread.stop([IDS[0], IDS[1]], "cancel") == 0
+    assert capsys.readouterr().out == f"{IDS[0]} left the queue\n{IDS[1]} left the queue\n"

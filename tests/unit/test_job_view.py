@@ -1,5 +1,5 @@
 """`record_view.JobView` reads a dict as `JobStatus` would, and the plain words of the hot
-paths (`state_words`, `exit_band`, `signal_text`) agree with their typed sources."""
+paths (`state_words`, `exit_band`, `signal_words`) agree with their typed sources."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.cli.record_view import DEFAULTS, JobView, signal_text, typed, view
+from qex.cli.record_view import DEFAULTS, JobView, typed, view
 from qex.core import model, state_words
 from qex.core.exit_band import Exit as BandExit
 from qex.core.exit_band import exit_code_for
 from qex.core.records import JobStatus
 from qex.core.states import ACTIVE, FINAL, NOT_FINAL, State
+from qex.platform.signal_words import signal_name
 
 
 def _status_defaults() -> dict[str, Any]:
@@ -65,7 +66,7 @@ def test_signal_names_are_the_enum_names(number: int) -> None:
         expected = signal.Signals(number).name
     except ValueError:
         expected = f"signal {number}"
-    assert signal_text(number) == expected
+    assert signal_name(number) == expected
 
 
 @given(state=st.sampled_from(state_words.ALL_WORDS),
