@@ -11,6 +11,7 @@
 - `unshare_directory`: a directory and umask of the calling thread's own (unshare(CLONE_FS)),
   so that the thread that spawns a job can enter the job's directory while the supervisor's
   main thread stays where it is.
+- `JOB_DEFAULT_SIGNALS`: every signal a job starts with at its default action.
 
 The portable implementation (`qex.platform.host`) does none of the Linux calls: no
 subreaper, no I/O class, no oom_score_adj, no pidfd (the SIGCHLD path watches the job).
@@ -20,12 +21,24 @@ Every call here is best effort: a politeness value that cannot be applied must n
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # the C functions, without signal's enums
 import os
 import resource
 from collections.abc import Callable
 from typing import Any
 
 from qex.platform import host
+
+#: The signals whose action a job gets at the default: all that can be set. An exec keeps
+#: an ignored signal ignored, and the supervisor ignores what its start-up ignored: SIGINT
+#: in the fork server, and whatever the command that happened to start the coordinator
+#: ignored (a shell's background job ignores SIGINT and SIGQUIT, `nohup` SIGHUP, Python
+#: SIGPIPE and SIGXFSZ). A job must not depend on who started the coordinator, and `qex kill
+#: --signal INT` must reach a job that installs no handler (Python installs its Ctrl-C
+#: handler only where SIGINT is not ignored at its start).
+JOB_DEFAULT_SIGNALS: tuple[int, ...] = tuple(sorted(
+    int(number) for number in _signal.valid_signals()
+    if number not in (_signal.SIGKILL, _signal.SIGSTOP)))
 
 _PR_SET_CHILD_SUBREAPER = 36
 _CLONE_FS = 0x200

@@ -7,8 +7,9 @@ the child; in a supervisor-sized process that costs about 4 ms per job, posix_sp
 posix_spawn runs no Python in the child, so everything that `qex.supervisor.spawn._child`
 does between fork and exec is had another way:
 
-- new session, stdin /dev/null, stdout/stderr, SIGPIPE/SIGXFSZ/SIGCHLD at their default and
-  an empty signal mask: posix_spawn's own attributes and file actions;
+- new session, stdin /dev/null, stdout/stderr, every signal at its default
+  (`jobprocess.JOB_DEFAULT_SIGNALS`) and an empty signal mask: posix_spawn's own attributes
+  and file actions;
 - nothing but 0-2 reaches the job: a close action for every inheritable descriptor >= 3
   (the others are close-on-exec already), listed from /proc/self/fd;
 - the directory, nice and the I/O class: on Linux all three can belong to one thread (nice
@@ -54,9 +55,6 @@ from qex.platform import jobprocess
 if TYPE_CHECKING:
     from qex.supervisor.spawn import Child
 
-#: Signals the job gets at their default: Python ignores SIGPIPE and SIGXFSZ, and the fork
-#: path resets SIGCHLD (`forget_in_child`); the exec would keep an ignored one ignored.
-_DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD)
 #: posix_spawn's answer when the clone or the exec ran out of room; see the module text.
 _AMBIGUOUS = (errno.EAGAIN, errno.ENOMEM)
 
@@ -215,7 +213,8 @@ def _spawn_first(candidates: list[tuple[str, int]], argv: list[str], env: Mappin
         tried = True
         try:
             return os.posix_spawn(path, argv, env, file_actions=actions, setsid=True,
-                                  setsigdef=_DEFAULT_SIGNALS, setsigmask=())
+                                  setsigdef=jobprocess.JOB_DEFAULT_SIGNALS,
+                                  setsigmask=())
         except (ValueError, TypeError):
             raise _HandBack from None
         except OSError as exc:

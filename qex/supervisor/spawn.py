@@ -182,9 +182,9 @@ def _child(  # pragma: no cover - runs in the child
     stage = "setup"
     try:
         forget_in_child()
-        # Python ignores SIGPIPE and SIGXFSZ, and an exec keeps an ignored signal ignored.
-        _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
-        _signal.signal(_signal.SIGXFSZ, _signal.SIG_DFL)
+        # An exec keeps an ignored signal ignored (see `JOB_DEFAULT_SIGNALS`).
+        for number in jobprocess.JOB_DEFAULT_SIGNALS:
+            _signal.signal(number, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         os.setsid()
         if child.preexec is not None:
