@@ -104,6 +104,14 @@ def _hold(server: subprocess.Popen[bytes], seconds: float,
     return int(words[0]), (words[1] if len(words) > 1 else None)
 
 
+def _release_and_wait(pid: int, token: str | None) -> None:
+    """Send the coordinator's go to a held or parked child, and wait until it is gone."""
+    held = PidfdHeld(pid, token)
+    held.release()
+    held.close()
+    wait_gone(pid, timeout=20.0)
+
+
 def _finish(server: subprocess.Popen[bytes]) -> None:
     assert server.stdin is not None and server.stdout is not None
     server.stdin.close()
@@ -139,11 +147,7 @@ def test_a_released_child_outside_a_scope(tmp_path: Path, verb: str) -> None:
     job_dir = _job_dir(tmp_path)
     server = _server(tmp_path)
     try:
-        pid, token = _hold(server, 20, verb)
-        held = PidfdHeld(pid, token)
-        held.release()
-        held.close()
-        wait_gone(pid, timeout=20.0)
+        _release_and_wait(*_hold(server, 20, verb))
     finally:
         _finish(server)
     log = (job_dir / "supervisor.log").read_text()
@@ -306,14 +310,14 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _spare_of(server: subprocess.Popen[bytes]) -> int:
-    """The one child the server forked ahead of any request."""
+def _spare_of(server: subprocess.Popen[bytes], besides: frozenset[int] = frozenset()) -> int:
+    """The one child of the server outside `besides`: the spare it forked ahead of need."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        children = _children(server.pid)
-        if children:
-            assert len(children) == 1, children
-            return children.pop()
+        fresh = _children(server.pid) - besides
+        if fresh:
+            assert len(fresh) == 1, fresh
+            return fresh.pop()
         time.sleep(0.02)
     raise AssertionError("the fork server forked no spare supervisor")
 
@@ -329,23 +333,13 @@ def test_a_request_takes_the_supervisor_forked_ahead(tmp_path: Path) -> None:
         assert pid == spare and token is not None
         held = PidfdHeld(pid, token)  # the token is the spare's own
         held.close()
-        next_spare = _spare_of_besides(server, {pid})
+        next_spare = _spare_of(server, besides=frozenset({pid}))
         assert next_spare != spare
         wait_gone(pid, timeout=20.0)
     finally:
         _finish(server)
     assert (job_dir / "status.json").read_text() == '{"sentinel": true}\n'
     assert "no go for the job" in (job_dir / "supervisor.log").read_text()
-
-
-def _spare_of_besides(server: subprocess.Popen[bytes], known: set[int]) -> int:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        fresh = _children(server.pid) - known
-        if fresh:
-            return fresh.pop()
-        time.sleep(0.02)
-    raise AssertionError("the fork server forked no next spare")
 
 
 def test_a_spare_that_died_is_replaced_by_a_fork_on_request(tmp_path: Path) -> None:
@@ -357,10 +351,7 @@ def test_a_spare_that_died_is_replaced_by_a_fork_on_request(tmp_path: Path) -> N
         wait_gone(spare, timeout=20.0)
         pid, token = _hold(server, 20, "park")
         assert pid != spare
-        held = PidfdHeld(pid, token)
-        held.release()
-        held.close()
-        wait_gone(pid, timeout=20.0)
+        _release_and_wait(pid, token)
     finally:
         _finish(server)
     # Released for its record, the child went on as a supervisor and found the sentinel.
