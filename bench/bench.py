@@ -225,12 +225,15 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "status ID": [*prog(env), "status", done],
         "status ID --json": [*prog(env), "status", done, "--json"],
         "status --wait ID": [*prog(env), "status", "--wait", done],
+        "status ID --tail 5": [*prog(env), "status", done, "--tail", "5"],
         "list": [*prog(env), "list"],
         "list --json": [*prog(env), "list", "--json"],
         "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
         "logs ID": [*prog(env), "logs", done],
         "kill ID (finished: refused)": [*prog(env), "kill", done],
         "cancel ID (finished: refused)": [*prog(env), "cancel", done],
+        "kill --signal INT ID ID ID (refused)": [*prog(env), "kill", "--signal", "INT", done,
+                                                 *more],
     }
 
 
