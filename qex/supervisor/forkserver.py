@@ -304,6 +304,7 @@ def _start(paths: Paths, job_id: str, hold_seconds: float | None = None,
     qex.supervisor.main.remember_config(paths)
     chaintrace.mark("fs.fork", job_id)
     spare, _Spares.current = _Spares.current, None
+    handed = False
     if spare is not None:
         verb = "start" if hold_seconds is None else "hold" if scoped else "park"
         handed = spare.hand(f"{verb} {job_id} {hold_seconds or 0:g} {os.getppid()}", log_fd)
@@ -312,12 +313,10 @@ def _start(paths: Paths, job_id: str, hold_seconds: float | None = None,
             os.close(log_fd)
             _answer(f"{spare.pid} {spare.token or ''}")
             chaintrace.mark("fs.answered", job_id)
-            _Spares.current = Spare.fork()  # for the next job, after the answer
-            chaintrace.mark("fs.spare", job_id)
-            return
-    _fork_child(paths, job_id, log_fd, hold_seconds, scoped)
-    if _Spares.current is None:
-        _Spares.current = Spare.fork()
+    if not handed:
+        _fork_child(paths, job_id, log_fd, hold_seconds, scoped)
+    _Spares.current = Spare.fork()  # for the next job, after the answer
+    chaintrace.mark("fs.spare", job_id)
 
 
 def _fork_child(paths: Paths, job_id: str, log_fd: int, hold_seconds: float | None,
