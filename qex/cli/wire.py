@@ -20,7 +20,8 @@ __all__ = ["QUICK_ANSWER_SECS", "Wire", "decode", "encode", "socket_path", "stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
     from qex.client.connection import Connection
 
@@ -133,7 +134,8 @@ class Wire:
             return None
         chaintrace.mark("cli.start", "-")
         began = time.monotonic()
-        sock, _spawned = starting.start(where, began, began + starting.ceiling_from_env())
+        sock, _spawned = starting.start(where, began, began + starting.ceiling_from_env(),
+                                        fork_into=_fork_target())
         chaintrace.mark("cli.connected", "-")
         return cls(sock, started=True)
 
@@ -244,3 +246,17 @@ def _nobody_listens(exc: OSError) -> bool:
     from qex.client.starting import nobody_listens
 
     return nobody_listens(exc)
+
+
+def _fork_target() -> Callable[[], NoReturn] | None:
+    """What a child forked from this command runs to become the coordinator, where this
+    command may fork one (`qex.client.starting.spawn_coordinator`): on Linux, from the lean
+    path only, whose process holds a few small modules and no thread. The full CLI (click and
+    the modules of its command) and the portable implementation spawn a new program."""
+    from qex.platform import host
+
+    if not host.linux():
+        return None
+    from qex.cli.daemon_start import run_forked
+
+    return run_forked

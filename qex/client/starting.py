@@ -2,8 +2,9 @@
 
 Twenty commands started at the same moment must give ONE coordinator. Each takes an
 exclusive flock on `spawn.lock`, connects again once it holds the lock (another command may
-have started one meanwhile), and only then spawns `python -m qex daemon`, detached (its own
-session, stdin from /dev/null, output appended to `daemon.log`, cwd `/`). The lock is held
+have started one meanwhile), and only then starts a coordinator, detached (its own session,
+stdin from /dev/null, output appended to `daemon.log`, cwd `/`): the lean CLI on Linux forks
+itself into one, everything else spawns `python -m qex daemon`. The lock is held
 until the socket answers, so the next command in line finds the new coordinator. A spawn
 that does not come up says why: the last lines of its log, or a sandbox that refuses Unix
 sockets in the socket's directory (the harness's owner must allow it; docs/sandbox.md).
@@ -30,12 +31,12 @@ import time
 
 from qex.client.errors import TimedOut, Unreachable
 from qex.core.pyexec import module_argv
-from qex.platform.detach import Spawned, spawn_detached
+from qex.platform.detach import Spawned, fork_detached, spawn_detached
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
+    from collections.abc import Callable, Mapping
+    from typing import Any, NoReturn
 
     from qex.store.where import Where
 
@@ -234,14 +235,25 @@ def _log_tail(path: str, count: int = 5, since: int = 0) -> str:
     return " / ".join(lines) if lines else "(the coordinator wrote nothing to its log)"
 
 
-def spawn_coordinator(where: Where) -> Spawned:
-    """Start `python -m qex daemon` detached: its own session, output to daemon.log. The
-    coordinator moves to `/` and closes what it inherited from this command's caller as its
-    first act (`qex.platform.detach.detach_from_caller`); the spawn lock's descriptor is
-    close-on-exec, so it never holds that."""
+def spawn_coordinator(where: Where, fork_into: Callable[[], NoReturn] | None = None
+                      ) -> Spawned:
+    """Start a coordinator detached: its own session, output to daemon.log, directory `/`.
+
+    With `fork_into` (the lean CLI on Linux: `qex.cli.daemon_start.run_forked`), this process
+    forks and the child becomes the coordinator by that call, detached first
+    (`qex.platform.detach.fork_detached`): it skips a second interpreter start, which was
+    about 35 ms of the cold path. Otherwise `python -m qex daemon` is spawned, and it closes
+    what it inherited from this command's caller as its first act
+    (`qex.platform.detach.detach_from_caller`); the spawn lock's descriptor is close-on-exec,
+    so it never holds that."""
     log = os.open(where.daemon_log,
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
+        if fork_into is not None:
+            pid = fork_detached(log)
+            if pid == 0:  # pragma: no cover - the child, which never returns
+                fork_into()
+            return Spawned(pid)
         return Spawned(spawn_detached(module_argv("qex", "daemon"), log))
     except OSError as exc:
         raise Unreachable(
@@ -252,12 +264,14 @@ def spawn_coordinator(where: Where) -> Spawned:
         os.close(log)
 
 
-def start(where: Where, began: float, deadline: float) -> tuple[Any, bool]:
+def start(where: Where, began: float, deadline: float,
+          fork_into: Callable[[], NoReturn] | None = None) -> tuple[Any, bool]:
     """A connected socket (a `_socket.socket`) to the coordinator, started here when nobody
     listens even under the spawn lock; and True when this command started it.
 
     `began` is when the command began to connect, `deadline` the instant it must give up
-    (the ceiling, or the person's own limit). Raises the errors of `qex.client.errors`.
+    (the ceiling, or the person's own limit). `fork_into`: see `spawn_coordinator`. Raises
+    the errors of `qex.client.errors`.
     """
     _prepare_run_dir(where)
     lock = _take_spawn_lock(where, began, deadline)
@@ -269,7 +283,7 @@ def start(where: Where, began: float, deadline: float) -> tuple[Any, bool]:
         if outcome == NO_ANSWER:
             raise no_answer_error(where, time.monotonic() - began, exc)
         log_start = _log_size(where.daemon_log)
-        child = spawn_coordinator(where)
+        child = spawn_coordinator(where, fork_into)
         spawned_at = time.monotonic()
         spawn_deadline = min(deadline, spawned_at + SPAWN_WAIT)
         pause = 0.002

@@ -1,16 +1,19 @@
 """The coordinator's side of the supervisor fork server (`qex.supervisor.forkserver`).
 
-Started as the coordinator's first act (`start_early`, before its own imports, so that the
-two processes import side by side and the first job finds the server ready), kept when the
-config will use it (`wanted`: every job without a scope, and the held supervisors of the
-pystemd backend), stopped at once otherwise; a server that is not running is started on the
-first job that needs one. It is kept for the coordinator's life. A request is a line
-and its answer a line, on the event loop's thread: the answer comes back in about a
-millisecond (one fork of a small process). A job without a scope asks with `park` before
-its `starting` record is written and reads the answer after (`release_parked`), so the fork
-overlaps the sync of that record. Any fault turns the server off for this
-coordinator and the caller falls back to a fresh supervisor process, so a broken fork
-server can slow qex down but never stop a job from starting.
+Forked from the coordinator as soon as the config is read (`start_forked`): the two then
+share the interpreter's start and the config modules, the server imports the supervisor's
+modules while the coordinator imports its event loop, and the first job finds the server
+ready. It is kept when the config will use it (`wanted`: every job without a scope, and the
+held supervisors of the pystemd backend), stopped at once otherwise; a server that is not
+running later (it died, or was never wanted) is started as a new program
+(`python -m qex.supervisor --forkserver`) on the first job that needs one, because by then
+the coordinator may have threads, and a fork is only safe from a process without them. It
+is kept for the coordinator's life. A request is a line and its answer a line, on the event
+loop's thread: the answer comes back in about a millisecond (one fork of a small process). A
+job without a scope asks with `park` before its `starting` record is written and reads the
+answer after (`release_parked`), so the fork overlaps the sync of that record. Any fault
+turns the server off for this coordinator and the caller falls back to a fresh supervisor
+process, so a broken fork server can slow qex down but never stop a job from starting.
 
 Supervisors forked by the server are not the coordinator's children: the coordinator
 watches them with a pidfd (`reaper.watch_foreign`), and the server reaps them.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import os
 import select
-import subprocess
+import sys
 import time
 from collections.abc import Mapping
 
@@ -30,6 +33,9 @@ from qex.platform import chaintrace, host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
+    from typing import NoReturn
+
     from qex.core.config import Config
     from qex.platform.launch import Launched
 
@@ -54,10 +60,47 @@ def wanted(config: Config, env: Mapping[str, str] | None = None) -> bool:
     return forks_held(detect(), os.environ if env is None else env)
 
 
+class Forked:
+    """A fork server forked from this process: what `ForkServer` uses of a `Popen` (the pid,
+    the two pipes as files, `poll`, `kill`, `wait`)."""
+
+    def __init__(self, pid: int, requests: int, answers: int) -> None:
+        self.pid = pid
+        self.stdin = open(requests, "wb", buffering=0)  # noqa: SIM115 (closed by its owner)
+        self.stdout = open(answers, "rb", buffering=0)  # noqa: SIM115
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self._wait(os.WNOHANG)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the exit (`timeout` is only there to match `Popen.wait`: the callers wait
+        after a kill)."""
+        return self._wait(0)
+
+    def _wait(self, flags: int) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:
+                self.returncode = 0  # reaped by the coordinator's SIGCHLD handler
+            else:
+                if pid == self.pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 9)
+            except ProcessLookupError:
+                pass
+
+
 class ForkServer:
     def __init__(self, log_path: str | os.PathLike[str]) -> None:
         self._log_path = log_path
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | Forked | None = None
         # The coordinator watches forked supervisors with a pidfd, so the portable
         # implementation (no pidfd) starts every supervisor fresh instead.
         self._broken = not (host.linux() and hasattr(os, "pidfd_open"))
@@ -69,36 +112,67 @@ class ForkServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def _ensure(self, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes] | None:
+    def _ensure(self) -> subprocess.Popen[bytes] | Forked | None:
         if self._broken:
             return None
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
+        import subprocess
+
         with open(self._log_path, "ab") as log_file:
             self._proc = subprocess.Popen(
                 module_argv("qex.supervisor", "--forkserver"),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
-                cwd="/", start_new_session=True, env=env,
+                cwd="/", start_new_session=True,
             )
         self._buffer = b""
         self._parked = None
         chaintrace.mark("co.forkserver", "-")
         return self._proc
 
-    def start_early(self, env: Mapping[str, str] | None = None) -> None:
-        """Start the server before the coordinator knows whether its config uses one.
+    def start_forked(self) -> None:
+        """Fork the server from this process, before it knows whether its config uses one.
 
-        The coordinator's first act: its own imports and the server's take about as long,
-        so they run side by side, and the first job finds the server ready instead of
-        waiting for its start-up. `env` is the environment the server would get later (the
-        caller leaves out what belongs to the coordinator alone). A failure here is not
-        final (under systemd the log's directory may not exist yet): `warm` tries again once
-        the coordinator knows that it wants the server; `stop_unused` stops it otherwise.
+        Only while the coordinator is still one thread with nothing but its config read: the
+        child then holds no lock, socket or event loop of ours, and skips the interpreter's
+        start that a new program would pay. A failure here is not final (under systemd the
+        log's directory may not exist yet): `warm` starts a new program once the coordinator
+        knows that it wants the server; `stop_unused` stops it otherwise.
         """
+        if self._broken or self._proc is not None:
+            return
         try:
-            self._ensure(env)
+            log_fd = os.open(self._log_path,
+                             os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         except OSError:
-            self._proc = None
+            return
+        try:
+            requests_read, requests_write = os.pipe()
+            answers_read, answers_write = os.pipe()
+        except OSError:
+            os.close(log_fd)
+            return
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:  # pragma: no cover - the child, which never returns
+            _become_server(requests_read, answers_write, log_fd)
+        for fd in (requests_read, answers_write, log_fd):
+            os.close(fd)
+        if pid < 0:
+            os.close(requests_write)
+            os.close(answers_read)
+            return
+        self._proc = Forked(pid, requests_write, answers_read)
+        self._buffer = b""
+        self._parked = None
+        chaintrace.mark("co.forkserver", "-")
 
     def warm(self) -> None:
         """Start the server now, so that the first job finds its imports done (a cold start
@@ -239,8 +313,8 @@ class ForkServer:
         A server that is not running yet is started here but not waited for: this job takes
         the fresh path, and the next finds the server's imports done (waiting here would put
         the whole start-up of the server into this job's launch). The server the coordinator
-        started as its first act is running: the first job asks it, as `launch` does, and
-        waits at most for the rest of its imports."""
+        forked at its start is running: the first job asks it, as `launch` does, and waits
+        at most for the rest of its imports."""
         if self._broken:
             return None
         if self._proc is None or self._proc.poll() is not None:
@@ -298,3 +372,36 @@ class ForkServer:
                 self._proc.stdin.close()
             except OSError:
                 pass
+
+
+def _become_server(requests: int, answers: int, log_fd: int) -> NoReturn:  # pragma: no cover
+    """The forked child: the fork server's process as `python -m qex.supervisor
+    --forkserver` would start it (its own session, the request pipe as stdin, the answer pipe
+    as stdout, the log as stderr, nothing else open, no LISTEN_* variable: those sockets are
+    the coordinator's), then `serve` until the coordinator goes away."""
+    code = 1
+    try:
+        os.setsid()
+        os.dup2(requests, 0)
+        os.dup2(answers, 1)
+        os.dup2(log_fd, 2)
+        from qex.platform.activation import LISTEN_VARS
+        from qex.platform.detach import detach_from_caller
+
+        for name in LISTEN_VARS:
+            os.environ.pop(name, None)
+        detach_from_caller()
+        from qex.platform.proctitle import set_title
+
+        set_title("qex supervisor --forkserver")
+        sys.argv = [sys.argv[0], "--forkserver"]
+        from qex.supervisor.__main__ import entry
+
+        code = entry(["--forkserver"])
+    except BaseException as exc:
+        try:
+            os.write(2, f"qex fork server: {exc!r}\n".encode("utf-8", "replace"))
+        except OSError:
+            pass
+    finally:
+        os._exit(code)

@@ -1,9 +1,10 @@
 """`qex daemon`: start, recover, serve, and stop the coordinator of one state dir.
 
 Start sequence (each step can end the process, with the reason in the log):
-0. the descriptor limit, and the supervisor fork server, started before anything else
-   (`qex.coordinator.early`): its imports and ours then take their time side by side;
-1. read the config (a bad file: exit 1, the message in the log);
+0. the descriptor limit, before anything that inherits it (`qex.coordinator.early`);
+1. read the config (a bad file: exit 1, the message in the log), then fork the supervisor
+   fork server (`ForkServer.start_forked`): the two processes share what is imported so far,
+   and the server's imports and ours take their time side by side;
 2. the run and jobs dirs, 0700;
 3. the pid lock (held by another process: exit 0 quietly; a CLI may have raced us);
 4. the socket: systemd's, or our own bound under umask 0177 (a command may connect and send
@@ -11,8 +12,8 @@ Start sequence (each step can end the process, with the reason in the log):
 5. keep the fork server if the config uses it, else stop it; then the imports of the event
    loop and the rest of the coordinator;
 6. recovery from the records, then READY=1 to systemd.
-Until step 5 this module imports only what those steps need (no asyncio), so that the
-socket is there early and the fork server starts at once.
+Until step 5 this module imports only what those steps need (no asyncio, and no thread is
+started), so that the socket is there early and the fork server can be forked.
 Stop (SIGTERM, SIGINT, idle, replaced program): unlink the socket first (only if we bound
 it) so new commands start a new coordinator, `bye` to event readers, withdraw the peer
 record, STOPPING=1. The jobs continue: their supervisors do not depend on us.
@@ -52,17 +53,13 @@ def idle_limit(env: dict[str, str] | None = None) -> float:
                        DEFAULT_IDLE_SECS, low=0.001)
 
 
-def run(paths: Paths, forkserver: ForkServer | None = None) -> int:
-    """The whole life of a coordinator. Returns the process exit code.
-
-    `forkserver`: the one that `qex.coordinator.early` started as the process's first act;
-    without it, it is started here."""
-    from qex.coordinator import early
+def run(paths: Paths) -> int:
+    """The whole life of a coordinator. Returns the process exit code."""
+    from qex.coordinator.forking import ForkServer
     from qex.coordinator.log import configure
 
     configure(paths.daemon_log)
-    if forkserver is None:
-        forkserver = early.start(paths.daemon_log)
+    forkserver = ForkServer(paths.daemon_log)
     serving = False
     try:
         code = _start(paths, forkserver)
@@ -90,6 +87,7 @@ def _start(paths: Paths, forkserver: ForkServer) -> int | Callable[[], int]:
         log(f"the coordinator did not start: {exc}")
         return 1
     chaintrace.mark("co.config", "-")
+    forkserver.start_forked()
     for note in config.notes:
         log(note)
     try:
@@ -114,7 +112,7 @@ def _start(paths: Paths, forkserver: ForkServer) -> int | Callable[[], int]:
         return listener
     chaintrace.mark("co.bound", "-")
     if wanted(config):
-        forkserver.warm()  # started early already, unless its log could not be opened then
+        forkserver.warm()  # forked already, unless its log could not be opened then
     else:
         forkserver.stop_unused()
 

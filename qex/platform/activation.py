@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # `qex.coordinator.early` reads LISTEN_VARS before any heavy import
+TYPE_CHECKING = False  # the forked fork server reads LISTEN_VARS: no heavy import here
 if TYPE_CHECKING:
     import socket
     from collections.abc import MutableMapping

@@ -14,6 +14,10 @@ that a command starts detaches itself from its caller as its first act
 (`detach_from_caller`, as `daemon(3)` does): directory `/`, and no descriptor but 0 to 2 and
 those systemd passed to it.
 
+On Linux a command that finds no coordinator forks it instead (`fork_detached`: the same
+detachment, in the process that has already paid for an interpreter's start); the portable
+implementation, the full CLI and the fork server's restarts keep `posix_spawn`.
+
 This module imports `os` alone: the command that starts a coordinator is on the cold path.
 """
 
@@ -51,9 +55,9 @@ def _executable(name: str, env: Mapping[str, str]) -> str:
     """`name` itself when it has a slash, else its first match on the child's PATH."""
     if os.sep in name:
         return name
-    import shutil
+    from qex.platform.which import which
 
-    found = shutil.which(name, path=env.get("PATH") or os.environ.get("PATH"))
+    found = which(name, path=env.get("PATH") or os.environ.get("PATH"))
     if found is None:
         import errno
 
@@ -80,6 +84,56 @@ class Spawned:
             if pid == self.pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
+
+
+def fork_detached(log_fd: int) -> int:
+    """`daemon(3)` without an exec: fork, and detach the child as `spawn_detached` and
+    `detach_from_caller` together detach a new program. The parent gets the child's pid;
+    the child gets 0, in a session of its own, with stdin from /dev/null, stdout and stderr
+    on `log_fd`, directory `/`, no other descriptor, the signal handlers this program had
+    set back at their defaults and no signal blocked.
+
+    Why: a command that finds no coordinator has already paid for its interpreter's start,
+    which a new program would pay again on the cold path. The caller must be
+    single-threaded, and the child must end with `os._exit`: it shares the caller's stack.
+    """
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()  # else the child would write the caller's pending output again
+        except (OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid:
+        return pid
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    if null > 2:
+        os.close(null)
+    detach_from_caller()
+    _default_signals()
+    return 0
+
+
+def _default_signals() -> None:
+    """A forked daemon's signals as a new program's: the caller's handlers (a waiting
+    command's SIGINT, say) are the caller's business, and a blocked signal would stay
+    blocked for the daemon's whole life. Ignored signals stay ignored, as across an exec."""
+    import _signal  # type: ignore[import-not-found]  # `signal` would import `enum`
+
+    for signum in _signal.valid_signals():
+        try:
+            handler = _signal.getsignal(signum)
+        except (OSError, ValueError):
+            continue
+        if callable(handler) and handler is not _signal.default_int_handler:
+            _signal.signal(signum, _signal.default_int_handler
+                           if signum == _signal.SIGINT else _signal.SIG_DFL)
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 
 
 def detach_from_caller(env: Mapping[str, str] | None = None) -> None:

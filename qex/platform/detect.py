@@ -72,10 +72,9 @@ class Probe:
 
 
 def _which(name: str) -> str | None:
-    import shutil  # here, not at the top: the coordinator imports this module at its first
-    # job even when it makes no scope, and shutil brings bz2 and lzma along
+    from qex.platform.which import which
 
-    return shutil.which(name)
+    return which(name)
 
 
 def _module_exists(name: str) -> bool:

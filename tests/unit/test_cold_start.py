@@ -1,7 +1,8 @@
 """The pieces of a cold start (no coordinator yet): the light paths of `qex.store.where`,
-the spawn without `subprocess`, the fork server started before the coordinator's imports and
-kept only where the config uses it, one parse per config content, the random ids, and the
-wire's bounded request. No timing: only what each piece does."""
+the spawn without `subprocess`, the coordinator forked from the command and detached as a
+new program would be, the fork server forked once the config is read and kept only where
+the config uses it, one parse per config content, the random ids, and the wire's bounded
+request. No timing: only what each piece does."""
 
 from __future__ import annotations
 
@@ -245,21 +246,112 @@ def fork_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+FORKED_REPORT = """
+import os, signal, sys
+from qex.platform import detach
+signal.signal(signal.SIGINT, lambda *a: None)     # a waiting command's handler
+signal.signal(signal.SIGTERM, lambda *a: None)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)      # nohup's: stays ignored, as across exec
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+kept = os.open("/dev/null", os.O_RDONLY)          # a caller's descriptor, not close-on-exec
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+pid = detach.fork_detached(log)
+if pid == 0:
+    fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+    print(os.getcwd(), os.getsid(0) == os.getpid(), os.readlink("/proc/self/fd/0"), fds,
+          signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+          signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+          signal.getsignal(signal.SIGHUP) is signal.SIG_IGN,
+          sorted(signal.pthread_sigmask(signal.SIG_BLOCK, set())), sep="|", flush=True)
+    os._exit(5)
+os.close(log)
+child = detach.Spawned(pid)
+while child.poll() is None:
+    signal.sigtimedwait([], 0.01)
+print(child.returncode)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_forked_daemon_is_detached_as_a_spawned_one_detaches_itself(tmp_path: Path) -> None:
+    """`fork_detached`: its own session, stdin from /dev/null, output on the log, directory
+    /, no descriptor of the caller's, the caller's handlers and blocked signals gone (an
+    ignored signal stays ignored), and the parent sees its exit code."""
+    log = tmp_path / "daemon.log"
+    log.touch()
+    shown = subprocess.run([sys.executable, "-c", FORKED_REPORT, str(log)], cwd=tmp_path,
+                           capture_output=True, text=True, check=True, timeout=60).stdout
+    assert shown.strip() == "5"
+    cwd, session, stdin, fds, sigint, sigterm, sighup, blocked = log.read_text().strip().split(
+        "|")
+    assert (cwd, session, stdin, fds) == ("/", "True", "/dev/null", "[0, 1, 2, 3]")
+    assert (sigint, sigterm, sighup, blocked) == ("True", "True", "True", "[]")
+
+
+def _fd_targets(pid: int) -> dict[int, str]:
+    targets = {}
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            targets[int(name)] = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            pass
+    return targets
+
+
 @pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the fork server needs pidfd")
-def test_an_early_server_that_is_not_used_is_stopped_and_can_start_again(
+def test_a_forked_server_answers_on_its_pipes_and_holds_nothing_of_the_coordinator(
         fork_env: Path) -> None:
+    """Forked from this process: a session of its own, named `qex supervisor --forkserver`
+    in `ps`, its pipes as stdin and stdout, the log as stderr, and no other descriptor of
+    ours (a kept copy of the request pipe's other end would hide the coordinator's exit
+    from it); it answers a request and exits when the pipe closes."""
     from qex.coordinator.forking import ForkServer
 
+    marker_read, marker_write = os.pipe()
     server = ForkServer(fork_env / "daemon.log")
-    server.start_early({**os.environ, "QEX_EARLY": "1"})
+    server.start_forked()
+    proc = server._proc
+    assert proc is not None and server.pid is not None
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"bogus\n")
+        line = server._read_line(proc.stdout.fileno())
+        assert line is not None and line.startswith(b"error "), line
+        with open(f"/proc/{server.pid}/cmdline", "rb") as handle:
+            assert handle.read().split(b"\0")[0] == b"qex supervisor --forkserver"
+        assert os.getsid(server.pid) == server.pid
+        targets = _fd_targets(server.pid)
+        ours = {os.readlink(f"/proc/self/fd/{fd}") for fd in (marker_read, marker_write)}
+        assert targets[0].startswith("pipe:") and targets[1].startswith("pipe:")
+        assert targets[2] == str(fork_env / "daemon.log")
+        assert not ours & set(targets.values())
+        assert all(target.startswith("socket:") for fd, target in targets.items() if fd > 2)
+    finally:
+        os.close(marker_read)
+        os.close(marker_write)
+        server.close()
+    assert proc.wait() == 0
+    proc.stdout.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="the fork server needs pidfd")
+def test_a_forked_server_that_is_not_used_is_stopped_and_can_start_again(
+        fork_env: Path) -> None:
+    """Stopped when the config does not use it; a later job that wants one starts it again
+    as a new program (the coordinator may have threads by then)."""
+    from qex.coordinator.forking import Forked, ForkServer
+
+    server = ForkServer(fork_env / "daemon.log")
+    server.start_forked()
     first = server.pid
-    assert first is not None
+    assert first is not None and isinstance(server._proc, Forked)
     server.stop_unused()
     assert server.pid is None
     wait_gone(first)
-    server.warm()  # a later job that wants one starts it again: not given up
+    server.warm()
     try:
         assert server.pid is not None and server.pid != first
+        assert not isinstance(server._proc, Forked)
     finally:
         server.close()
         proc = server._proc
@@ -270,22 +362,14 @@ def test_an_early_server_that_is_not_used_is_stopped_and_can_start_again(
                     pipe.close()
 
 
-def test_an_early_start_without_its_log_directory_is_not_final(fork_env: Path) -> None:
+def test_a_fork_without_its_log_directory_is_not_final(fork_env: Path) -> None:
     from qex.coordinator.forking import ForkServer
 
     server = ForkServer(fork_env / "not-yet" / "daemon.log")
-    server.start_early(None)
+    server.start_forked()
     assert server.pid is None
     if hasattr(os, "pidfd_open"):
         assert not server._broken  # `warm` tries again once the directory is there
-
-
-def test_the_server_gets_no_listen_variables() -> None:
-    from qex.coordinator.early import without_listen_vars
-
-    assert without_listen_vars({"A": "1"}) is None
-    assert without_listen_vars({"A": "1", "LISTEN_PID": "5", "LISTEN_FDS": "1",
-                                "LISTEN_FDNAMES": "qex"}) == {"A": "1"}
 
 
 class _Recorder:
@@ -296,8 +380,8 @@ class _Recorder:
     def __init__(self, log_path: Path) -> None:
         _Recorder.calls = ["new"]
 
-    def start_early(self, env: dict[str, str] | None) -> None:
-        self.calls.append("start_early")
+    def start_forked(self) -> None:
+        self.calls.append("start_forked")
 
     def warm(self) -> None:
         self.calls.append("warm")
@@ -322,18 +406,18 @@ def coordinator_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
 
 
 @pytest.mark.parametrize(("config", "calls", "code"), [
-    ("", ["new", "start_early", "warm"], 0),
-    ('[enforce]\nmode = "soft"\n', ["new", "start_early", "stop_unused"], 0),
-    ("[budget\n", ["new", "start_early", "stop_unused"], 1),
+    ("", ["new", "start_forked", "warm"], 0),
+    ('[enforce]\nmode = "soft"\n', ["new", "start_forked", "stop_unused"], 0),
+    ("[budget\n", ["new", "stop_unused"], 1),
 ])
-def test_the_coordinator_starts_its_fork_server_first_and_keeps_it_only_when_used(
+def test_the_coordinator_forks_its_fork_server_after_the_config_and_keeps_it_only_when_used(
         coordinator_env: Paths, monkeypatch: pytest.MonkeyPatch, config: str,
         calls: list[str], code: int) -> None:
-    from qex.coordinator import early, main
+    from qex.coordinator import forking, main
     from qex.platform import detect
 
     monkeypatch.setattr(detect, "detect", lambda use_systemd=True: _caps("systemd-run"))
-    monkeypatch.setattr(early, "ForkServer", _Recorder)
+    monkeypatch.setattr(forking, "ForkServer", _Recorder)
     served: list[bool] = []
 
     def fake_serve(paths: Paths, config: Config, look: Any, listener: Any,

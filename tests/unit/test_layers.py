@@ -22,9 +22,10 @@ ALLOWED: dict[str, set[str]] = {
     "engine": {"core", "store", "platform", "coordinator", "supervisor"},
     "testing": {"core", "platform"},
 }
-#: The entry commands of the two roles: the only CLI modules that reach them.
+#: The entries of the two roles: the only CLI modules that reach them, and the coordinator's
+#: module that forks the supervisor fork server (its child runs that server's entry).
 ENTRIES = {"cli/commands/daemon.py": "coordinator", "cli/commands/supervise.py": "supervisor",
-           "cli/daemon_start.py": "coordinator"}
+           "cli/daemon_start.py": "coordinator", "coordinator/forking.py": "supervisor"}
 #: Known exceptions, each to be removed: the scripted sandbox, taken only when a test sets
 #: QEX_TEST_SANDBOX.
 EXCEPTIONS = {("supervisor/main.py", "testing")}
