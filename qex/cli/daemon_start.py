@@ -56,7 +56,7 @@ def run_forked() -> NoReturn:
         sys.argv = [sys.argv[0], "daemon"]
         from qex.platform.proctitle import set_title
 
-        set_title("qex daemon")
+        set_title("qex daemon", "qex-daemon")
         run_daemon(detached=True)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):

@@ -91,8 +91,10 @@ class Forked:
 
     def kill(self) -> None:
         if self.returncode is None:
+            import signal
+
             try:
-                os.kill(self.pid, 9)
+                os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
@@ -393,7 +395,7 @@ def _become_server(requests: int, answers: int, log_fd: int) -> NoReturn:  # pra
         detach_from_caller()
         from qex.platform.proctitle import set_title
 
-        set_title("qex supervisor --forkserver")
+        set_title("qex supervisor --forkserver", "qex-forkserver")
         sys.argv = [sys.argv[0], "--forkserver"]
         from qex.supervisor.__main__ import entry
 

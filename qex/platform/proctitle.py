@@ -14,7 +14,9 @@ argv; a forked one rewrites it here, as PostgreSQL's and setproctitle's servers 
   byte is made non-NUL: the kernel then reads the command line as one string up to its first
   NUL (its rule for a rewritten title), so readers see the title alone, not a tail of empty
   arguments.
-- `/proc/self/comm` (what `top` and a plain `pgrep` match) takes the first 15 bytes.
+- `/proc/self/comm` (what `top` and a plain `pgrep` match) takes a short name of its own,
+  at most 15 bytes and without a space, so that a script that splits `/proc/<pid>/stat` on
+  spaces still finds its fields.
 
 Elsewhere (macOS), or where either file refuses, the name stays as it was: a title is a
 courtesy to the person reading `ps`, never a reason to fail.
@@ -49,11 +51,12 @@ def fitted(title: str, room: int) -> bytes:
     return data + b"\0" * (room - 1 - len(data)) + b" "
 
 
-def set_title(title: str) -> bool:
-    """Show this process as `title`; True when the command line was rewritten."""
+def set_title(title: str, short: str) -> bool:
+    """Show this process as `title` (its command line) and `short` (its `comm`); True when
+    the command line was rewritten."""
     try:
         with open("/proc/self/comm", "wb", buffering=0) as comm:
-            comm.write(title.encode("utf-8", "replace")[:COMM_BYTES])
+            comm.write(short.replace(" ", "-").encode("utf-8", "replace")[:COMM_BYTES])
     except OSError:
         pass
     try:

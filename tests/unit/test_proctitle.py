@@ -51,7 +51,8 @@ def test_a_title_fills_its_area_exactly_and_ends_as_a_rewritten_title(title: str
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc (Linux)")
 def test_a_process_shows_its_new_title_to_ps_and_pgrep() -> None:
     script = ("import sys, time; from qex.platform.proctitle import set_title; "
-              "print(set_title('qex daemon'), flush=True); sys.stdin.read()")
+              "print(set_title('qex daemon', 'qex daemon here now'), flush=True); "
+              "sys.stdin.read()")
     child = subprocess.Popen([sys.executable, "-c", script, "with", "some", "arguments"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -59,7 +60,9 @@ def test_a_process_shows_its_new_title_to_ps_and_pgrep() -> None:
         with open(f"/proc/{child.pid}/cmdline", "rb") as handle:
             assert handle.read() == b"qex daemon\0"
         with open(f"/proc/{child.pid}/comm") as handle:
-            assert handle.read().strip() == "qex daemon"[:COMM_BYTES]
+            assert handle.read().strip() == "qex-daemon-here-now"[:COMM_BYTES]
+        with open(f"/proc/{child.pid}/stat") as handle:
+            assert handle.read().split()[1] == "(qex-daemon-here)"  # 15 bytes, no space
     finally:
         assert child.stdin is not None and child.stdout is not None
         child.stdin.close()
