@@ -65,11 +65,18 @@ def main(argv: list[str] | None = None) -> None:
         exits.report(exc, first)
 
 
+#: True once `program` runs: this process is the `qex` program, not a caller of `main`.
+OWN_PROCESS = False
+
+
 def program() -> None:
     """The process's entry (the `qex` script and `python -m qex`): `main`, then `leave`.
 
     Separate from `main` because only a process of its own may end without the interpreter's
-    teardown; tests and embedders call `main` and get its `SystemExit` as before."""
+    teardown, or fork itself into a coordinator (`qex.cli.wire`); tests and embedders call
+    `main` and get its `SystemExit` and a spawned coordinator as before."""
+    global OWN_PROCESS
+    OWN_PROCESS = True
     try:
         main()
     except SystemExit as exc:
@@ -109,8 +116,13 @@ _EXIT_HANDLER_MODULES = ("logging", "multiprocessing", "tempfile")
 
 
 def _nothing_needs_teardown() -> bool:
-    modules = sys.modules
-    if any(name in modules for name in _EXIT_HANDLER_MODULES):
+    if any(name in sys.modules for name in _EXIT_HANDLER_MODULES):
         return False
-    threading = modules.get("threading")
+    return single_threaded()
+
+
+def single_threaded() -> bool:
+    """True when this process runs no thread but its main one (without importing
+    `threading`: a process that never imported it has started none through it)."""
+    threading = sys.modules.get("threading")
     return threading is None or threading.active_count() <= 1

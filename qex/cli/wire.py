@@ -251,11 +251,14 @@ def _nobody_listens(exc: OSError) -> bool:
 def _fork_target() -> Callable[[], NoReturn] | None:
     """What a child forked from this command runs to become the coordinator, where this
     command may fork one (`qex.client.starting.spawn_coordinator`): on Linux, from the lean
-    path only, whose process holds a few small modules and no thread. The full CLI (click and
-    the modules of its command) and the portable implementation spawn a new program."""
+    path of the `qex` program itself (a few small modules, no thread). The full CLI (click and
+    the modules of its command would stay in the coordinator's memory), a program that
+    calls `qex.cli.main.main` (its threads and memory are its own), and the portable
+    implementation spawn a new program."""
+    from qex.cli import main
     from qex.platform import host
 
-    if not host.linux():
+    if not (main.OWN_PROCESS and main.single_threaded() and host.linux()):
         return None
     from qex.cli.daemon_start import run_forked
 

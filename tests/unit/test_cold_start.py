@@ -533,3 +533,29 @@ def test_a_bounded_request_sees_the_end_of_the_line() -> None:
         assert Wire(ours).ask({"op": "wait", "id": "x"}, 5.0) is None
     finally:
         ours.close()
+
+
+def test_only_the_qex_program_itself_forks_into_a_coordinator(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller of `main` (a test, an embedder), a process with a thread besides its main
+    one, and the portable implementation spawn a new program instead."""
+    from qex.cli import main, wire
+    from qex.cli.daemon_start import run_forked
+
+    monkeypatch.delenv("QEX_PLATFORM", raising=False)
+    monkeypatch.setattr(main, "OWN_PROCESS", False)
+    assert wire._fork_target() is None
+    monkeypatch.setattr(main, "OWN_PROCESS", True)
+    if sys.platform.startswith("linux") and main.single_threaded():  # a plugin may run one
+        assert wire._fork_target() is run_forked
+    monkeypatch.setenv("QEX_PLATFORM", "portable")
+    assert wire._fork_target() is None
+    monkeypatch.delenv("QEX_PLATFORM")
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert wire._fork_target() is None
+    finally:
+        release.set()
+        other.join()
