@@ -12,6 +12,7 @@ boot id                   /proc/sys/kernel/random/boot_id      start time of pid
 machine memory            /proc/meminfo, PSI                   psutil; no pressure figure
 reaping a foreign pid     pidfd                                identity poll every 2 s
 supervisor start          fork server                          a fresh process per job
+coordinator from a CLI    the command forks itself into it     a fresh `python -m qex daemon`
 config watching           inotify on the config directory      a stat() every few seconds
 job politeness            subreaper, ioprio, oom_score_adj     none of them
 ru_maxrss unit            KiB                                  by kernel: bytes on darwin
