@@ -39,9 +39,10 @@ def spawn_detached(argv: list[str], log_fd: int, env: Mapping[str, str] | None =
     (the caller opens and closes it); its pid. `env`: the child's environment (None: ours).
     `pass_fd` becomes the child's `PASSED_FD`; nothing else of ours is inherited."""
     actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
-        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        # The log first: a starter whose stdin was closed may hold the log as 0.
         (os.POSIX_SPAWN_DUP2, log_fd, 1),
         (os.POSIX_SPAWN_DUP2, log_fd, 2),
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
     ]
     if pass_fd is not None:
         # dup2 onto a fixed number clears close-on-exec there (also when the numbers match).
@@ -108,10 +109,11 @@ def fork_detached(log_fd: int) -> int:
     if pid:
         return pid
     os.setsid()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
+    # The log first: a caller started with its stdin closed may have got the log as 0.
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
     if null > 2:
         os.close(null)
     detach_from_caller()

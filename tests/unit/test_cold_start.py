@@ -144,6 +144,30 @@ def test_a_socket_activated_daemon_keeps_what_systemd_passed() -> None:
     assert shown == "[0, 1, 2, 3, 4]"  # 4 is the listing's own
 
 
+SPAWN_FROM_CLOSED_STDIN = """
+import os, sys
+from qex.platform import detach
+os.close(0)
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+assert log == 0
+child = detach.Spawned(detach.spawn_detached(
+    [sys.executable, "-c", "import os; print(os.readlink('/proc/self/fd/0'))"], log))
+while child.poll() is None:
+    pass
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_spawn_from_a_starter_without_stdin_still_writes_to_the_log(tmp_path: Path) -> None:
+    """The starter's closed stdin made the log descriptor 0: the child's output still goes to
+    the log, and its stdin is /dev/null."""
+    log = tmp_path / "daemon.log"
+    log.touch()
+    subprocess.run([sys.executable, "-c", SPAWN_FROM_CLOSED_STDIN, str(log)], check=True,
+                   timeout=60)
+    assert log.read_text().strip() == "/dev/null"
+
+
 def test_a_spawn_that_cannot_exec_raises_as_popen_does(tmp_path: Path) -> None:
     log = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
@@ -253,8 +277,10 @@ signal.signal(signal.SIGINT, lambda *a: None)     # a waiting command's handler
 signal.signal(signal.SIGTERM, lambda *a: None)
 signal.signal(signal.SIGHUP, signal.SIG_IGN)      # nohup's: stays ignored, as across exec
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-kept = os.open("/dev/null", os.O_RDONLY)          # a caller's descriptor, not close-on-exec
+if sys.argv[2] == "stdin closed":
+    os.close(0)                                   # the log then opens as descriptor 0
 log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+kept = os.open("/dev/null", os.O_RDONLY)          # a caller's descriptor, not close-on-exec
 pid = detach.fork_detached(log)
 if pid == 0:
     fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
@@ -273,14 +299,18 @@ print(child.returncode)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
-def test_a_forked_daemon_is_detached_as_a_spawned_one_detaches_itself(tmp_path: Path) -> None:
-    """`fork_detached`: its own session, stdin from /dev/null, output on the log, directory
-    /, no descriptor of the caller's, the caller's handlers and blocked signals gone (an
-    ignored signal stays ignored), and the parent sees its exit code."""
+@pytest.mark.parametrize("caller", ["stdin open", "stdin closed"])
+def test_a_forked_daemon_is_detached_as_a_spawned_one_detaches_itself(tmp_path: Path,
+                                                                      caller: str) -> None:
+    """`fork_detached`: its own session, stdin from /dev/null, output on the log (also when
+    the caller's closed stdin made the log descriptor 0), directory /, no descriptor of the
+    caller's, the caller's handlers and blocked signals gone (an ignored signal stays
+    ignored), and the parent sees its exit code."""
     log = tmp_path / "daemon.log"
     log.touch()
-    shown = subprocess.run([sys.executable, "-c", FORKED_REPORT, str(log)], cwd=tmp_path,
-                           capture_output=True, text=True, check=True, timeout=60).stdout
+    shown = subprocess.run([sys.executable, "-c", FORKED_REPORT, str(log), caller],
+                           cwd=tmp_path, capture_output=True, text=True, check=True,
+                           timeout=60).stdout
     assert shown.strip() == "5"
     cwd, session, stdin, fds, sigint, sigterm, sighup, blocked = log.read_text().strip().split(
         "|")
