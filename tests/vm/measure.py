@@ -45,18 +45,39 @@ def fresh_guest() -> Guest:
     return Guest(root=root, env=env)
 
 
-def admitted_at(guest: Guest) -> dict[str, float]:
-    """Job id -> the time of its `starting` event, from the coordinator's event ring."""
-    proc = guest.run("events", "--json", "--since", "start", "--timeout", "3s")
+#: How long `qex events` may take to replay the ring, tried in turn while a job is missing:
+#: the limit counts from the command's start, and a busy TCG guest can need more than the
+#: first for the command's own start-up and the replay.
+EVENT_LIMITS = ("3s", "15s", "60s")
+
+
+def admitted_at(guest: Guest, jobs: list[str]) -> dict[str, float]:
+    """Job id -> the time of its `starting` event, from the coordinator's event ring. Read
+    again with a longer limit while one of `jobs` is missing; still missing after the last,
+    the coordinator's log says why."""
     found: dict[str, float] = {}
-    for line in proc.stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if event.get("event") == "job" and event.get("state") == "starting":
-            found[event["id"]] = float(event["time"])
-    return found
+    proc = None
+    for limit in EVENT_LIMITS:
+        proc = guest.run("events", "--json", "--since", "start", "--timeout", limit)
+        found = {}
+        for line in proc.stdout.splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "job" and event.get("state") == "starting":
+                found[event["id"]] = float(event["time"])
+        if all(job in found for job in jobs):
+            return found
+    missing = [job for job in jobs if job not in found]
+    log = guest.root / "state" / "qex" / "run" / "daemon.log"
+    try:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+    except OSError as exc:
+        tail = f"(no log: {exc})"
+    stderr = proc.stderr.strip() if proc is not None else ""
+    raise RuntimeError(f"no `starting` event for {missing}; events said: {stderr}\n"
+                       f"daemon.log ends with:\n{tail}")
 
 
 def chain_steps(path: Path) -> dict[str, float]:
@@ -95,7 +116,7 @@ def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
     for _ in range(RUNS):
         job = guest.submit("--wait", "--cpu", "1", "--mem", "128MB", "--", "date", "+%s.%N")
         printed[job] = float(guest.log(job).strip())
-    admitted = admitted_at(guest)
+    admitted = admitted_at(guest, list(printed))
     steps = chain_steps(trace)
     if steps:
         ordered = sorted(steps.items(), key=lambda item: item[1])
