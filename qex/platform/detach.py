@@ -108,16 +108,21 @@ def fork_detached(log_fd: int) -> int:
     pid = os.fork()
     if pid:
         return pid
-    os.setsid()
-    # The log first: a caller started with its stdin closed may have got the log as 0.
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    if null > 2:
-        os.close(null)
-    detach_from_caller()
-    _default_signals()
+    try:
+        os.setsid()
+        # The log first: a caller started with its stdin closed may have got the log as 0.
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        if null > 2:
+            os.close(null)
+        detach_from_caller()
+        _default_signals()
+    except BaseException:  # pragma: no cover - out of descriptors, say
+        # Never back into the caller's code (its lock, its output): the caller sees the
+        # code and quotes the log.
+        os._exit(1)
     return 0
 
 

@@ -318,6 +318,42 @@ def test_a_forked_daemon_is_detached_as_a_spawned_one_detaches_itself(tmp_path: 
     assert (sigint, sigterm, sighup, blocked) == ("True", "True", "True", "[]")
 
 
+OUT_OF_DESCRIPTORS = """
+import os, resource, sys
+from qex.platform import detach
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+held = []
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+while True:
+    try:
+        held.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError:
+        break
+try:
+    pid = detach.fork_detached(log)
+except OSError:  # as the command's own handler would take it, in whichever process
+    print("the caller's handler ran in", os.getpid(), flush=True)
+    raise SystemExit(0)
+print("the caller's code ran in", "the child" if pid == 0 else "the parent", flush=True)
+if pid:
+    child = detach.Spawned(pid)
+    while child.poll() is None:
+        pass
+    print(child.returncode)
+"""
+
+
+def test_a_fork_that_cannot_detach_never_runs_the_callers_code(tmp_path: Path) -> None:
+    """Out of descriptors, the child cannot open /dev/null: it exits with 1 at once instead
+    of going back into the command (which would release the command's spawn lock, say)."""
+    log = tmp_path / "daemon.log"
+    log.touch()
+    shown = subprocess.run([sys.executable, "-c", OUT_OF_DESCRIPTORS, str(log)],
+                           capture_output=True, text=True, check=True, timeout=60).stdout
+    assert shown.splitlines() == ["the caller's code ran in the parent", "1"]
+    assert "the caller's" not in log.read_text()  # the child's output would be here
+
+
 def _fd_targets(pid: int) -> dict[int, str]:
     targets = {}
     for name in os.listdir(f"/proc/{pid}/fd"):
