@@ -68,11 +68,9 @@ def run_forked() -> NoReturn:
 
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
         import os
 
+        from qex.platform.detach import flush_standard_streams
+
+        flush_standard_streams()
         os._exit(code & 0xFF)

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from qex.coordinator.log import log
 from qex.core.pyexec import module_argv
 from qex.platform import chaintrace, host
+from qex.platform.detach import flush_standard_streams
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -154,11 +155,7 @@ class ForkServer:
         except OSError:
             os.close(log_fd)
             return
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        flush_standard_streams()
         try:
             pid = os.fork()
         except OSError:

@@ -98,13 +98,7 @@ def fork_detached(log_fd: int) -> int:
     which a new program would pay again on the cold path. The caller must be
     single-threaded, and the child must end with `os._exit`: it shares the caller's stack.
     """
-    import sys
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()  # else the child would write the caller's pending output again
-        except (OSError, ValueError):
-            pass
+    flush_standard_streams()  # else the child would write the caller's pending output again
     pid = os.fork()
     if pid:
         return pid
@@ -124,6 +118,18 @@ def fork_detached(log_fd: int) -> int:
         # code and quotes the log.
         os._exit(1)
     return 0
+
+
+def flush_standard_streams() -> None:
+    """Flush `sys.stdout` and `sys.stderr`, before a fork or an `os._exit`; a stream that is
+    closed or broken is left as it is."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def _default_signals() -> None:
