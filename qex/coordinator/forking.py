@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from qex.coordinator.log import log
 from qex.core.pyexec import module_argv
 from qex.platform import chaintrace, host
-from qex.platform.detach import flush_standard_streams
+from qex.platform.detach import Spawned, fork_detached
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,34 +61,19 @@ def wanted(config: Config, env: Mapping[str, str] | None = None) -> bool:
     return forks_held(detect(), os.environ if env is None else env)
 
 
-class Forked:
+class Forked(Spawned):
     """A fork server forked from this process: what `ForkServer` uses of a `Popen` (the pid,
     the two pipes as files, `poll`, `kill`, `wait`)."""
 
     def __init__(self, pid: int, requests: int, answers: int) -> None:
-        self.pid = pid
+        super().__init__(pid)
         self.stdin = open(requests, "wb", buffering=0)  # noqa: SIM115 (closed by its owner)
         self.stdout = open(answers, "rb", buffering=0)  # noqa: SIM115
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        return self._wait(os.WNOHANG)
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Wait for the exit (`timeout` is only there to match `Popen.wait`: the callers wait
         after a kill)."""
         return self._wait(0)
-
-    def _wait(self, flags: int) -> int | None:
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, flags)
-            except ChildProcessError:
-                self.returncode = 0  # reaped by the coordinator's SIGCHLD handler
-            else:
-                if pid == self.pid:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
 
     def kill(self) -> None:
         if self.returncode is None:
@@ -155,13 +140,12 @@ class ForkServer:
         except OSError:
             os.close(log_fd)
             return
-        flush_standard_streams()
         try:
-            pid = os.fork()
+            pid = fork_detached(log_fd, stdin=requests_read, stdout=answers_write)
         except OSError:
             pid = -1
         if pid == 0:  # pragma: no cover - the child, which never returns
-            _become_server(requests_read, answers_write, log_fd)
+            _become_server()
         for fd in (requests_read, answers_write, log_fd):
             os.close(fd)
         if pid < 0:
@@ -373,23 +357,17 @@ class ForkServer:
                 pass
 
 
-def _become_server(requests: int, answers: int, log_fd: int) -> NoReturn:  # pragma: no cover
-    """The forked child: the fork server's process as `python -m qex.supervisor
-    --forkserver` would start it (its own session, the request pipe as stdin, the answer pipe
-    as stdout, the log as stderr, nothing else open, no LISTEN_* variable: those sockets are
-    the coordinator's), then `serve` until the coordinator goes away."""
+def _become_server() -> NoReturn:  # pragma: no cover - the forked child
+    """The forked child, detached with the request pipe as stdin, the answer pipe as stdout
+    and the log as stderr: the fork server's process as `python -m qex.supervisor
+    --forkserver` would start it (no LISTEN_* variable: those sockets are the coordinator's),
+    then `serve` until the coordinator goes away."""
     code = 1
     try:
-        os.setsid()
-        os.dup2(requests, 0)
-        os.dup2(answers, 1)
-        os.dup2(log_fd, 2)
         from qex.platform.activation import LISTEN_VARS
-        from qex.platform.detach import detach_from_caller
 
         for name in LISTEN_VARS:
             os.environ.pop(name, None)
-        detach_from_caller()
         from qex.platform.proctitle import set_title
 
         set_title("qex supervisor --forkserver", "qex-forkserver")

@@ -76,9 +76,12 @@ class Spawned:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
+        return self._wait(os.WNOHANG)
+
+    def _wait(self, flags: int) -> int | None:
         if self.returncode is None:
             try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                pid, status = os.waitpid(self.pid, flags)
             except ChildProcessError:
                 self.returncode = 0  # reaped elsewhere: what Popen says then
                 return self.returncode
@@ -87,12 +90,13 @@ class Spawned:
         return self.returncode
 
 
-def fork_detached(log_fd: int) -> int:
+def fork_detached(log_fd: int, stdin: int | None = None, stdout: int | None = None) -> int:
     """`daemon(3)` without an exec: fork, and detach the child as `spawn_detached` and
     `detach_from_caller` together detach a new program. The parent gets the child's pid;
-    the child gets 0, in a session of its own, with stdin from /dev/null, stdout and stderr
-    on `log_fd`, directory `/`, no other descriptor, the signal handlers this program had
-    set back at their defaults and no signal blocked.
+    the child gets 0, in a session of its own, with stdin from `stdin` (default /dev/null),
+    stdout on `stdout` (default `log_fd`), stderr on `log_fd`, directory `/`, no other
+    descriptor, the signal handlers this program had set back at their defaults and no
+    signal blocked.
 
     Why: a command that finds no coordinator has already paid for its interpreter's start,
     which a new program would pay again on the cold path. The caller must be
@@ -105,12 +109,12 @@ def fork_detached(log_fd: int) -> int:
     try:
         os.setsid()
         # The log first: a caller started with its stdin closed may have got the log as 0.
-        os.dup2(log_fd, 1)
+        os.dup2(log_fd if stdout is None else stdout, 1)
         os.dup2(log_fd, 2)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        if null > 2:
-            os.close(null)
+        source = os.open(os.devnull, os.O_RDONLY) if stdin is None else stdin
+        os.dup2(source, 0)
+        if stdin is None and source > 2:
+            os.close(source)
         detach_from_caller()
         _default_signals()
     except BaseException:  # pragma: no cover - out of descriptors, say
