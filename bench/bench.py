@@ -226,6 +226,7 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "status ID --json": [*prog(env), "status", done, "--json"],
         "status --wait ID": [*prog(env), "status", "--wait", done],
         "status ID --tail 5": [*prog(env), "status", done, "--tail", "5"],
+        "status ID --follow (finished)": [*prog(env), "status", done, "--follow"],
         "list": [*prog(env), "list"],
         "list --json": [*prog(env), "list", "--json"],
         "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
@@ -264,12 +265,13 @@ def settle(env: dict[str, str]) -> None:
         qex(env, "wait", "-q", *ids, check=False)
 
 
-def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float, float, float]:
+def submit_then_wait(env: dict[str, str], reps: int
+                     ) -> tuple[float, float, float, float, float]:
     """ms of `qex submit -- true` then `qex wait ID` as two processes, of the one process
-    `qex submit --wait -q -- true` (with `--wait-timeout 1m` in every other round), and the
-    floor (interleaved)."""
+    `qex submit --wait -q -- true` (with `--wait-timeout 1m` in every other round), of
+    `qex run -- true` (the output copied here), and the floor (interleaved)."""
     samples, single, floors = [], [], []
-    limited = []
+    limited, followed = [], []
     for _ in range(reps):
         floors.append(timed(FLOOR))
         start = time.perf_counter()
@@ -281,8 +283,10 @@ def submit_then_wait(env: dict[str, str], reps: int) -> tuple[float, float, floa
         single.append(timed([*prog(env), "submit", "--wait", "-q", "--", "true"], env))
         limited.append(timed([*prog(env), "submit", "--wait", "-q", "--wait-timeout", "1m", "--",
                               "true"], env))
+        followed.append(timed([*prog(env), "run", "--", "true"], env))
     return (statistics.median(samples) * 1000, statistics.median(single) * 1000,
-            statistics.median(limited) * 1000, statistics.median(floors) * 1000)
+            statistics.median(limited) * 1000, statistics.median(followed) * 1000,
+            statistics.median(floors) * 1000)
 
 
 def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
@@ -636,11 +640,12 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     """The whole-workload sections for one program."""
     root = root_of(env)
     if "loop" in only:
-        t_sw, t_single, t_limited, floor = submit_then_wait(env, max(reps, 15))
+        t_sw, t_single, t_limited, t_run, floor = submit_then_wait(env, max(reps, 15))
         print(f"-- {label}shell loop, one process per call (load {os.getloadavg()[0]:.2f}) --")
         floor_row("submit -- true; wait ID", t_sw, floor, 4.0)
         floor_row("submit --wait -q -- true", t_single, floor, 4.0)
         floor_row("submit --wait -q --wait-timeout 1m", t_limited, floor, 4.0)
+        floor_row("run -- true", t_run, floor, 4.0)
         t_loop = shell_loop(env, root, n_true, "true")
         per_job = t_loop / n_true * 1000
         # The target was set where the floor was 7 ms: 60 jobs/s is 16.7 ms a job, 2.4 x it.

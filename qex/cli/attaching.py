@@ -13,6 +13,7 @@ to someone else's job only stop watching (122).
 from __future__ import annotations
 
 import signal
+import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli.common import die, warn
@@ -20,10 +21,15 @@ from qex.core.names import printable_line
 from qex.core.states import Exit, State, exit_code_for
 
 if TYPE_CHECKING:
+    from qex.cli.follow_output import OutputFollower
     from qex.client.connection import Connection
     from qex.store.paths import Paths
 
 KILL_GRACE = 10.0
+#: How long the stop of a job that is starting (no process to signal yet) keeps trying,
+#: and the pause between two tries.
+STARTING_SECS = 10.0
+STARTING_STEP_SECS = 0.02
 
 
 def _signal_name(number: int) -> str:
@@ -88,17 +94,24 @@ def _stop(paths: Paths, job_id: str) -> str | None:
                  f"run `qex kill {job_id}`")
             return None
         with conn:
-            try:
-                record: dict[str, Any] | None = conn.status(job_id)
-            except Refused:
-                record = None
-            job = job_of(record)
-            if (job is not None and job.state is State.QUEUED
-                    and refusal(conn.cancel, job_id) is None):
-                return "cancel"
-            failed = refusal(conn.kill, job_id, int(signal.SIGTERM), KILL_GRACE)
-            if failed is None:
-                return "kill"
+            until = time.monotonic() + STARTING_SECS
+            while True:
+                try:
+                    record: dict[str, Any] | None = conn.status(job_id)
+                except Refused:
+                    record = None
+                job = job_of(record)
+                if (job is not None and job.state is State.QUEUED
+                        and refusal(conn.cancel, job_id) is None):
+                    return "cancel"
+                failed = refusal(conn.kill, job_id, int(signal.SIGTERM), KILL_GRACE)
+                if failed is None:
+                    return "kill"
+                if job is None or job.state is not State.STARTING or time.monotonic() > until:
+                    break
+                # Between the queue and its first process (a Ctrl-C right after the submit):
+                # nothing to signal yet, and the process follows within moments.
+                time.sleep(STARTING_STEP_SECS)
             if failed.message:
                 warn(failed.message)
     except CoordinatorError as exc:
@@ -108,11 +121,11 @@ def _stop(paths: Paths, job_id: str) -> str | None:
 
 def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
            timeout: float | None, stop_job: bool, owned: bool = False,
-           interrupted: bool = False) -> NoReturn:
+           follower: OutputFollower | None = None) -> NoReturn:
     """Copy the output until the job is final, then exit with its band code.
 
-    `interrupted`: the first Ctrl-C came before the attach began (`qex run` between its
-    submit and here), so it is acted on at once, as if it came during the wait.
+    `follower`: the copy so far, when the lean follow (`qex.cli.fastfollow`) began it; a
+    stop signal that it held is delivered as the wait begins, and acted on then.
     """
     from qex.cli.follow_output import OutputFollower
     from qex.cli.waiting import (
@@ -128,7 +141,8 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
     from qex.client.connection import CoordinatorError, connect
 
     job_id = str(record["id"])
-    follower = OutputFollower(paths.job_dir(job_id))
+    if follower is None:
+        follower = OutputFollower(paths.job_dir(job_id))
     settings = WaitSettings(timeout=timeout, narrate=True, may_start=True, tick=follower.pump)
     stopped: str | None = None
     try:
@@ -138,8 +152,6 @@ def attach(paths: Paths, conn: Connection | None, record: dict[str, Any], *,
         if owned:
             waiter.on_reconnect = lambda new: _own(new, job_id)
         try:
-            if interrupted:
-                raise WaitInterrupted(signal.SIGINT)
             with stop_signals():
                 final = waiter.wait_all()[0]
         except WaitInterrupted:

@@ -1,5 +1,5 @@
-"""The hot commands without click: `submit`, `wait`, `status`, `list`, `logs`, `kill`, `cancel`
-(and `daemon`, so that a coordinator never loads click).
+"""The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
+`cancel` (and `daemon`, so that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -15,6 +15,7 @@ A handler returns None ONLY before it has changed anything, so click can start o
 `qex submit` sends its options, environment and directory to the coordinator, which builds
 the spec with its warm config (`qex.coordinator.submit_words`); when no coordinator
 listens, or an older one does not know that request, the click path submits as before.
+`qex run` and the `--follow` forms copy a short job's output through `qex.cli.fastfollow`.
 `QEX_NO_FAST_PATH=1` turns this module off (the tests compare both paths).
 """
 
@@ -27,9 +28,6 @@ TYPE_CHECKING = False  # `typing` alone costs a third of the interpreter's start
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
-
-#: Commands whose usage mistakes and interrupts use the exit-code band (as in `qex.cli.app`).
-_BAND = frozenset({"submit", "wait", "status"})
 
 #: submit's click parameter names -> `SubmitOptions` field names, where they differ.
 SPEC_RENAME = {"claim": "claims", "tag": "tags", "lock": "locks", "command_args": "command"}
@@ -120,6 +118,14 @@ _STATUS_FULL_ONLY = ("quiet", "follow", "show_env", "timeout_text", "lines", "gr
                      "context", "number", "max_matches")
 
 
+#: The status options that `qex.cli.fastfollow.follow_status` leaves to the full body: the
+#: log selection and the printing options do nothing with --follow, so click's checks of them
+#: are kept.
+_STATUS_FOLLOW_FULL_ONLY = ("show_env", "no_logs", "tail", "head", "all_lines", "only_stdout",
+                            "only_stderr", "lines", "grep", "fixed", "context", "number",
+                            "max_matches")
+
+
 def _status(p: dict[str, Any]) -> int | None:
     ranges = [p["tail"] is not None, p["head"] is not None, p["all_lines"]]
     out, err = p["only_stdout"], p["only_stderr"]
@@ -132,6 +138,16 @@ def _status(p: dict[str, Any]) -> int | None:
                         tail=p["tail"], head=p["head"], every=p["all_lines"])
         code = status(p["word"], as_json=p["as_json"], wait=p["wait"], no_logs=p["no_logs"],
                       cut=cut)
+        if code is not None:
+            return code
+    if p["follow"] and not (p["wait"] or p["as_json"] or p["quiet"]) and _defaults(
+            "status", p, _STATUS_FOLLOW_FULL_ONLY):
+        ok, timeout = _duration(p["timeout_text"])
+        if not ok:
+            return None
+        from qex.cli.fastfollow import follow_status
+
+        code = follow_status(p["word"], timeout)
         if code is not None:
             return code
     from qex.cli import jobcmd
@@ -281,12 +297,12 @@ def _cancel(p: dict[str, Any]) -> int | None:
 
 
 def _submit(p: dict[str, Any]) -> int | None:
-    if p["job"] or p["each_line"] or p["follow"] or p["needs"] or p["after"]:
+    if p["job"] or p["each_line"] or p["needs"] or p["after"]:
         return None
-    wait, quiet, as_json = p["wait"], p["quiet"], p["as_json"]
+    wait, follow, quiet, as_json = p["wait"], p["follow"], p["quiet"], p["as_json"]
     if p["max_jobs"] is not None or not p["command_args"] or (quiet and (as_json or not wait)):
         return None
-    if p["wait_timeout"] is not None and not wait:
+    if (follow and (wait or as_json)) or (p["wait_timeout"] is not None and not (wait or follow)):
         return None
     ok, wait_timeout = _duration(p["wait_timeout"])
     if not ok:
@@ -294,7 +310,17 @@ def _submit(p: dict[str, Any]) -> int | None:
     from qex.cli import fastsubmit
 
     return fastsubmit.submit(p, spec_options(p), wait=wait, quiet=quiet, as_json=as_json,
-                             wait_timeout=wait_timeout)
+                             wait_timeout=wait_timeout, follow=follow)
+
+
+def _run(p: dict[str, Any]) -> int | None:
+    """`qex run -- CMD`: `submit --follow` without its other options."""
+    if p["job"] or p["needs"] or p["after"] or not p["command_args"]:
+        return None
+    from qex.cli import fastsubmit
+
+    return fastsubmit.submit(p, spec_options(p), wait=False, quiet=False, as_json=False,
+                             wait_timeout=None, follow=True)
 
 
 def _daemon(p: dict[str, Any]) -> int | None:
@@ -305,6 +331,6 @@ def _daemon(p: dict[str, Any]) -> int | None:
 
 
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
-    "submit": _submit, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
+    "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
     "kill": _kill, "cancel": _cancel, "daemon": _daemon,
 }

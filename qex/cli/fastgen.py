@@ -21,7 +21,7 @@ from typing import Any
 
 #: The commands that have a fast path (the ones users and agents repeat, and `daemon`, so
 #: that a coordinator never imports click).
-HOT = ("submit", "wait", "status", "list", "logs", "kill", "cancel", "daemon")
+HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "daemon")
 
 TABLE_PATH = Path(__file__).with_name("fast_table.py")
 

@@ -33,8 +33,9 @@ _UNKNOWN_REQUEST = "this coordinator does not know the request"
 
 
 def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet: bool,
-           as_json: bool, wait_timeout: float | None) -> int | None:
-    """Submit one job; None (having sent nothing) when the click path must do it."""
+           as_json: bool, wait_timeout: float | None, follow: bool = False) -> int | None:
+    """Submit one job; None (having sent nothing) when the click path must do it. `follow`:
+    `qex run`, and `submit --follow`."""
     from qex import __version__
 
     try:
@@ -46,7 +47,12 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
     request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
                                     client_version=__version__)
     conn: Connection | None = None
-    if not wait:
+    if follow:
+        followed = _lean_submit_and_follow(request, params["id_file"], wait_timeout)
+        if isinstance(followed, int):
+            return followed
+        answer, conn = followed
+    elif not wait:
         answer = _lean_request(request)
     else:
         lean = _lean_submit_and_wait(request, params["id_file"], quiet=quiet, as_json=as_json,
@@ -61,7 +67,7 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
         if conn is not None:
             conn.close()
         return None
-    if not wait and answer.get("result") == "submitted":
+    if not (wait or follow) and answer.get("result") == "submitted":
         job_id = answer.get("id")
         if isinstance(job_id, str):
             if answer.get("build_warnings") or answer.get("warning"):
@@ -80,8 +86,8 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
             sys.stdout.write(job_id + "\n")
             sys.stdout.flush()
             return 0
-    return _finish(params, answer, conn, wait=wait, quiet=quiet, as_json=as_json,
-                   wait_timeout=wait_timeout)
+    return _finish(params, answer, conn, wait=wait, follow=follow, quiet=quiet,
+                   as_json=as_json, wait_timeout=wait_timeout)
 
 
 def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
@@ -172,6 +178,54 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
                          timeout=timeout, quiet=quiet, as_json=as_json)
 
 
+def _lean_submit_and_follow(request: dict[str, Any], id_file: str | None,
+                            wait_timeout: float | None
+                            ) -> int | tuple[dict[str, Any] | None, Connection | None]:
+    """`qex run` and `submit --follow` through `qex.cli.wire`: the job's exit code, from
+    `qex.cli.fastfollow` (which hands a job that is queued, runs long or ends with a sentence
+    to the full attach itself); the submit's answer and a connection for `_finish` when the
+    answer is not a plain submission; None and None when nothing was sent.
+
+    The order is the full path's (`submit_flow.submit_one`): the stop signals held as the
+    answer arrives, the id on stderr and in the id file, then `own_job` on the connection that
+    waits, unless a dedupe key gave us another command's job (which a Ctrl-C then does not
+    stop). A coordinator that answers `submit_words` knows `own_job`, so a refusal only
+    means the job is not ours to stop when we vanish."""
+    import time
+
+    from qex.cli.fastfollow import follow_submitted, hold_stop_signals
+    from qex.cli.fastwait import LIVE_WAIT_SECS, announce
+    from qex.cli.wire import status_record
+
+    wire = _open_wire()
+    if wire is None:
+        return None, None
+    answer = wire.request(request)
+    held = hold_stop_signals()  # the attach releases them (`_finish`'s, or the hand-over's)
+    if not isinstance(answer, dict):  # the full client's connection, holding the answer
+        full = answer
+        return _guarded(lambda: full.answer("submit_words")), full
+    job_id = answer.get("id")
+    if (answer.get("result") != "submitted" or not isinstance(job_id, str)
+            or answer.get("build_warnings") or answer.get("warning")):
+        wire.close()
+        return answer, _connect()
+    answered = time.monotonic()
+    announce(job_id)
+    _id_file(id_file, job_id)
+    mine = not answer.get("deduplicated")
+    owned = mine and (wire.ask({"op": "own_job", "id": job_id}, LIVE_WAIT_SECS) or {}
+                      ).get("result") == "ok"
+    record = status_record(wire.ask({"op": "status", "id": job_id}, LIVE_WAIT_SECS))
+    spent = time.monotonic() - answered
+    return follow_submitted(
+        wire, job_id, record, held,
+        seconds=max(0.0, LIVE_WAIT_SECS - spent if wait_timeout is None
+                    else min(LIVE_WAIT_SECS, wait_timeout) - spent),
+        timeout=None if wait_timeout is None else max(0.0, wait_timeout - spent),
+        stop_job=mine, owned=owned)
+
+
 def _show(text: str, hint_for: str | None) -> None:
     """The final record, then (`hint_for`: the job's id, in the text form) the line on its
     output, as `submit_flow.wait_and_show` prints them."""
@@ -244,8 +298,10 @@ def _guarded(action: Any) -> dict[str, Any]:
 
 
 def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | None, *,
-            wait: bool, quiet: bool, as_json: bool, wait_timeout: float | None) -> int:
-    """Everything but the plainest submission: warnings, refusals, the id file, the wait."""
+            wait: bool, follow: bool, quiet: bool, as_json: bool,
+            wait_timeout: float | None) -> int:
+    """Everything but the plainest submission: warnings, refusals, the id file, the wait or
+    the follow."""
     from qex.cli.common import die, get_paths, print_warnings, warn
     from qex.core.states import Exit
 
@@ -261,7 +317,7 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
             Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
     job_id = str(answer["id"])
     print_warnings(answer)
-    if not wait or conn is None:
+    if not (wait or follow) or conn is None:
         _id_file(params["id_file"], job_id)
         if as_json:
             from qex.cli.common import print_json
@@ -271,11 +327,18 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
             print(job_id, flush=True)
         return 0
     from qex.cli.fastwait import announce
-    from qex.cli.submit_flow import _record, wait_and_show
+    from qex.cli.submit_flow import _own, _record, wait_and_show
 
     paths = get_paths(Exit.QEX_FAILED)
     announce(job_id)
     _id_file(params["id_file"], job_id)
+    if follow:
+        from qex.cli.attaching import attach
+
+        mine = not answer.get("deduplicated")
+        owned = mine and _own(conn, job_id)
+        attach(paths, conn, _record(conn, job_id, {}), timeout=wait_timeout, stop_job=mine,
+               owned=owned)
     return wait_and_show(paths, conn, _record(conn, job_id, {}), timeout=wait_timeout,
                          quiet=quiet, as_json=as_json)
 

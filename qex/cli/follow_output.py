@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # the lean `qex run` imports this module: no `typing`, no `pathlib`
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 CHUNK = 1 << 16
 
 
 class _Stream:
-    def __init__(self, path: Path, sink: BinaryIO) -> None:
+    def __init__(self, path: str, sink: BinaryIO) -> None:
         self.path = path
         self.sink = sink
         self.offset = 0
@@ -31,11 +33,11 @@ class _Stream:
 class OutputFollower:
     """Pumps new bytes of stdout.log and stderr.log to the given binary sinks."""
 
-    def __init__(self, job_dir: Path, *, out: BinaryIO | None = None,
+    def __init__(self, job_dir: str | os.PathLike[str], *, out: BinaryIO | None = None,
                  err: BinaryIO | None = None, notes: BinaryIO | None = None) -> None:
         self._streams = [
-            _Stream(job_dir / "stdout.log", out or sys.stdout.buffer),
-            _Stream(job_dir / "stderr.log", err or sys.stderr.buffer),
+            _Stream(os.path.join(job_dir, "stdout.log"), out or sys.stdout.buffer),
+            _Stream(os.path.join(job_dir, "stderr.log"), err or sys.stderr.buffer),
         ]
         self._notes = notes or sys.stderr.buffer
         self._cut_said = False
@@ -62,9 +64,9 @@ class OutputFollower:
                 if not self._cut_said:
                     self._cut_said = True
                     self._note(
-                        f"{stream.path.name} reached the limit `[logs] max_bytes`, so qex removed "
-                        "the middle of it; the output goes on from the new end, and the last "
-                        "part arrives when the job stops"
+                        f"{os.path.basename(stream.path)} reached the limit `[logs] max_bytes`, "
+                        "so qex removed the middle of it; the output goes on from the new end, "
+                        "and the last part arrives when the job stops"
                     )
                 stream.offset = info.st_size
                 return False

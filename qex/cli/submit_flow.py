@@ -44,7 +44,7 @@ def submit_one(paths: Paths, values: dict[str, Any], *, mode: str, quiet: bool =
     if mode == FOLLOW:
         # Ctrl-C stops a followed job; one that arrives before `attach` listens (while we
         # own the job and fetch its record) is held until then, not lost to a bare exit.
-        from qex.cli.wait_ends import hold_stop_signals
+        from qex.cli.fastfollow import hold_stop_signals
 
         hold_stop_signals()
     job_id = str(answer["id"])

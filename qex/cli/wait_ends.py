@@ -39,13 +39,6 @@ class JobGone(Exception):
 _signal_state = {"depth": 0}
 
 
-def hold_stop_signals() -> None:
-    """Block SIGINT and SIGTERM until the next `stop_signals` block, which delivers one that
-    arrived meanwhile (a job just submitted to be followed must not lose its Ctrl-C)."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-
-
 def _release_stop_signals() -> None:
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -81,7 +74,7 @@ def stop_signals() -> Iterator[None]:
         signal.signal(signum, handler)
     _signal_state["depth"] = 1
     try:
-        _release_stop_signals()  # one held by `hold_stop_signals` arrives here, caught
+        _release_stop_signals()  # one held by `fastfollow.hold_stop_signals` arrives here, caught
         yield
     finally:
         _signal_state["depth"] = 0

@@ -34,6 +34,7 @@ from qex.cli.wait_ends import (
     say,
     stop_signals,
 )
+from qex.cli.wire import TICK_SECS
 from qex.client.connection import NO_LIMIT, Connection, CoordinatorError, Refused, connect
 from qex.core import protocol
 from qex.core.model import dataclass
@@ -84,7 +85,7 @@ class WaitSettings:
     narrate: bool = True
     may_start: bool = False
     tick: Callable[[], object] | None = None
-    tick_every: float = 0.08
+    tick_every: float = TICK_SECS
     out: TextIO | None = None
 
 

@@ -31,6 +31,9 @@ QUICK_ANSWER_SECS = 0.5
 #: has imported the rest of itself. Not above the shortest "still waiting" step (1 s), so the
 #: full client that takes over still says so in time.
 STARTED_ANSWER_SECS = 1.0
+#: How often a wait with work to do between reads (`Wire.ask`'s `tick`) does it: the pace
+#: at which a followed job's output reaches the terminal.
+TICK_SECS = 0.08
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -171,9 +174,11 @@ class Wire:
 
         return adopt(self.sock.detach(), buffered, sent_at=sent_at)
 
-    def _receive_line(self, chunks: list[bytes], deadline: float | None = None) -> bool:
+    def _receive_line(self, chunks: list[bytes], deadline: float | None = None,
+                      tick: Callable[[], bool] | None = None) -> bool:
         """Receive into `chunks` until one holds a newline: True then, False when the
-        connection ended or `deadline` (monotonic) passed first. A timeout raises OSError."""
+        connection ended or `deadline` (monotonic) passed first, or `tick` (called at least
+        every `TICK_SECS` while nothing arrives) said to give up. A timeout raises OSError."""
         import time
 
         while True:
@@ -181,8 +186,15 @@ class Wire:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self.sock.settimeout(left)
-            chunk = self.sock.recv(1 << 16)
+                self.sock.settimeout(left if tick is None else min(left, TICK_SECS))
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except TimeoutError:
+                if tick is None:
+                    raise
+                if not tick():
+                    return False
+                continue
             if not chunk:
                 return False
             chunks.append(chunk)
@@ -222,11 +234,14 @@ class Wire:
             return None
         return answer, bytes(text)
 
-    def ask(self, message: dict[str, Any], seconds: float) -> dict[str, Any] | None:
+    def ask(self, message: dict[str, Any], seconds: float, *,
+            tick: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Send one request and read its answer for up to `seconds`; None when none came in
         time (or the line ended, or was not one JSON object). The caller then closes the
         socket, which tells the coordinator to drop the request: for a request that changes
-        nothing (`wait`), so that the full code can ask again."""
+        nothing (`wait`), so that the full code can ask again. `tick`: work to do while the
+        answer is awaited (copying a followed job's output), at least every `TICK_SECS`;
+        when it returns False the wait gives up (None)."""
         import time
 
         deadline = time.monotonic() + seconds
@@ -234,7 +249,7 @@ class Wire:
         try:
             self.sock.settimeout(seconds)
             self.sock.sendall(encode(message))
-            if not self._receive_line(chunks, deadline):
+            if not self._receive_line(chunks, deadline, tick):
                 return None
         except OSError:
             return None

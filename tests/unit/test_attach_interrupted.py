@@ -1,13 +1,19 @@
-"""`qex run`: a Ctrl-C that comes between the submit and the attach stops the job too."""
+"""`qex run`: a Ctrl-C that comes between the submit and the attach stops the job too.
+
+The submit holds the stop signals (`fastfollow.hold_stop_signals`); the attach delivers the
+one that arrived meanwhile to its own handler."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from qex.cli import attaching
+from qex.cli.fastfollow import hold_stop_signals
 from qex.core.states import Exit
 from qex.store.paths import Paths
 
@@ -28,8 +34,17 @@ def test_an_early_interrupt_stops_the_job(tmp_path: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(attaching, "_stop", stop)
     record = {"id": job_id, "name": "x", "state": "running"}
-    with pytest.raises(SystemExit) as done:
-        attaching.attach(paths, None, record, timeout=None, stop_job=True, interrupted=True)
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    held = hold_stop_signals()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert held.pending()
+        with pytest.raises(SystemExit) as done:
+            attaching.attach(paths, None, record, timeout=None, stop_job=True)
+    finally:
+        held.release()
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     assert stopped == [job_id]
     assert done.value.code == Exit.STOPPED
     assert "this command stopped the job" in capsys.readouterr().err
