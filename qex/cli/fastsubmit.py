@@ -127,14 +127,11 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     if wire is None:
         return None, None
     answer = wire.request(request)
-    if not isinstance(answer, dict):  # the full client's connection, holding the answer
-        full = answer
-        return _guarded(lambda: full.answer("submit_words")), full
-    job_id = answer.get("id")
-    if (answer.get("result") != "submitted" or not isinstance(job_id, str)
-            or answer.get("build_warnings") or answer.get("warning")):
-        wire.close()
-        return answer, _connect()
+    other = _unless_plain(wire, answer)
+    if other is not None:
+        return other
+    assert isinstance(answer, dict)
+    job_id = str(answer["id"])
     import time
 
     answered = time.monotonic()
@@ -178,6 +175,21 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
                          timeout=timeout, quiet=quiet, as_json=as_json)
 
 
+def _unless_plain(wire: Wire, answer: dict[str, Any] | Connection
+                  ) -> tuple[dict[str, Any] | None, Connection | None] | None:
+    """None when `answer` is a plain submission (an id, no warning), which the lean wait or
+    follow goes on with on `wire`; otherwise the answer and the connection that `_finish`
+    goes on with (the full client's, when the answer was slow: it holds the answer)."""
+    if not isinstance(answer, dict):
+        full = answer
+        return _guarded(lambda: full.answer("submit_words")), full
+    if (answer.get("result") != "submitted" or not isinstance(answer.get("id"), str)
+            or answer.get("build_warnings") or answer.get("warning")):
+        wire.close()
+        return answer, _connect()
+    return None
+
+
 def _lean_submit_and_follow(request: dict[str, Any], id_file: str | None,
                             wait_timeout: float | None
                             ) -> int | tuple[dict[str, Any] | None, Connection | None]:
@@ -202,14 +214,11 @@ def _lean_submit_and_follow(request: dict[str, Any], id_file: str | None,
         return None, None
     answer = wire.request(request)
     held = hold_stop_signals()  # the attach releases them (`_finish`'s, or the hand-over's)
-    if not isinstance(answer, dict):  # the full client's connection, holding the answer
-        full = answer
-        return _guarded(lambda: full.answer("submit_words")), full
-    job_id = answer.get("id")
-    if (answer.get("result") != "submitted" or not isinstance(job_id, str)
-            or answer.get("build_warnings") or answer.get("warning")):
-        wire.close()
-        return answer, _connect()
+    other = _unless_plain(wire, answer)
+    if other is not None:
+        return other
+    assert isinstance(answer, dict)
+    job_id = str(answer["id"])
     answered = time.monotonic()
     announce(job_id)
     _id_file(id_file, job_id)
