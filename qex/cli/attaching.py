@@ -13,7 +13,6 @@ to someone else's job only stop watching (122).
 from __future__ import annotations
 
 import signal
-import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli.common import die, warn
@@ -26,10 +25,6 @@ if TYPE_CHECKING:
     from qex.store.paths import Paths
 
 KILL_GRACE = 10.0
-#: How long the stop of a job that is starting (no process to signal yet) keeps trying,
-#: and the pause between two tries.
-STARTING_SECS = 10.0
-STARTING_STEP_SECS = 0.02
 
 
 def _signal_name(number: int) -> str:
@@ -94,24 +89,19 @@ def _stop(paths: Paths, job_id: str) -> str | None:
                  f"run `qex kill {job_id}`")
             return None
         with conn:
-            until = time.monotonic() + STARTING_SECS
-            while True:
-                try:
-                    record: dict[str, Any] | None = conn.status(job_id)
-                except Refused:
-                    record = None
-                job = job_of(record)
-                if (job is not None and job.state is State.QUEUED
-                        and refusal(conn.cancel, job_id) is None):
-                    return "cancel"
-                failed = refusal(conn.kill, job_id, int(signal.SIGTERM), KILL_GRACE)
-                if failed is None:
-                    return "kill"
-                if job is None or job.state is not State.STARTING or time.monotonic() > until:
-                    break
-                # Between the queue and its first process (a Ctrl-C right after the submit):
-                # nothing to signal yet, and the process follows within moments.
-                time.sleep(STARTING_STEP_SECS)
+            try:
+                record: dict[str, Any] | None = conn.status(job_id)
+            except Refused:
+                record = None
+            job = job_of(record)
+            if (job is not None and job.state is State.QUEUED
+                    and refusal(conn.cancel, job_id) is None):
+                return "cancel"
+            # A job that left the queue meanwhile may still be starting: the coordinator
+            # holds the kill until its process exists (`control.STARTING_KILL_SECS`).
+            failed = refusal(conn.kill, job_id, int(signal.SIGTERM), KILL_GRACE)
+            if failed is None:
+                return "kill"
             if failed.message:
                 warn(failed.message)
     except CoordinatorError as exc:

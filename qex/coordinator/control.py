@@ -32,6 +32,18 @@ OWNER_GONE = (
 )
 
 
+#: How long a kill of a job that is starting waits for its process (`server._kill`).
+STARTING_KILL_SECS = 10.0
+
+
+def has_no_process_yet(coord: Coordinator, job: Job) -> bool:
+    """True while a job of this machine is starting: admitted, with no process to signal."""
+    if job.state != State.STARTING or job.record.engine:
+        return False
+    coord.refresh(job)
+    return job.state == State.STARTING and not job.record.pid
+
+
 def _job_or_error(coord: Coordinator, message: dict[str, Any]) -> Job | dict[str, Any]:
     job_id = message.get("id")
     job = coord.jobs.get(job_id) if isinstance(job_id, str) else None

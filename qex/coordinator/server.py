@@ -306,8 +306,31 @@ class Server:
             if coord.stopping:
                 return None
 
-    async def _kill(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
-        return control.handle_kill(self.coord, message)
+    async def _kill(self, client: Client, message: dict[str, Any]) -> dict[str, Any] | None:
+        """A job that is starting has no process to signal yet, and will have one within
+        moments: the kill waits for it (woken by the job's next change of state, for up to
+        `control.STARTING_KILL_SECS`), so that `qex kill` right after `qex submit`, or a
+        Ctrl-C of `qex run`, stops the job instead of being refused."""
+        coord = self.coord
+        job_id = message.get("id")
+        deadline = asyncio.get_running_loop().time() + control.STARTING_KILL_SECS
+        while isinstance(job_id, str):
+            job = coord.jobs.get(job_id)
+            if job is None or not control.has_no_process_yet(coord, job):
+                break
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            future = coord.add_waiter(job_id)
+            try:
+                gone = await client.hung_up_or(future, left)
+            finally:
+                coord.drop_waiter(job_id, future)
+            if gone:
+                return None  # nobody to answer; the kill is dropped with the request
+            if coord.stopping:
+                break
+        return control.handle_kill(coord, message)
 
     async def _cancel(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return control.handle_cancel(self.coord, message)

@@ -373,9 +373,14 @@ class Coordinator:
     def adopt(self, job: Job, record: JobStatus) -> None:
         """Install a record written by someone else (the supervisor) and tell everyone."""
         was_final = job.final
+        was_state = job.record.state
         freed = job.pending is not None
         job.record = record
         job.pending = job.pending_note = None
+        if not job.final and record.state != was_state:
+            # A request waiting for the job to move on (a kill of a starting job) looks
+            # again; a `wait` looks, and waits on.
+            self.wake_waiters(job.id)
         if job.final and not was_final:
             # Waiters wake at once, and the scheduler looks again: capacity came free, and
             # jobs that need this one may go. When its claims came free with its decided
