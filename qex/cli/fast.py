@@ -205,7 +205,13 @@ def _wait(p: dict[str, Any]) -> int | None:
     ok, timeout = _duration(p["timeout_text"])
     if not ok or (p["quiet"] and p["as_json"]):
         return None
-    if words and not (p["next_only"] or p["as_json"]):
+    if words and p["next_only"] and not p["as_json"]:
+        from qex.cli.fastwait import wait_next_ended
+
+        code = wait_next_ended(words, quiet=p["quiet"])
+        if code is not None:
+            return code
+    elif words and not p["as_json"]:
         import time
 
         from qex.cli.fastwait import wait_finished

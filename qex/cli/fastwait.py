@@ -14,6 +14,9 @@ case (a queued job, whose reason the full wait narrates; a word that names a job
 name or a group; a job that runs longer; an end that is not plain) returns None having
 printed and changed nothing (a `wait` request changes nothing, and closing the connection
 drops it), and the full wait runs.
+
+`wait --next` takes the same look-ups, and answers here when one of the named jobs has
+already ended plainly (`wait_next_ended`); otherwise the full wait waits for the first end.
 """
 
 from __future__ import annotations
@@ -143,6 +146,48 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
     from qex.core.exit_band import first_nonzero
 
     return first_nonzero([code for _, code in lines])
+
+
+def wait_next_ended(words: list[str], *, quiet: bool) -> int | None:
+    """`wait --next` when one of the named jobs has already ended plainly: the first such
+    job in the order named is the answer, as in the full wait (`Waiter.wait_next`), with
+    the jobs still live listed to wait on again. None (having printed nothing) for the full
+    wait: no job has ended yet, a job is queued (the full wait narrates its reason), an end
+    is not plain, or a word needs the full look-up."""
+    if not words or len(words) > LEAN_WAIT_MOST:
+        return None
+    from qex.cli.wire import Wire
+
+    wire = Wire.connect()
+    if wire is None:
+        return None
+    try:
+        found = _plain_records(wire, words)
+    finally:
+        wire.close()
+    if found is None:
+        return None
+    job_ids, records = found
+    ended = [simple_result(r) for r in records if r.get("state") not in _LIVE]
+    if not ended or ended[0] is None:
+        return None
+    import sys
+
+    line, code = ended[0]
+    if not quiet:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    live = [i for i, r in zip(job_ids, records, strict=True) if r.get("state") in _LIVE]
+    if live:
+        sys.stderr.write("".join(f"qex: {text}\n" for text in still_live_lines(live)))
+        sys.stderr.flush()
+    return code
+
+
+def still_live_lines(job_ids: list[str]) -> list[str]:
+    """What `wait --next` says of the jobs that had not stopped when it returned."""
+    return [f"{len(job_ids)} job(s) did not stop, and no command watches them now; wait again:",
+            "  qex wait --next " + " ".join(job_ids)]
 
 
 def _plain_records(wire: Wire, words: list[str]

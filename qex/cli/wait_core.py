@@ -48,6 +48,8 @@ def wait_words(words: list[str], timeout: float | None, next_only: bool, quiet: 
         for record in finals:
             print(jobcmd.result_line(record), flush=True)
     if next_only and pending:
-        warn(f"{len(pending)} job(s) did not stop, and no command watches them now; wait again:")
-        warn("  qex wait --next " + " ".join(pending))
+        from qex.cli.fastwait import still_live_lines
+
+        for line in still_live_lines(list(pending)):
+            warn(line)
     raise SystemExit(first_nonzero([exit_code_for(r) for r in finals]))

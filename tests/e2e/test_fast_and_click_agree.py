@@ -741,3 +741,23 @@ def test_a_submit_writes_its_id_file_before_it_answers(qex_env: Env) -> None:
         assert id_file.read_text() == shown + "\n"
         assert id_file.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in (qex_env.root / "ids").iterdir()) == ["job0.id", "job1.id"]
+
+
+def test_wait_next_agrees(qex_env: Env) -> None:
+    """`wait --next`: the fast form answers when a named job has already ended plainly (the
+    first such in the order named, the live ones listed to wait on again), and leaves every
+    other case to the full wait; both print the same and give the same code."""
+    done = qex_env.submit("--", "true")
+    failed = qex_env.submit("--", "sh", "-c", "exit 3")
+    qex_env.run("wait", done, failed)
+    running = qex_env.submit("--", "sleep", "60")
+    qex_env.wait_for(lambda: qex_env.record(running).get("state") == "running",
+                     what="a running job")
+    for args in (["wait", "--next", done, running], ["wait", "--next", running, failed],
+                 ["wait", "--next", failed, done], ["wait", "--next", "-q", running, failed],
+                 ["wait", "--next", running[:8], done[:8]], ["wait", "--next", done, done],
+                 ["wait", "--next", "--json", failed, running],
+                 ["wait", "--next", "--timeout", "0.2", running]):
+        _same(qex_env, *args)
+    assert not _imported(qex_env, "wait", "--next", running, failed) & _HEAVY
+    qex_env.run("kill", running, check=True)
