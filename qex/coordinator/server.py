@@ -296,15 +296,17 @@ class Server:
             coord.refresh(job)
             if job.final:
                 return protocol.answer(Result.STATUS, status=job.record.to_dict())
-            future = coord.add_waiter(job_id)
-            try:
-                gone = await client.hung_up_or(future, WAIT_RECHECK_SECS)
-            finally:
-                coord.drop_waiter(job_id, future)
-            if gone:
+            if await self._job_moves(client, job_id, WAIT_RECHECK_SECS) or coord.stopping:
                 return None
-            if coord.stopping:
-                return None
+
+    async def _job_moves(self, client: Client, job_id: str, timeout: float) -> bool:
+        """Wait for the job's next change of state (or `timeout`); True when the client hung
+        up first, and there is nobody to answer."""
+        future = self.coord.add_waiter(job_id)
+        try:
+            return await client.hung_up_or(future, timeout)
+        finally:
+            self.coord.drop_waiter(job_id, future)
 
     async def _kill(self, client: Client, message: dict[str, Any]) -> dict[str, Any] | None:
         """A job that is starting has no process to signal yet, and will have one within
@@ -321,13 +323,8 @@ class Server:
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 break
-            future = coord.add_waiter(job_id)
-            try:
-                gone = await client.hung_up_or(future, left)
-            finally:
-                coord.drop_waiter(job_id, future)
-            if gone:
-                return None  # nobody to answer; the kill is dropped with the request
+            if await self._job_moves(client, job_id, left):
+                return None  # the kill is dropped with the request
             if coord.stopping:
                 break
         return control.handle_kill(coord, message)
