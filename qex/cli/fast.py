@@ -214,14 +214,13 @@ def _wait(p: dict[str, Any]) -> int | None:
     elif words and not p["as_json"]:
         import time
 
-        from qex.cli.fastwait import wait_finished
+        from qex.cli.fastwait import left_of, wait_finished
 
         began = time.monotonic()
         code = wait_finished(words, quiet=p["quiet"], limit=timeout)
         if code is not None:
             return code
-        if timeout is not None:  # the limit covers the whole command
-            timeout = max(0.0, timeout - (time.monotonic() - began))
+        timeout = left_of(timeout, began)  # the limit covers the whole command
     from qex.cli import jobcmd
     from qex.cli.wait_core import wait_words
 

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 #: Connections kept open until the process ends (see the module's last paragraph).
 _KEPT: list[Wire] = []
-_LIVE = frozenset({"starting", "running"})
 
 
 class HeldSignals:
@@ -95,7 +94,7 @@ def follow_status(word: str, timeout: float | None) -> int | None:
     import time
 
     from qex.cli.fastread import job_record
-    from qex.cli.fastwait import LIVE_WAIT_SECS
+    from qex.cli.fastwait import left_of, live_budget
     from qex.cli.wire import Wire, state_dir
 
     began = time.monotonic()
@@ -109,18 +108,16 @@ def follow_status(word: str, timeout: float | None) -> int | None:
         wire.close()
         return None
     held = hold_stop_signals()
-    if timeout is not None:
-        timeout = max(0.0, timeout - (time.monotonic() - began))
+    timeout = left_of(timeout, began)
     return _follow(wire, record, os.path.join(state, "jobs", job_id), held,
-                   seconds=LIVE_WAIT_SECS if timeout is None else min(LIVE_WAIT_SECS, timeout),
-                   timeout=timeout, stop_job=False, owned=False)
+                   seconds=live_budget(timeout), timeout=timeout, stop_job=False, owned=False)
 
 
 def _follow(wire: Wire, record: dict[str, Any], job_dir: str, held: HeldSignals, *,
             seconds: float, timeout: float | None, stop_job: bool, owned: bool) -> int:
     import time
 
-    from qex.cli.fastwait import simple_result
+    from qex.cli.fastwait import LIVE_STATES, left_of, simple_result
     from qex.cli.follow_output import OutputFollower
     from qex.cli.wire import status_record
 
@@ -132,15 +129,14 @@ def _follow(wire: Wire, record: dict[str, Any], job_dir: str, held: HeldSignals,
         follower.pump()
         return not held.pending()
 
-    if record.get("state") in _LIVE and not held.pending():
+    if record.get("state") in LIVE_STATES and not held.pending():
         ended = status_record(wire.ask({"op": "wait", "id": job_id}, seconds, tick=tick))
         if ended is not None:
             record = ended
     found = simple_result(record)
     if found is None or held.pending():
-        if timeout is not None:
-            timeout = max(0.0, timeout - (time.monotonic() - began))
-        _hand_over(wire, record, follower, timeout=timeout, stop_job=stop_job, owned=owned)
+        _hand_over(wire, record, follower, timeout=left_of(timeout, began), stop_job=stop_job,
+                   owned=owned)
     follower.finish()
     wire.close()
     held.release()

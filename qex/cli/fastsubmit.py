@@ -120,7 +120,14 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     narrates a queued job's reason). Anything else goes on in the full wait, on a new
     connection, with nothing printed yet but the id (the job is queued by then, so there is
     no going back)."""
-    from qex.cli.fastwait import LIVE_WAIT_SECS, announce, simple_result, stop_signals
+    from qex.cli.fastwait import (
+        LIVE_WAIT_SECS,
+        announce,
+        left_of,
+        live_budget,
+        simple_result,
+        stop_signals,
+    )
     from qex.cli.wire import status_record
 
     wire = _open_wire()
@@ -135,7 +142,7 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     import time
 
     answered = time.monotonic()
-    live = LIVE_WAIT_SECS if wait_timeout is None else min(LIVE_WAIT_SECS, wait_timeout)
+    live = live_budget(wait_timeout)
     announce(job_id)
     _id_file(id_file, job_id)
     restore = stop_signals([job_id])
@@ -169,10 +176,8 @@ def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet
     conn = _connect()
     if conn is None:
         return answer, None
-    timeout = None if wait_timeout is None else max(
-        0.0, wait_timeout - (time.monotonic() - answered))
     return wait_and_show(get_paths(Exit.QEX_FAILED), conn, _record(conn, job_id, {}),
-                         timeout=timeout, quiet=quiet, as_json=as_json)
+                         timeout=left_of(wait_timeout, answered), quiet=quiet, as_json=as_json)
 
 
 def _unless_plain(wire: Wire, answer: dict[str, Any] | Connection
@@ -206,7 +211,7 @@ def _lean_submit_and_follow(request: dict[str, Any], id_file: str | None,
     import time
 
     from qex.cli.fastfollow import follow_submitted, hold_stop_signals
-    from qex.cli.fastwait import LIVE_WAIT_SECS, announce
+    from qex.cli.fastwait import LIVE_WAIT_SECS, announce, left_of, live_budget
     from qex.cli.wire import status_record
 
     wire = _open_wire()
@@ -226,13 +231,10 @@ def _lean_submit_and_follow(request: dict[str, Any], id_file: str | None,
     owned = mine and (wire.ask({"op": "own_job", "id": job_id}, LIVE_WAIT_SECS) or {}
                       ).get("result") == "ok"
     record = status_record(wire.ask({"op": "status", "id": job_id}, LIVE_WAIT_SECS))
-    spent = time.monotonic() - answered
     return follow_submitted(
         wire, job_id, record, held,
-        seconds=max(0.0, LIVE_WAIT_SECS - spent if wait_timeout is None
-                    else min(LIVE_WAIT_SECS, wait_timeout) - spent),
-        timeout=None if wait_timeout is None else max(0.0, wait_timeout - spent),
-        stop_job=mine, owned=owned)
+        seconds=max(0.0, live_budget(wait_timeout) - (time.monotonic() - answered)),
+        timeout=left_of(wait_timeout, answered), stop_job=mine, owned=owned)
 
 
 def _show(text: str, hint_for: str | None) -> None:
@@ -345,7 +347,7 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
         from qex.cli.attaching import attach
 
         mine = not answer.get("deduplicated")
-        owned = mine and _own(conn, job_id)
+        owned = mine and _own(conn, job_id)  # before the record is fetched, as the click path
         attach(paths, conn, _record(conn, job_id, {}), timeout=wait_timeout, stop_job=mine,
                owned=owned)
     return wait_and_show(paths, conn, _record(conn, job_id, {}), timeout=wait_timeout,

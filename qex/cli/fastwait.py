@@ -36,8 +36,24 @@ LIVE_WAIT_SECS = 1.0
 #: The most jobs one lean wait looks at (one look-up each); more go to the full wait,
 #: which asks for them with one `list`.
 LEAN_WAIT_MOST = 32
-_LIVE = frozenset({"starting", "running"})
+#: The states in which a job has (or is about to have) a process: a `wait` answers at its end.
+LIVE_STATES = frozenset({"starting", "running"})
 _NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def live_budget(limit: float | None) -> float:
+    """How long a lean wait may take: `LIVE_WAIT_SECS`, or the reader's limit when shorter."""
+    return LIVE_WAIT_SECS if limit is None else min(LIVE_WAIT_SECS, limit)
+
+
+def left_of(limit: float | None, since: float) -> float | None:
+    """What is left of the reader's limit (None: there is none) that began at `since`
+    (`time.monotonic`): the full wait that takes over gets that much."""
+    if limit is None:
+        return None
+    import time
+
+    return max(0.0, limit - (time.monotonic() - since))
 
 
 def is_full_id(word: str) -> bool:
@@ -118,7 +134,7 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
         if found is None:
             return None
         job_ids, records = found
-        budget = LIVE_WAIT_SECS if limit is None else min(LIVE_WAIT_SECS, limit)
+        budget = live_budget(limit)
         if not _wait_live(wire, job_ids, records, restore, budget):
             if limit is None or limit > LIVE_WAIT_SECS:
                 return None
@@ -168,7 +184,7 @@ def wait_next_ended(words: list[str], *, quiet: bool) -> int | None:
     if found is None:
         return None
     job_ids, records = found
-    ended = [simple_result(r) for r in records if r.get("state") not in _LIVE]
+    ended = [simple_result(r) for r in records if r.get("state") not in LIVE_STATES]
     if not ended or ended[0] is None:
         return None
     import sys
@@ -177,7 +193,7 @@ def wait_next_ended(words: list[str], *, quiet: bool) -> int | None:
     if not quiet:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-    live = [i for i, r in zip(job_ids, records, strict=True) if r.get("state") in _LIVE]
+    live = [i for i, r in zip(job_ids, records, strict=True) if r.get("state") in LIVE_STATES]
     if live:
         sys.stderr.write("".join(f"qex: {text}\n" for text in still_live_lines(live)))
         sys.stderr.flush()
@@ -213,7 +229,7 @@ def _plain_records(wire: Wire, words: list[str]
             return None
         if job_id in job_ids:
             continue
-        if record.get("state") not in _LIVE and simple_result(record) is None:
+        if record.get("state") not in LIVE_STATES and simple_result(record) is None:
             return None
         job_ids.append(job_id)
         records.append(record)
@@ -231,7 +247,7 @@ def _wait_live(wire: Wire, job_ids: list[str], records: list[dict[str, Any]],
 
     until = time.monotonic() + budget
     for index, record in enumerate(records):
-        if record.get("state") not in _LIVE:
+        if record.get("state") not in LIVE_STATES:
             continue
         if not restore:
             restore.append(stop_signals(job_ids))
