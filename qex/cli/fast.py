@@ -114,8 +114,12 @@ def _defaults(command: str, p: dict[str, Any], names: tuple[str, ...]) -> bool:
 
 
 #: The status options that `qex.cli.fastread.status` leaves to the full body.
-_STATUS_FULL_ONLY = ("quiet", "follow", "show_env", "timeout_text", "lines", "grep", "fixed",
-                     "context", "number", "max_matches")
+_STATUS_FULL_ONLY = ("quiet", "follow", "show_env", "timeout_text")
+
+
+def _streams(p: dict[str, Any], both: tuple[str, ...]) -> tuple[str, ...]:
+    """The streams that `--stdout` or `--stderr` chose (not both: click words that)."""
+    return ("stdout",) if p["only_stdout"] else ("stderr",) if p["only_stderr"] else both
 
 
 #: The status options that `qex.cli.fastfollow.follow_status` leaves to the full body: the
@@ -127,17 +131,14 @@ _STATUS_FOLLOW_FULL_ONLY = ("show_env", "no_logs", "tail", "head", "all_lines", 
 
 
 def _status(p: dict[str, Any]) -> int | None:
-    ranges = [p["tail"] is not None, p["head"] is not None, p["all_lines"]]
-    out, err = p["only_stdout"], p["only_stderr"]
-    if _defaults("status", p, _STATUS_FULL_ONLY) and sum(ranges) <= 1 and not (out and err):
-        from qex.cli.fastlogs import StatusCut
+    sel = selection(p)
+    both = p["only_stdout"] and p["only_stderr"]
+    if sel is not None and not both and _defaults("status", p, _STATUS_FULL_ONLY):
         from qex.cli.fastread import status
         from qex.core.log_words import STATUS_STREAMS
 
-        cut = StatusCut(("stdout",) if out else ("stderr",) if err else STATUS_STREAMS,
-                        tail=p["tail"], head=p["head"], every=p["all_lines"])
         code = status(p["word"], as_json=p["as_json"], wait=p["wait"], no_logs=p["no_logs"],
-                      cut=cut)
+                      sel=sel, streams=_streams(p, STATUS_STREAMS))
         if code is not None:
             return code
     if p["follow"] and not (p["wait"] or p["as_json"] or p["quiet"]) and _defaults(
@@ -155,11 +156,10 @@ def _status(p: dict[str, Any]) -> int | None:
     from qex.cli.status_core import show_status
     from qex.core.states import Exit
 
-    sel = selection(p)
     quiet, follow, as_json, wait = p["quiet"], p["follow"], p["as_json"], p["wait"]
     if sel is None or (quiet and (follow or as_json)) or (follow and as_json):
         return None
-    if (p["only_stdout"] and p["only_stderr"]) or (p["timeout_text"] and not (wait or follow)):
+    if both or (p["timeout_text"] and not (wait or follow)):
         return None
     ok, timeout = _duration(p["timeout_text"])
     if not ok:
@@ -168,10 +168,10 @@ def _status(p: dict[str, Any]) -> int | None:
     kwargs = {"as_json": as_json, "show_env": p["show_env"], "no_logs": p["no_logs"],
               "wait": wait, "follow": follow, "quiet": quiet, "timeout": timeout, "sel": sel,
               "only_stdout": p["only_stdout"], "only_stderr": p["only_stderr"]}
-    if wait or follow:
-        with jobcmd.interruptible([p["word"]]):
-            show_status(paths, p["word"], **kwargs)
-    show_status(paths, p["word"], **kwargs)
+    if not (wait or follow):
+        show_status(paths, p["word"], **kwargs)  # it always ends with the exit code
+    with jobcmd.interruptible([p["word"]]):
+        show_status(paths, p["word"], **kwargs)
 
 
 def _list(p: dict[str, Any]) -> int | None:
@@ -229,28 +229,10 @@ def _wait(p: dict[str, Any]) -> int | None:
     return 0
 
 
-#: The logs options that `qex.cli.fastlogs.show` leaves to the full body.
-_LOGS_FULL_ONLY = ("follow", "as_json", "hook", "lines", "grep", "fixed", "context", "number",
-                   "max_matches")
-
-
 def _logs(p: dict[str, Any]) -> int | None:
-    ranges = [p["tail"] is not None, p["head"] is not None, p["all_lines"]]
-    out, err = p["only_stdout"], p["only_stderr"]
-    if _defaults("logs", p, _LOGS_FULL_ONLY) and sum(ranges) <= 1 and not (out and err):
-        from qex.cli.fastlogs import show
-        from qex.core.log_words import DEFAULT_TAIL, STREAMS
-
-        no_range = not any(ranges)
-        code = show(p["job"], tail_count=DEFAULT_TAIL if no_range else p["tail"],
-                    head_count=p["head"],
-                    streams=("stdout",) if out else ("stderr",) if err else STREAMS)
-        if code is not None:
-            return code
-    from qex.cli.logs_core import UsageProblem, show_logs
-
     sel = selection(p)
     follow, as_json, hook = p["follow"], p["as_json"], p["hook"]
+    out, err = p["only_stdout"], p["only_stderr"]
     if sel is None or (follow and as_json) or (out and err) or (hook and (follow or out or err)):
         return None
     if follow:
@@ -258,12 +240,17 @@ def _logs(p: dict[str, Any]) -> int | None:
             sel.check_follow()
         except ValueError:
             return None
-    try:
-        show_logs(p["job"], sel, follow=follow, as_json=as_json, hook=hook, only_stdout=out,
-                  only_stderr=err)
-    except UsageProblem:
-        sys.stdout.flush()
-        return None  # read-only so far: click reads again and words the mistake
+    if not hook:
+        from qex.cli.fastlogs import show
+        from qex.core.log_words import STREAMS
+
+        code = show(p["job"], sel, streams=_streams(p, STREAMS), as_json=as_json, follow=follow)
+        if code is not None:
+            return code
+    from qex.cli.logs_core import show_logs
+
+    show_logs(p["job"], sel, follow=follow, as_json=as_json, hook=hook, only_stdout=out,
+              only_stderr=err)
     return 0
 
 

@@ -1,20 +1,23 @@
-"""`qex logs ID` for a job that has stopped, straight from its files.
+"""`qex logs ID` for a job that has stopped, straight from its files; and the excerpts of
+its logs that `qex status` shows.
 
-The common calls are `qex logs <id>` with no option, on a job that has finished (the last
-lines of both streams, each under its `==> stream <==` head), and the same with `--tail N`,
-`--head N`, `--all`, `--stdout` or `--stderr`. The full body
-(`qex.cli.logs_core`) imports the client, `pathlib`, typed records and the selection
-module (`re`), which cost several times the interpreter's start-up; this form reads the
-record and the two files with `os` alone and prints the same bytes.
+The common calls read a job that has finished: `qex logs <id>` (the last lines of both
+streams, each under its `==> stream <==` head), any selection of lines (`--tail`, `--head`,
+`--lines`, `--all`, `--grep` with its options), one stream, `--json`, and `--follow`, which
+for such a job prints the end it would start from and returns. The full body
+(`qex.cli.logs_core`) imports the client, `pathlib` and typed records, which cost several
+times the interpreter's start-up; this form reads the record and the files with `os`, chooses
+the lines with the one selection there is (`qex.core.logsel`, which imports `re` only for a
+pattern), and prints the same bytes.
 
 A whole id needs no coordinator: the record on disk is the one the full body shows for a
 job in a final state (the coordinator's copy only ever matches it, and no stale-record
 judgement applies). The start of an id asks a listening coordinator which one job it names
 (`fastread.job_id_by_prefix`). Everything else returns None having printed nothing: a word
 that names no single job by its id, a missing or unreadable record, a job still active, a
-record that says output was
-dropped or may be incomplete, a stream still spilling into `<stream>.log.tail`, a file
-large enough that the full body reads only its end. The caller then runs the full body.
+record that says output was dropped or may be incomplete, a stream still spilling into
+`<stream>.log.tail`, a file large enough that the full body reads only its end. The caller
+then runs the full body.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from qex.core.log_words import (
     STATUS_STREAMS,
     STREAMS,
     for_json,
-    hidden_sentence,
 )
 from qex.core.state_words import COMPLETED, FINAL_WORDS
 
@@ -37,17 +39,22 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from qex.core.logsel import Selected, Selection
 
-def tail(data: bytes, count: int = DEFAULT_TAIL) -> tuple[bytes, int]:
-    """The last `count` lines of a stream's bytes (each ending in a newline, as
-    `Selected.text` writes them) and the number of lines before them."""
-    if not data:
-        return b"", 0
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    cut = max(0, len(lines) - count)
-    return b"".join(line + b"\n" for line in lines[cut:]), cut
+
+def _lines(data: bytes) -> list[str]:
+    """A log's bytes as its lines (`logsel.split_lines`), undecodable bytes kept."""
+    from qex.core.logsel import split_lines
+
+    return split_lines(data.decode("utf-8", "surrogateescape"))
+
+
+def write_out(text: str) -> None:
+    """Write job output exactly as the job wrote it (bytes that are not UTF-8 included)."""
+    out = sys.stdout
+    out.flush()
+    out.buffer.write(text.encode("utf-8", "surrogateescape"))
+    out.buffer.flush()
 
 
 def _read(path: str) -> bytes | None:
@@ -77,24 +84,18 @@ def _read_streams(job_dir: str, streams: tuple[str, ...]) -> list[tuple[str, byt
     return found
 
 
-def _cut(data: bytes, tail_count: int | None, head_count: int | None) -> tuple[bytes, int, str]:
-    """The selected lines of one stream (each ending in a newline), the number left out and
-    where they were (`earlier ` before a tail, `later ` after a head, empty for none)."""
-    if tail_count is not None:
-        text, hidden = tail(data, tail_count)
-        return text, hidden, "earlier "
-    lines = data.split(b"\n") if data else []
-    if lines and lines[-1] == b"":
-        lines.pop()
-    kept = lines if head_count is None else lines[:head_count]
-    return b"".join(line + b"\n" for line in kept), len(lines) - len(kept), "later "
+def _job_dir(record: dict[str, Any]) -> str | None:
+    """The directory of a record's job, or None without a state directory."""
+    from qex.cli.wire import state_dir
+
+    state = state_dir(os.environ)
+    job_id = record.get("id")
+    return os.path.join(state, "jobs", job_id) if state and isinstance(job_id, str) else None
 
 
-def show(word: str, *, tail_count: int | None = DEFAULT_TAIL, head_count: int | None = None,
-         streams: tuple[str, ...] = STREAMS) -> int | None:
-    """Print a stopped job's logs as the full body prints them for the default view, `--tail
-    N`, `--head N` or `--all` (both counts None), of both streams or one (`--stdout`,
-    `--stderr`): the exit code, or None for the full body (having printed nothing)."""
+def _stopped_record(word: str) -> tuple[dict[str, Any], str] | None:
+    """The record and directory of the job that `word` names by its id, when the job is final
+    and its output lost nothing to the limit; None for the full body."""
     from qex.cli.fastwait import is_full_id
 
     if not is_full_id(word):
@@ -121,119 +122,152 @@ def show(word: str, *, tail_count: int | None = DEFAULT_TAIL, head_count: int | 
         return None
     if record.get("logs_dropped"):
         return None  # its notes need the record's counts: the full body words them
+    return record, job_dir
+
+
+def show(word: str, sel: Selection, *, streams: tuple[str, ...] = STREAMS, as_json: bool = False,
+         follow: bool = False) -> int | None:
+    """Print a stopped job's logs as `logs_core.show_logs` prints them, for any selection, as
+    text or `--json`, or `--follow` (which, for a job that will write no more, prints the end
+    that a follow starts with): the exit code, or None for the full body (having printed
+    nothing)."""
+    found = _stopped_record(word)
+    if found is None:
+        return None
+    record, job_dir = found
     logs = _read_streams(job_dir, streams)
     if logs is None:
         return None
+    if follow:
+        _print_followed(logs, sel)
+        return 0
+    chosen = [(stream, select_stream(data, sel)) for stream, data in logs]
+    if as_json:
+        from qex.cli.common import print_json
+        from qex.core.record_json import display_record
+
+        shown = display_record(record)
+        document: dict[str, Any] = {key: shown.get(key) for key in ("id", "name", "state")}
+        for stream, selected in chosen:
+            path = os.path.join(job_dir, f"{stream}.log")
+            document[stream] = stream_document(path, selected)
+        document["incomplete"] = False  # a record with `logs_dropped` went to the full body
+        print_json(document)
+        return 0
+    from qex.cli.common import warn
+
     tagged = len(streams) > 1
-    out, err = sys.stdout, sys.stderr
-    for stream, data in logs:
-        text, hidden, where = _cut(data, tail_count, head_count)
-        out.flush()
-        out.buffer.write((f"==> {stream} <==\n".encode() if tagged else b"") + text)
-        out.buffer.flush()
-        if hidden:
-            tag = f"[{stream}] " if tagged else ""
-            err.write(f"qex: {tag}{hidden_sentence(hidden, where)}\n")
-            err.flush()
+    for stream, selected in chosen:
+        write_out((f"==> {stream} <==\n" if tagged else "") + selected.text)
+        notice = selected.notice()
+        if notice:
+            warn((f"[{stream}] " if tagged else "") + notice.removeprefix("... "))
     return 0
 
 
-class StatusCut:
-    """The log options of `qex status` that the lean form reads: the streams (`--stdout`,
-    `--stderr`, or both) and at most one range (`--tail N`, `--head N`, `--all`). With no
-    range, a job that stopped without completing shows the last lines of each stream that
-    has text; with one, every job shows each chosen stream, empty ones too."""
+def select_stream(data: bytes, sel: Selection, default_tail: int = DEFAULT_TAIL) -> Selected:
+    """`sel` applied to a whole stream's bytes."""
+    from qex.core.logsel import select_lines
 
-    def __init__(self, streams: tuple[str, ...] = STATUS_STREAMS, *, tail: int | None = None,
-                 head: int | None = None, every: bool = False) -> None:
-        self.streams, self.tail, self.head, self.every = streams, tail, head, every
+    return select_lines(_lines(data), sel, default_tail=default_tail)
 
-    @property
-    def explicit(self) -> bool:
-        """True when a range was given (`logsel.Selection.explicit` for these options)."""
-        return self.tail is not None or self.head is not None or self.every
+
+def follow_lead(data: bytes, sel: Selection, lead: int) -> tuple[list[str], int, bytes]:
+    """What `qex logs --follow` prints first from a stream's bytes: the last `lead` lines (or
+    matches, with their context) that end in a newline; with the number of such lines, and
+    the bytes of a last line still unfinished."""
+    from qex.core.logsel import Selection, select_lines
+
+    end = data.rfind(b"\n") + 1
+    lines = _lines(data[:end])
+    chosen = select_lines(lines, Selection(tail=lead, grep=sel.grep, fixed=sel.fixed,
+                                           context=sel.context, number=sel.number))
+    return chosen.lines, len(lines), data[end:]
+
+
+def _print_followed(logs: list[tuple[str, bytes]], sel: Selection) -> None:
+    """`qex logs --follow` of a job that will write no more (`log_follow.follow`'s output for
+    it): each stream's lead, then each unfinished last line, through the stream's filter."""
+    from qex.core.logsel import FOLLOW_LEAD, StreamFilter
+
+    lead = sel.tail if sel.tail is not None else FOLLOW_LEAD
+    prefixed = len(logs) > 1
+    ends: list[tuple[str, list[str]]] = []
+    for stream, data in logs:
+        prefix = f"[{stream}] " if prefixed else ""
+        shown, count, pending = follow_lead(data, sel, lead)
+        if shown:
+            write_out("".join(f"{prefix}{line}\n" for line in shown))
+        if pending:
+            text = pending.decode("utf-8", "surrogateescape")
+            last = StreamFilter(sel, first_number=count + 1).feed(text)
+            ends.append((prefix, last))
+    for prefix, last in ends:
+        if last:
+            write_out("".join(f"{prefix}{line}\n" for line in last))
+
+
+def stream_document(path: str, selected: Selected, dropped_bytes: int = 0,
+                    dropped_lines: int = 0) -> dict[str, Any]:
+    """The JSON object of one stream's selected lines, as `qex logs --json` and the `logs` of
+    `qex status --json` give it, with what the limit removed from the stream."""
+    return {
+        "path": path,
+        "text": for_json(selected.text),
+        "total_lines": selected.total,
+        "hidden_lines": selected.hidden,
+        "matches": selected.matches,
+        "matches_shown": selected.matches_shown if selected.matches is not None else None,
+        "dropped_bytes": dropped_bytes,
+        "dropped_lines": dropped_lines,
+        "notice": selected.notice(),
+    }
 
 
 class StreamExcerpt:
-    """One stream's chosen lines, and the counts `qex status` words and `--json` gives."""
+    """One stream's chosen lines for `qex status` (`status_print.Excerpt` of a job whose
+    output lost nothing to the limit)."""
 
-    def __init__(self, stream: str, path: str, lines: list[str], *, total: int, hidden: int,
-                 where: str) -> None:
-        self.stream, self.path, self.lines = stream, path, lines
-        self.total, self.hidden, self.where = total, hidden, where
-
-    def notice(self) -> str | None:
-        """The sentence on the lines left out (`logsel.Selected.notice` without `--grep`)."""
-        return f"... {hidden_sentence(self.hidden, self.where)}" if self.hidden else None
+    def __init__(self, stream: str, path: str, selected: Selected) -> None:
+        self.stream, self.path, self.selected = stream, path, selected
 
     def as_text(self) -> tuple[str, list[str], list[str]]:
         """(stream, lines, notes), as `render_status.status_text` takes an excerpt."""
-        notice = self.notice()
-        return self.stream, self.lines, [notice] if notice else []
+        notice = self.selected.notice()
+        return self.stream, self.selected.lines, [notice] if notice else []
 
     def as_json(self) -> dict[str, Any]:
-        """The object `log_files.stream_json` makes for this stream of a record whose output
-        lost nothing to the limit."""
-        return {
-            "path": self.path,
-            "text": for_json("".join(line + "\n" for line in self.lines)),
-            "total_lines": self.total,
-            "hidden_lines": self.hidden,
-            "matches": None,
-            "matches_shown": None,
-            "dropped_bytes": 0,
-            "dropped_lines": 0,
-            "notice": self.notice(),
-        }
+        """The object `status_print.Excerpt.to_dict` makes."""
+        return stream_document(self.path, self.selected)
 
 
-def _choose(lines: list[str], cut: StatusCut, default_tail: int) -> tuple[list[str], int, str]:
-    """The lines a range keeps, how many it leaves out, and where they were (the words of
-    `hidden_sentence`), as `logsel.select_lines` chooses them without `--grep`."""
-    if cut.head is not None:
-        kept = lines[:cut.head]
-        return kept, len(lines) - len(kept), "later "
-    if cut.every:
-        return lines, 0, ""
-    count = cut.tail if cut.tail is not None else default_tail
-    kept = lines[max(0, len(lines) - count):] if count else []
-    return kept, len(lines) - len(kept), "earlier "
-
-
-def status_excerpts(record: dict[str, Any], cut: StatusCut | None = None
-                    ) -> list[StreamExcerpt] | None:
+def status_excerpts(record: dict[str, Any], sel: Selection | None = None,
+                    streams: tuple[str, ...] = STATUS_STREAMS) -> list[StreamExcerpt] | None:
     """The excerpts of a job's logs that `qex status` shows, as `status_print.load_excerpts`
-    chooses them. Without a range: for a job that stopped without completing, the last lines
-    of each stream with text (stderr first), `STATUS_LINES` in all, half each when both have
+    chooses them. Without a selection of lines: for a job that stopped without completing,
+    the last lines of each stream with text, `STATUS_LINES` in all, half each when both have
     text; for other jobs none. None (read nothing more) for what the full body must word:
     output the limit cut, a stream still in its spill file, a file too large to read whole."""
-    cut = cut if cut is not None else StatusCut()
-    job_id, state = record.get("id"), record.get("state")
-    if not (cut.explicit or (state in FINAL_WORDS and state != COMPLETED)):
+    explicit = sel is not None and sel.explicit
+    if not (explicit or (record.get("state") in FINAL_WORDS
+                         and record.get("state") != COMPLETED)):
         return []
-    if record.get("logs_dropped") or not isinstance(job_id, str):
+    if record.get("logs_dropped"):
         return None
-    from qex.cli.wire import state_dir
-
-    state_path = state_dir(os.environ)
-    if state_path is None:
+    job_dir = _job_dir(record)
+    if job_dir is None:
         return None
-    job_dir = os.path.join(state_path, "jobs", job_id)
-    logs = _read_streams(job_dir, cut.streams)
+    logs = _read_streams(job_dir, streams)
     if logs is None:
         return None
-    if not cut.explicit:
+    from qex.core.logsel import Selection
+
+    chosen = sel if sel is not None else Selection()
+    if not explicit:
         logs = [(stream, data) for stream, data in logs if data]
     default_tail = STATUS_LINES // 2 if sum(1 for _, data in logs if data) > 1 else STATUS_LINES
-    excerpts = []
-    for stream, data in logs:
-        lines = data.decode("utf-8", "surrogateescape").split("\n") if data else []
-        if lines and lines[-1] == "":
-            lines.pop()
-        kept, hidden, where = _choose(lines, cut, default_tail)
-        excerpts.append(StreamExcerpt(stream, os.path.join(job_dir, f"{stream}.log"), kept,
-                                      total=len(lines), hidden=hidden, where=where))
-    return excerpts
+    return [StreamExcerpt(stream, os.path.join(job_dir, f"{stream}.log"),
+                          select_stream(data, chosen, default_tail)) for stream, data in logs]
 
 
 #: How much of a log file `count_open` reads at a time.

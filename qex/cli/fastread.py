@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
-    from qex.cli.fastlogs import StatusCut, StreamExcerpt
+    from qex.cli.fastlogs import StreamExcerpt
     from qex.cli.wire import Wire
     from qex.client.connection import Connection
+    from qex.core.logsel import Selection
 
 #: The states in which a job will not change again (one definition: `qex.core.state_words`).
 FINAL_STATES = FINAL_WORDS
@@ -104,10 +105,10 @@ def _looked_up(find: Callable[[Wire, str], dict[str, Any] | None],
         wire.close()
 
 
-def status(word: str, *, as_json: bool, wait: bool, no_logs: bool,
-           cut: StatusCut | None = None) -> int | None:
-    """`qex status ID [--json] [--wait] [--no-logs]`, with the log options of `cut`: the exit
-    code, or None for the full body.
+def status(word: str, *, as_json: bool, wait: bool, no_logs: bool, sel: Selection | None = None,
+           streams: tuple[str, ...] | None = None) -> int | None:
+    """`qex status ID [--json] [--wait] [--no-logs]`, with the lines `sel` chooses of
+    `streams`: the exit code, or None for the full body.
 
     Only a record that a wait would not wait for is printed here, with the excerpts of its
     logs that `fastlogs.status_excerpts` can read."""
@@ -116,7 +117,7 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool,
         return None
     if wait and record.get("state") not in FINAL_STATES:
         return None
-    text = record_text(record, as_json=as_json, no_logs=no_logs, cut=cut)
+    text = record_text(record, as_json=as_json, no_logs=no_logs, sel=sel, streams=streams)
     if text is None:
         return None
     import sys
@@ -131,14 +132,16 @@ def status(word: str, *, as_json: bool, wait: bool, no_logs: bool,
 
 
 def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool,
-                cut: StatusCut | None = None) -> str | None:
+                sel: Selection | None = None, streams: tuple[str, ...] | None = None
+                ) -> str | None:
     """What `qex status` prints for one record (`status_print.print_records`), or None when
     only the full body can word its logs (`fastlogs.status_excerpts` leaves them to it)."""
     excerpts: list[StreamExcerpt] = []
     if not no_logs:
         from qex.cli.fastlogs import status_excerpts
+        from qex.core.log_words import STATUS_STREAMS
 
-        found = status_excerpts(record, cut)
+        found = status_excerpts(record, sel, streams or STATUS_STREAMS)
         if found is None:
             return None
         excerpts = found

@@ -12,12 +12,11 @@ gigabytes (with `[logs] max_bytes` off) stays fast.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qex.cli.fastlogs import count_open
-from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES, for_json
+from qex.cli.fastlogs import count_open, stream_document
+from qex.core.log_words import DEFAULT_TAIL, FAST_TAIL_BYTES
 from qex.core.logsel import Selected, Selection, select_lines, split_lines
 from qex.core.records import dropped_counts
 from qex.core.units import format_size
@@ -32,14 +31,6 @@ def log_path(job_dir: Path, stream: str) -> Path:
 
 def decode(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
-
-
-def write_out(text: str, *, err: bool = False) -> None:
-    """Write job output exactly as the job wrote it (bytes that are not UTF-8 included)."""
-    stream = sys.stderr if err else sys.stdout
-    stream.flush()
-    stream.buffer.write(text.encode("utf-8", "surrogateescape"))
-    stream.buffer.flush()
 
 
 def read_tail(path: Path, count: int) -> tuple[list[str], int]:
@@ -121,14 +112,4 @@ def stream_json(path: Path, selected: Selected, dropped: LogsDropped | None,
                 stream: str) -> dict[str, Any]:
     """The JSON object of one stream, with the same fields as `qex status --json` logs."""
     size, lines = dropped_counts(dropped, stream)
-    return {
-        "path": str(path),
-        "text": for_json(selected.text),
-        "total_lines": selected.total,
-        "hidden_lines": selected.hidden,
-        "matches": selected.matches,
-        "matches_shown": selected.matches_shown if selected.matches is not None else None,
-        "dropped_bytes": size,
-        "dropped_lines": lines,
-        "notice": selected.notice(),
-    }
+    return stream_document(str(path), selected, size, lines)

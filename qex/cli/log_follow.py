@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from qex.cli.common import warn
-from qex.cli.log_files import decode, log_path, write_out
-from qex.core.logsel import Selection, StreamFilter, select_lines, split_lines
+from qex.cli.fastlogs import follow_lead, write_out
+from qex.cli.log_files import decode, log_path
+from qex.core.logsel import Selection, StreamFilter, split_lines
 from qex.core.model import dataclass
 
 _MIN_PAUSE = 0.05
@@ -47,14 +48,11 @@ def _lead(stream: _Stream, sel: Selection, lead: int) -> None:
         data = stream.path.read_bytes()
     except OSError:
         data = b""
-    end = data.rfind(b"\n") + 1
-    lines = split_lines(decode(data[:end]))
-    chosen = select_lines(lines, Selection(tail=lead, grep=sel.grep, fixed=sel.fixed,
-                                           context=sel.context, number=sel.number))
-    _emit(stream, chosen.lines)
+    shown, count, pending = follow_lead(data, sel, lead)
+    _emit(stream, shown)
     stream.offset = len(data)
-    stream.pending = data[end:]
-    stream.filter = StreamFilter(sel, first_number=len(lines) + 1)
+    stream.pending = pending
+    stream.filter = StreamFilter(sel, first_number=count + 1)
 
 
 def _count_file_lines(path: Path) -> int:

@@ -1,7 +1,7 @@
 """The body of `qex logs`, without click: the click command and the fast path both call it.
 
-A mistake that only shows once the log is read (a bad selection) raises `UsageProblem`; the
-click command turns it into its usage error.
+Every mistake in the options is found before this runs (a `logsel.Selection` checks its
+pattern when it is made), so the body reads and prints, and words only what it finds on disk.
 """
 
 from __future__ import annotations
@@ -9,10 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from qex.cli.common import get_paths, print_json, warn
-
-
-class UsageProblem(ValueError):
-    """A usage mistake found while reading; the click command reports it as one."""
 
 
 def show_logs(job: str, sel: Any, *, follow: bool, as_json: bool, hook: bool,
@@ -60,16 +56,11 @@ def _notes(job_dir: Any, stream: str, record: dict[str, Any], tagged: bool) -> l
 
 def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
           as_json: bool) -> None:
-    from qex.cli.log_files import incomplete_note, log_path, select_file, stream_json, write_out
-    from qex.core.logsel import SelectionError
+    from qex.cli.fastlogs import write_out
+    from qex.cli.log_files import incomplete_note, log_path, select_file, stream_json
     from qex.core.record_json import display_record
 
-    results = {}
-    for stream in streams:
-        try:
-            results[stream] = select_file(log_path(job_dir, stream), sel)
-        except SelectionError as exc:
-            raise UsageProblem(str(exc)) from None
+    results = {stream: select_file(log_path(job_dir, stream), sel) for stream in streams}
     if as_json:
         shown = display_record(record)
         document: dict[str, Any] = {"id": shown.get("id"), "name": shown.get("name"),
@@ -99,7 +90,8 @@ def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
 
 
 def _show_hook(path: Any, record: dict[str, Any], sel: Any, as_json: bool) -> None:
-    from qex.cli.log_files import select_file, stream_json, write_out
+    from qex.cli.fastlogs import write_out
+    from qex.cli.log_files import select_file, stream_json
 
     if not path.exists():
         if as_json:
@@ -121,7 +113,7 @@ def _show_hook(path: Any, record: dict[str, Any], sel: Any, as_json: bool) -> No
 def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) -> None:
     from qex.cli.log_files import incomplete_note
     from qex.cli.log_follow import follow
-    from qex.core.logsel import FOLLOW_LEAD, SelectionError
+    from qex.core.logsel import FOLLOW_LEAD
     from qex.core.states import FINAL
     from qex.store import atomic
     from qex.store.jobs import STATUS
@@ -145,8 +137,6 @@ def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) 
     lead = sel.tail if sel.tail is not None else FOLLOW_LEAD
     try:
         follow(job_dir, streams, sel, lead=lead, job_state=job_state, is_final=final)
-    except SelectionError as exc:
-        raise UsageProblem(str(exc)) from None
     except KeyboardInterrupt:
         # The reader chose to stop reading; the job is not touched.
         raise SystemExit(0) from None

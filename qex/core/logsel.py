@@ -15,21 +15,26 @@ the candidates. `--max-matches` limits the matches before the range is applied.
 
 from __future__ import annotations
 
-import re
-from collections import deque
-from collections.abc import Callable
-
 from qex.core.log_words import DEFAULT_TAIL, count, hidden_sentence
 from qex.core.model import dataclass
+
+# `re` and `collections` are imported where they are used: a lean `qex logs` with a plain
+# range needs neither, and together they cost about as much as the rest of its start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections import deque
+    from collections.abc import Callable
 
 #: Matches of `--grep` shown when the reader gives no `--max-matches` (and no `--all`).
 DEFAULT_MAX_MATCHES = 100
 #: Lines `--follow` shows from the existing file before it waits for new ones.
 FOLLOW_LEAD = 20
-#: Lines of each stream that `qex status` shows for a job that did not complete.
 #: The mark between two groups of context lines (`-C N`) that are not neighbours in the file,
 #: as grep writes it.
 GAP_MARK = "--"
+#: The characters that mean more than themselves in a regular expression. A `--grep` pattern
+#: without any of them is searched as text, which finds the same lines without `re`.
+REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
 
 
 class SelectionError(ValueError):
@@ -94,6 +99,7 @@ class Selection:
             raise SelectionError(
                 f"{' and '.join(ranges)} each choose a range of lines; give one of them"
             )
+        self.matcher()  # a pattern that is not a regular expression is named before any read
 
     @property
     def explicit(self) -> bool:
@@ -120,9 +126,11 @@ class Selection:
         """The test for one line. A bad regular expression is a SelectionError, raised here."""
         if self.grep is None:
             return lambda _line: True
-        if self.fixed:
-            needle = self.grep
+        if self.fixed or not REGEX_CHARS.intersection(self.grep):
+            needle = self.grep  # a pattern of plain characters matches where its text occurs
             return lambda line: needle in line
+        import re
+
         try:
             pattern = re.compile(self.grep)
         except re.error as exc:
@@ -268,6 +276,8 @@ class StreamFilter:
     """
 
     def __init__(self, sel: Selection, *, first_number: int = 1) -> None:
+        from collections import deque
+
         self._sel = sel
         self._test = sel.matcher()
         self._before: deque[tuple[int, str]] = deque(maxlen=sel.context)

@@ -15,10 +15,16 @@ then compiled (see `COMPILE_AFTER`); the other methods are generic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, dataclass_transform, overload
+TYPE_CHECKING = False  # `typing` would cost a reader of logs more than the module itself
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar, dataclass_transform, overload
 
-T = TypeVar("T")
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_options: object) -> object:
+        """At run time the decorator only tells type checkers about `dataclass`."""
+        return lambda function: function
 
 _MISSING: Any = object()
 _FIELDS = "__qex_fields__"
@@ -195,12 +201,13 @@ def _process(cls: type[T], frozen: bool) -> type[T]:
     return cls
 
 
-@overload
-def dataclass(cls: type[T], /) -> type[T]: ...
+if TYPE_CHECKING:
+    @overload
+    def dataclass(cls: type[T], /) -> type[T]: ...
 
-
-@overload
-def dataclass(*, frozen: bool = False, slots: bool = False) -> Callable[[type[T]], type[T]]: ...
+    @overload
+    def dataclass(*, frozen: bool = False,
+                  slots: bool = False) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(field_specifiers=(field, Field))

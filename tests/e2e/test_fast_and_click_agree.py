@@ -221,9 +221,9 @@ def _same_bytes(env: Env, *args: str) -> None:
 
 
 def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
-    """`qex logs ID` of a stopped job reads its files on the fast path (the default view,
-    `--tail N`, `--head N`, `--all`, one stream); the cases it leaves to the full body (an
-    active job, a short or odd id, other options, mistakes) print the same too."""
+    """`qex logs ID` of a stopped job reads its files on the fast path (any selection, one
+    stream, `--json`, `--follow`); the cases it leaves to the full body (an active job, a
+    short or odd id, a hook log, mistakes) print the same too."""
     long = qex_env.submit("--", "sh", "-c",
                           "seq 1 700; printf 'bad \\377 byte\\r\\nno end'; echo e1 >&2")
     empty = qex_env.submit("--", "true")
@@ -242,6 +242,16 @@ def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
         ["logs", empty, "--stdout", "--all"], ["logs", long, "--head", "900"],
         ["logs", long, "--tail", "2", "--head", "2"], ["logs", long, "--stdout", "--stderr"],
         ["logs", long[:8], "--tail", "4", "--stdout"], ["logs", queued, "--tail", "1"],
+        ["logs", long, "--lines", "698:702"], ["logs", long, "--grep", "99"],
+        ["logs", long, "--grep", "^7.$", "-C", "1", "-n"], ["logs", long, "--grep", "bad"],
+        ["logs", long, "--grep", "1", "--max-matches", "3"], ["logs", long, "--json"],
+        ["logs", long, "--grep", "1.", "--fixed", "--all"], ["logs", long, "--grep", "(x"],
+        ["logs", long, "--json", "--grep", "e1", "--stderr"], ["logs", one_over, "--json"],
+        ["logs", long, "--follow"], ["logs", long, "--follow", "--tail", "2", "--grep", "n"],
+        ["logs", one_over, "--follow", "--stderr"], ["logs", long, "--follow", "--head", "2"],
+        ["logs", long, "--follow", "--json"], ["logs", long, "--context", "1"],
+        ["logs", long[:8], "--grep", "5", "--stdout", "-n"], ["logs", empty, "--follow"],
+        ["logs", long, "--follow", "-n", "--grep", "e", "-C", "2", "--tail", "3"],
     ]
     for args in cases:
         _same_bytes(qex_env, *args)
@@ -666,9 +676,15 @@ def test_status_excerpts_agree_with_and_without_a_coordinator(qex_env: Env) -> N
               ["status", long, "--stdout", "--stderr"], ["status", long, "--tail", "-1"],
               ["status", long, "--lines", "2:3"], ["status", long, "--grep", "1", "--tail", "2"],
               ["status", long, "--tail", "2", "--show-env"], ["status", "-q", long, "--tail", "2"],
-              ["status", long, "--json", "--stderr", "--all", "--no-logs"]]
+              ["status", long, "--json", "--stderr", "--all", "--no-logs"],
+              ["status", long, "--grep", "bad", "-C", "1", "-n"], ["status", long, "--grep", "(x"],
+              ["status", long, "--json", "--grep", "[0-9]", "--max-matches", "2"],
+              ["status", "--wait", long, "--stdout", "--lines", "29:31"]]
     for args in cases:
         _same_bytes(qex_env, *args)
+    bad = qex_env.run("status", long, "--grep", "(x")
+    assert bad.returncode == 121 and "not a regular expression" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
     fast = qex_env.run("status", long, "--stdout", "--tail", "2")
     assert fast.stdout.endswith("--- stdout ---\nbad \ufffd byte\nno end\n... 30 earlier "
                                 "lines are not shown; use --all, --head N or --tail N to see "
@@ -717,6 +733,9 @@ def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
                  ["status", jobs[0]], ["logs", jobs[0], "--tail", "5", "--stderr"],
                  ["status", jobs[0], "--tail", "3"], ["status", jobs[0][:8], "--stdout"],
                  ["status", jobs[0], "--json", "--stderr", "--head", "2"],
+                 ["logs", jobs[0], "--grep", "x", "--lines", "1:3"], ["logs", jobs[0], "--follow"],
+                 ["logs", jobs[0], "--json", "-n", "--grep", "a b"],
+                 ["status", jobs[0], "--lines", "1:2", "--grep", "q"],
                  ["kill", jobs[0], jobs[1][:8]], ["cancel", jobs[0], jobs[1]],
                  ["kill", "--signal", "9", "--grace", "1s", *jobs]):
         assert not _imported(qex_env, *args) & _HEAVY, args

@@ -10,6 +10,7 @@ import pytest
 
 from qex.cli import log_files
 from qex.cli.commands.events import parse_since
+from qex.core.log_words import for_json
 from qex.core.logsel import Selection
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def test_bytes_that_are_not_utf8_survive(tmp_path: Path) -> None:
     path.write_bytes(b"ok\n\xff\xfe raw\n")
     out = log_files.select_file(path, Selection(all=True))
     assert out.text.encode("utf-8", "surrogateescape") == b"ok\n\xff\xfe raw\n"
-    assert "\ufffd" in log_files.for_json(out.text)
+    assert "\ufffd" in for_json(out.text)
 
 
 def test_dropped_note_names_the_size_and_lines() -> None:

@@ -109,9 +109,13 @@ def test_no_match_says_so() -> None:
     assert out.notice() == "... 0 lines match the pattern."
 
 
-def test_bad_regex_is_a_selection_error() -> None:
+def test_bad_regex_is_a_selection_error_before_any_read() -> None:
+    """`qex status ID --grep '(x'` once ended in a traceback: the pattern was compiled only
+    while the excerpts were printed. The Selection now refuses it when it is made."""
     with pytest.raises(SelectionError, match="--fixed"):
-        select_lines(["a"], Selection(grep="(unclosed"))
+        Selection(grep="(unclosed")
+    assert select_lines(["(unclosed"], Selection(grep="(unclosed", fixed=True)).lines == [
+        "(unclosed"]
 
 
 def test_conflicting_ranges_are_refused() -> None:

@@ -46,10 +46,7 @@ def command(*, job: str, follow: bool, as_json: bool, hook: bool, only_stdout: b
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
 
-    from qex.cli.logs_core import UsageProblem, show_logs
+    from qex.cli.logs_core import show_logs
 
-    try:
-        show_logs(job, sel, follow=follow, as_json=as_json, hook=hook, only_stdout=only_stdout,
-                  only_stderr=only_stderr)
-    except UsageProblem as exc:
-        raise click.UsageError(str(exc)) from None
+    show_logs(job, sel, follow=follow, as_json=as_json, hook=hook, only_stdout=only_stdout,
+              only_stderr=only_stderr)
