@@ -205,19 +205,14 @@ def _wait(p: dict[str, Any]) -> int | None:
     ok, timeout = _duration(p["timeout_text"])
     if not ok or (p["quiet"] and p["as_json"]):
         return None
-    if words and p["next_only"] and not p["as_json"]:
-        from qex.cli.fastwait import wait_next_ended
-
-        code = wait_next_ended(words, quiet=p["quiet"])
-        if code is not None:
-            return code
-    elif words and not p["as_json"]:
+    if words and not p["as_json"]:
         import time
 
-        from qex.cli.fastwait import left_of, wait_finished
+        from qex.cli.fastwait import left_of, wait_finished, wait_next
 
         began = time.monotonic()
-        code = wait_finished(words, quiet=p["quiet"], limit=timeout)
+        lean = wait_next if p["next_only"] else wait_finished
+        code = lean(words, quiet=p["quiet"], limit=timeout)
         if code is not None:
             return code
         timeout = left_of(timeout, began)  # the limit covers the whole command

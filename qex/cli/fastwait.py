@@ -16,7 +16,8 @@ printed and changed nothing (a `wait` request changes nothing, and closing the c
 drops it), and the full wait runs.
 
 `wait --next` takes the same look-ups, and answers here when one of the named jobs has
-already ended plainly (`wait_next_ended`); otherwise the full wait waits for the first end.
+already ended plainly, or when the first of them to end (each awaited on a connection of
+its own) ends plainly within the same second (`wait_next`).
 """
 
 from __future__ import annotations
@@ -164,12 +165,15 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
     return first_nonzero([code for _, code in lines])
 
 
-def wait_next_ended(words: list[str], *, quiet: bool) -> int | None:
-    """`wait --next` when one of the named jobs has already ended plainly: the first such
-    job in the order named is the answer, as in the full wait (`Waiter.wait_next`), with
-    the jobs still live listed to wait on again. None (having printed nothing) for the full
-    wait: no job has ended yet, a job is queued (the full wait narrates its reason), an end
-    is not plain, or a word needs the full look-up."""
+def wait_next(words: list[str], *, quiet: bool, limit: float | None = None) -> int | None:
+    """`wait --next`: the first of the named jobs to end, with the jobs still live listed
+    to wait on again. A job that has already ended plainly is the answer at once (the first
+    such in the order named, as `Waiter.wait_next` picks it). When all are starting or
+    running, a `wait` goes to the coordinator for each, on a connection of its own so that
+    the first end answers first, for up to `LIVE_WAIT_SECS` (or the reader's shorter
+    `--timeout`, whose end is reported as the full wait reports it). None (having printed
+    nothing) for the full wait: a job is queued (the full wait narrates its reason), an end
+    is not plain, no job ends in that time, or a word needs the full look-up."""
     if not words or len(words) > LEAN_WAIT_MOST:
         return None
     from qex.cli.wire import Wire
@@ -177,13 +181,32 @@ def wait_next_ended(words: list[str], *, quiet: bool) -> int | None:
     wire = Wire.connect()
     if wire is None:
         return None
+    wires = [wire]
     try:
         found = _plain_records(wire, words)
+        if found is None:
+            return None
+        job_ids, records = found
+        if all(r.get("state") in LIVE_STATES for r in records):
+            restore = stop_signals(job_ids)
+            first = _first_end(wires, job_ids, live_budget(limit))
+            if first is None:
+                if limit is None or limit > LIVE_WAIT_SECS:
+                    return None
+                restore()  # the reader's limit ran out: the full wait's verdict
+                from qex.cli.exits import WAIT_TIMEOUT
+                from qex.cli.wait_ends import report_timeout
+
+                report_timeout(job_ids)
+                return WAIT_TIMEOUT
+            index, record = first
+            records[index] = record
+            if simple_result(record) is None:
+                return None  # the full wait words this end (its handlers replace ours)
+            restore()
     finally:
-        wire.close()
-    if found is None:
-        return None
-    job_ids, records = found
+        for each in wires:
+            each.close()
     ended = [simple_result(r) for r in records if r.get("state") not in LIVE_STATES]
     if not ended or ended[0] is None:
         return None
@@ -198,6 +221,40 @@ def wait_next_ended(words: list[str], *, quiet: bool) -> int | None:
         sys.stderr.write("".join(f"qex: {text}\n" for text in still_live_lines(live)))
         sys.stderr.flush()
     return code
+
+
+def _first_end(wires: list[Wire], job_ids: list[str],
+               budget: float) -> tuple[int, dict[str, Any]] | None:
+    """Send a `wait` for each job (the first on `wires[0]`, each other on a new connection,
+    added to `wires` for the caller to close) and return the index and the final record of
+    the first job whose answer comes, within `budget` seconds. Of answers that come
+    together, the job named first wins, as in `Waiter.wait_next`. None when none came in
+    time, or a connection or an answer failed (the full wait then starts over)."""
+    import select
+
+    from qex.cli.wire import QUICK_ANSWER_SECS, Wire, status_record
+
+    poller = select.poll()  # not `select.select`: a descriptor may be numbered past 1023
+    by_descriptor = {}
+    for index, job_id in enumerate(job_ids):
+        wire = wires[0] if index == 0 else Wire.connect()
+        if wire is None:
+            return None
+        if index:
+            wires.append(wire)
+        if not wire.send({"op": "wait", "id": job_id}):
+            return None
+        by_descriptor[wire.sock.fileno()] = (index, wire)
+        poller.register(wire.sock.fileno(), select.POLLIN)
+    ready = poller.poll(max(0, int(budget * 1000)))
+    ends = []
+    for descriptor, _events in ready:
+        index, wire = by_descriptor[descriptor]
+        record = status_record(wire.answer(QUICK_ANSWER_SECS))
+        if record is None or record.get("state") in LIVE_STATES:
+            return None
+        ends.append((index, record))
+    return min(ends, key=lambda end: end[0]) if ends else None
 
 
 def still_live_lines(job_ids: list[str]) -> list[str]:

@@ -242,14 +242,26 @@ class Wire:
         nothing (`wait`), so that the full code can ask again. `tick`: work to do while the
         answer is awaited (copying a followed job's output), at least every `TICK_SECS`;
         when it returns False the wait gives up (None)."""
-        import time
+        return self.answer(seconds, tick=tick) if self.send(message, seconds) else None
 
-        deadline = time.monotonic() + seconds
-        chunks: list[bytes] = []
+    def send(self, message: dict[str, Any], seconds: float = QUICK_ANSWER_SECS) -> bool:
+        """Send one request whose answer is read later (`answer`); False when it could not
+        be sent within `seconds`."""
         try:
             self.sock.settimeout(seconds)
             self.sock.sendall(encode(message))
-            if not self._receive_line(chunks, deadline, tick):
+        except OSError:
+            return False
+        return True
+
+    def answer(self, seconds: float, *,
+               tick: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+        """The answer to the request sent last, read for up to `seconds` (`ask`)."""
+        import time
+
+        chunks: list[bytes] = []
+        try:
+            if not self._receive_line(chunks, time.monotonic() + seconds, tick):
                 return None
         except OSError:
             return None

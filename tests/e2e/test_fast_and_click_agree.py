@@ -12,6 +12,7 @@ import json
 import re
 import signal
 import subprocess
+import time
 from typing import Any
 
 from conftest import QEX, Env
@@ -780,3 +781,42 @@ def test_wait_next_agrees(qex_env: Env) -> None:
         _same(qex_env, *args)
     assert not _imported(qex_env, "wait", "--next", running, failed) & _HEAVY
     qex_env.run("kill", running, check=True)
+
+
+def _two_running(env: Env, second: str) -> tuple[str, str]:
+    """A job that runs for a minute and one that runs `second` (a shell script)."""
+    slow = env.submit("--mem", "16MB", "--", "sleep", "60")
+    quick = env.submit("--mem", "16MB", "--", "sh", "-c", second)
+    env.wait_for(lambda: {env.record(j).get("state") for j in (slow, quick)} == {"running"},
+                 what="two running jobs")
+    return slow, quick
+
+
+def test_wait_next_on_running_jobs_agrees(qex_env: Env) -> None:
+    """`wait --next` on jobs that are all running: the lean form waits for each on a
+    connection of its own, so the first to end answers even when it is named last; a short
+    `--timeout` and a Ctrl-C end it as the full wait ends it."""
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.write_config("[budget]\ncpu = 8\n")  # two jobs at once on any machine
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        slow, quick = _two_running(qex_env, "sleep 0.4; exit 3")
+        first = qex_env.run("wait", "--next", slow, quick, extra_env=extra)
+        limited = qex_env.run("wait", "--next", "--timeout", "0.3", slow, extra_env=extra)
+        proc = subprocess.Popen([*QEX, "wait", "--next", slow], env={**qex_env.env, **extra},
+                                cwd=str(qex_env.root), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(0.4)  # inside the lean form's second
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        shown.append([(p.returncode, _mask(p.stdout), _mask(p.stderr)) for p in (first, limited)]
+                     + [(proc.returncode, _mask(out), _mask(err))])
+        assert qex_env.record(slow)["state"] == "running"  # a wait never stops its job
+        qex_env.run("kill", slow, check=True)
+    assert shown[0] == shown[1]
+    assert [code for code, _, _ in shown[0]] == [3, 124, 122], shown[0]
+    assert "failed: exit 3" in shown[0][0][1]
+    slow, quick = _two_running(qex_env, "sleep 0.4")
+    assert not _imported(qex_env, "wait", "--next", slow, quick) & _HEAVY
+    assert qex_env.record(quick)["state"] == "completed"
+    qex_env.run("kill", slow, check=True)
