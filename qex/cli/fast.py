@@ -131,9 +131,10 @@ _STATUS_FOLLOW_FULL_ONLY = ("show_env", "no_logs", "tail", "head", "all_lines", 
 
 
 def _status(p: dict[str, Any]) -> int | None:
-    sel = selection(p)
+    plain = _defaults("status", p, SELECTION)  # `status ID` needs no selection module
+    sel = None if plain else selection(p)
     both = p["only_stdout"] and p["only_stderr"]
-    if sel is not None and not both and _defaults("status", p, _STATUS_FULL_ONLY):
+    if (plain or sel is not None) and not both and _defaults("status", p, _STATUS_FULL_ONLY):
         from qex.cli.fastread import status
         from qex.core.log_words import STATUS_STREAMS
 
@@ -156,6 +157,7 @@ def _status(p: dict[str, Any]) -> int | None:
     from qex.cli.status_core import show_status
     from qex.core.states import Exit
 
+    sel = selection(p) if plain else sel
     quiet, follow, as_json, wait = p["quiet"], p["follow"], p["as_json"], p["wait"]
     if sel is None or (quiet and (follow or as_json)) or (follow and as_json):
         return None
