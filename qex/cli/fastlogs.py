@@ -84,12 +84,11 @@ def _read_streams(job_dir: str, streams: tuple[str, ...]) -> list[tuple[str, byt
     return found
 
 
-def _job_dir(record: dict[str, Any]) -> str | None:
-    """The directory of a record's job, or None without a state directory."""
+def _job_dir(job_id: object) -> str | None:
+    """The directory of the job with this id, or None without a state directory."""
     from qex.cli.wire import state_dir
 
     state = state_dir(os.environ)
-    job_id = record.get("id")
     return os.path.join(state, "jobs", job_id) if state and isinstance(job_id, str) else None
 
 
@@ -105,12 +104,11 @@ def _stopped_record(word: str) -> tuple[dict[str, Any], str] | None:
         if whole is None:
             return None
         word = whole
-    from qex.cli.wire import decode, state_dir
-
-    state = state_dir(os.environ)
-    if state is None:
+    job_dir = _job_dir(word)
+    if job_dir is None:
         return None
-    job_dir = os.path.join(state, "jobs", word)
+    from qex.cli.wire import decode
+
     try:
         with open(os.path.join(job_dir, "status.json"), "rb") as handle:
             record = decode(handle.read())
@@ -154,15 +152,24 @@ def show(word: str, sel: Selection, *, streams: tuple[str, ...] = STREAMS, as_js
         document["incomplete"] = False  # a record with `logs_dropped` went to the full body
         print_json(document)
         return 0
+    for stream, selected in chosen:
+        print_stream(stream, selected, tagged=len(streams) > 1)
+    return 0
+
+
+def print_stream(stream: str, selected: Selected, *, tagged: bool,
+                 notes: list[str] | tuple[str, ...] = ()) -> None:
+    """One stream as `qex logs` prints it: its head when both streams are shown, its lines,
+    then on stderr the `notes` on what the file lacks and the selection's notice."""
     from qex.cli.common import warn
 
-    tagged = len(streams) > 1
-    for stream, selected in chosen:
-        write_out((f"==> {stream} <==\n" if tagged else "") + selected.text)
-        notice = selected.notice()
-        if notice:
-            warn((f"[{stream}] " if tagged else "") + notice.removeprefix("... "))
-    return 0
+    write_out((f"==> {stream} <==\n" if tagged else "") + selected.text)
+    tag = f"[{stream}] " if tagged else ""
+    for note in notes:
+        warn(f"{tag}{note}")
+    notice = selected.notice()
+    if notice:
+        warn(tag + notice.removeprefix("... "))
 
 
 def select_stream(data: bytes, sel: Selection, default_tail: int = DEFAULT_TAIL) -> Selected:
@@ -254,7 +261,7 @@ def status_excerpts(record: dict[str, Any], sel: Selection | None = None,
         return []
     if record.get("logs_dropped"):
         return None
-    job_dir = _job_dir(record)
+    job_dir = _job_dir(record.get("id"))
     if job_dir is None:
         return None
     logs = _read_streams(job_dir, streams)

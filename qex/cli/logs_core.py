@@ -46,17 +46,17 @@ def show_logs(job: str, sel: Any, *, follow: bool, as_json: bool, hook: bool,
     _show(job_dir, streams, sel, record, as_json)
 
 
-def _notes(job_dir: Any, stream: str, record: dict[str, Any], tagged: bool) -> list[str]:
+def _notes(job_dir: Any, stream: str, record: dict[str, Any]) -> list[str]:
+    """What a stream's file lacks: output the limit removed, output still kept aside."""
     from qex.cli.log_files import dropped_note, pending_tail_note
 
-    tag = f"[{stream}] " if tagged else ""
     notes = [dropped_note(record.get("logs_dropped"), stream), pending_tail_note(job_dir, stream)]
-    return [f"{tag}{n}" for n in notes if n]
+    return [n for n in notes if n]
 
 
 def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
           as_json: bool) -> None:
-    from qex.cli.fastlogs import write_out
+    from qex.cli.fastlogs import print_stream
     from qex.cli.log_files import incomplete_note, log_path, select_file, stream_json
     from qex.core.record_json import display_record
 
@@ -71,16 +71,9 @@ def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
         document["incomplete"] = incomplete_note(record.get("logs_dropped")) is not None
         print_json(document)
         return
-    tagged = len(streams) > 1
     for stream, selected in results.items():
-        if tagged:
-            write_out(f"==> {stream} <==\n")
-        write_out(selected.text)
-        for note in _notes(job_dir, stream, record, tagged):
-            warn(note)
-        notice = selected.notice()
-        if notice:
-            warn(("[" + stream + "] " if tagged else "") + notice.removeprefix("... "))
+        print_stream(stream, selected, tagged=len(streams) > 1,
+                     notes=_notes(job_dir, stream, record))
     extra = incomplete_note(record.get("logs_dropped"))
     if extra:
         warn(extra)
@@ -118,9 +111,10 @@ def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) 
     from qex.store import atomic
     from qex.store.jobs import STATUS
 
+    tag = len(streams) > 1
     for stream in streams:
-        for note in _notes(job_dir, stream, record, len(streams) > 1):
-            warn(note)
+        for note in _notes(job_dir, stream, record):
+            warn(f"[{stream}] {note}" if tag else note)
 
     def job_state() -> str | None:
         data = atomic.read_json(job_dir / STATUS)
