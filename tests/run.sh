@@ -22,6 +22,24 @@ echo "== pytest (unit and end-to-end), with the coverage floor of pyproject.toml
 # (`fail_under`) is held against the whole.
 env -u QEX_PLATFORM .venv/bin/pytest -q -p no:cacheprovider --cov --cov-report= \
   --cov-fail-under=0
+# A process that a test kills (SIGKILL) in the moment it saves leaves a data file with its
+# tables made and nothing in them. It holds no coverage, and a combine that finds only such
+# files fails the run, so each one is named and removed first; the floor still holds the
+# whole.
+.venv/bin/python - <<'PY'
+import glob
+import os
+
+from coverage.data import CoverageData
+from coverage.exceptions import DataError
+
+for path in sorted(glob.glob(".coverage.*")):
+    try:
+        CoverageData(path).read()
+    except DataError as exc:
+        print(f"tests/run.sh: removed {path}, a data file that a killed process left empty ({exc})")
+        os.unlink(path)
+PY
 if compgen -G '.coverage.*' >/dev/null; then .venv/bin/coverage combine --append -q; fi
 .venv/bin/coverage report
 # The fault suite (issue 6): a full disk on a small tmpfs, descriptor exhaustion, a second
