@@ -500,7 +500,11 @@ def test_filtered_lists_agree(qex_env: Env) -> None:
     lines.write_text("a\nb\n")
     for _ in range(2):  # two groups of one name: the list warns and shows both
         qex_env.run("submit", *claim, "--each-line", str(lines), "--", "echo", "{}", check=True)
-    qex_env.run("wait", "lines", check=False)
+    # Every job stopped, so that both runs of a form list the same rows: a wait on the name
+    # of two groups does not cover both (it ran while the second group's job still ran).
+    qex_env.wait_for(lambda: json.loads(qex_env.run("list", "--state", "active", "--json",
+                                                    check=True).stdout) == [],
+                     what="every job to stop")
     for args in (
         ["list", "--tag", "t1"], ["list", "--tag", "t1", "--tag", "t2"], ["list", "--tag", "no"],
         ["list", "--state", "failed"], ["list", "--state", "done", "--tag", "t2", "--json"],
