@@ -83,7 +83,7 @@ def _show(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any],
 
 
 def _show_hook(path: Any, record: dict[str, Any], sel: Any, as_json: bool) -> None:
-    from qex.cli.fastlogs import write_out
+    from qex.cli.fastlogs import print_stream
     from qex.cli.log_files import select_file, stream_json
 
     if not path.exists():
@@ -97,10 +97,7 @@ def _show_hook(path: Any, record: dict[str, Any], sel: Any, as_json: bool) -> No
     if as_json:
         print_json({"id": record.get("id"), "hook": stream_json(path, selected, None, "hook")})
         return
-    write_out(selected.text)
-    notice = selected.notice()
-    if notice:
-        warn(notice.removeprefix("... "))
+    print_stream("hook", selected, tagged=False)
 
 
 def _follow(job_dir: Any, streams: list[str], sel: Any, record: dict[str, Any]) -> None:
