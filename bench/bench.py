@@ -213,7 +213,8 @@ def submit_id(env: dict[str, str], *args: str) -> str:
 
 
 def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
-    done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--tag", "bench", "--", "echo", "hello")
+    done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--tag", "bench", "--name", "hello",
+                     "--", "echo", "hello")
     more = [submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "true") for _ in range(2)]
     qex(env, "wait", "-q", done, *more, check=False)
     return {
@@ -222,8 +223,10 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "wait ID (finished)": [*prog(env), "wait", done],
         "wait --timeout 1m ID ID ID (finished)": [*prog(env), "wait", "--timeout", "1m", done,
                                                   *more],
+        "wait NAME (finished)": [*prog(env), "wait", "hello"],
         "status ID": [*prog(env), "status", done],
         "status ID --json": [*prog(env), "status", done, "--json"],
+        "status NAME": [*prog(env), "status", "hello"],
         "status --wait ID": [*prog(env), "status", "--wait", done],
         "status ID --tail 5": [*prog(env), "status", done, "--tail", "5"],
         "status ID --follow (finished)": [*prog(env), "status", done, "--follow"],

@@ -12,12 +12,12 @@ pattern), and prints the same bytes.
 
 A whole id needs no coordinator: the record on disk is the one the full body shows for a
 job in a final state (the coordinator's copy only ever matches it, and no stale-record
-judgement applies). The start of an id asks a listening coordinator which one job it names
-(`fastread.job_id_by_prefix`). Everything else returns None having printed nothing: a word
-that names no single job by its id, a missing or unreadable record, a job still active, a
-record that says output was dropped or may be incomplete, a stream still spilling into
-`<stream>.log.tail`, a file large enough that the full body reads only its end. The caller
-then runs the full body.
+judgement applies). The start of an id, or a name, asks a listening coordinator which one
+job it names (`fastread.job_id_of_word`). Everything else returns None having printed
+nothing: a word that names a group or no single job, a missing or unreadable record, a job
+still active, a record that says output was dropped or may be incomplete, a stream still
+spilling into `<stream>.log.tail`, a file large enough that the full body reads only its
+end. The caller then runs the full body.
 """
 
 from __future__ import annotations
@@ -93,14 +93,14 @@ def _job_dir(job_id: object) -> str | None:
 
 
 def _stopped_record(word: str) -> tuple[dict[str, Any], str] | None:
-    """The record and directory of the job that `word` names by its id, when the job is final
+    """The record and directory of the job that `word` names (an id or a name), when it is final
     and its output lost nothing to the limit; None for the full body."""
     from qex.cli.fastwait import is_full_id
 
     if not is_full_id(word):
-        from qex.cli.fastread import job_id_by_prefix
+        from qex.cli.fastread import job_id_of_word
 
-        whole = job_id_by_prefix(word)  # `qex logs 1a2b3c4d`: the id as the table shows it
+        whole = job_id_of_word(word)  # `qex logs 1a2b3c4d`, or `qex logs build`
         if whole is None:
             return None
         word = whole

@@ -10,7 +10,7 @@ bodies: `render_status` and `render_table` on a `record_view.JobView`, `record_j
 
 Every function returns None, having printed nothing and changed nothing, whenever the case
 is not plain: no coordinator listens (the full body then reads the disk and judges stale
-records, `qex.cli.stale`), a word that is not a whole id or the start of one, a record whose
+records, `qex.cli.stale`), a word that names a group or more than one job, a record whose
 logs `fastlogs.status_excerpts` leaves to the full body, a slow answer to a question. The
 caller then runs the full body, which asks again.
 """
@@ -50,41 +50,49 @@ def _record(wire: Wire, job_id: str) -> dict[str, Any] | None:
     return status_record(_ask(wire, {"op": "status", "id": job_id}))
 
 
-def _by_prefix(wire: Wire, word: str) -> dict[str, Any] | None:
-    """The record of the one job whose id starts with `word` (`qex status 1a2b3c4d`, the
-    short id the table shows), or None whenever the full body must decide: the word may also
-    name a job by its name or a group, names more than one job or none, or the coordinator
-    sent more than the word may name (one older than `list`'s `word`)."""
-    from qex.core.job_words import names_group, names_job
+def word_jobs(wire: Wire, word: str) -> tuple[list[dict[str, Any]], str | None] | None:
+    """The records of what `word` names, and the group when it named one: one job by its
+    whole id (`status`), or by the start of its id or its name, or a group's stages in
+    submission order by the group's id or name (`list` with the word, decided by
+    `job_words.pick`, the rule of the full body). None whenever the full body must decide:
+    the word names more than one job or group, or none, or an answer was not plain."""
+    from qex.cli.fastwait import is_full_id
 
-    if not word or word != word.strip():
+    if is_full_id(word):
+        record = _record(wire, word)
+        if record is not None:
+            return [record], None
+    elif not word or word != word.strip():
         return None
     answer = _ask(wire, {"op": "list", "word": word})  # protocol.list_jobs(word)
     jobs = answer.get("jobs") if answer is not None and answer.get("result") == "jobs" else None
-    if not isinstance(jobs, list) or len(jobs) != 1 or not isinstance(jobs[0], dict):
+    if not isinstance(jobs, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("id"), str) for r in jobs):
         return None
-    record = jobs[0]
-    job_id, group = record.get("id"), record.get("group") or ""
-    group_name = record.get("group_name") or ""
-    if not (isinstance(job_id, str) and isinstance(group, str) and isinstance(group_name, str)):
-        return None
-    by_id = names_job(word, job_id, "")[0]  # the rule the full body decides with
-    return record if by_id and not names_group(word, group, group_name) else None
+    from qex.core import job_words
 
-
-def job_id_by_prefix(word: str) -> str | None:
-    """The whole id of the one job that `word` names by the start of its id (as `_by_prefix`
-    decides), asked of a listening coordinator; None for the full body."""
-    record = _looked_up(_by_prefix, word)
-    job_id = record.get("id") if record is not None else None
-    return job_id if isinstance(job_id, str) else None
+    found = job_words.pick(jobs, word)
+    if found.kind == job_words.ONE_JOB:
+        return found.jobs, None
+    if found.kind == job_words.ONE_GROUP:
+        return found.jobs, found.group
+    return None
 
 
 def job_record(wire: Wire, word: str) -> dict[str, Any] | None:
-    """The record of the job that `word` names by its whole id or the start of it."""
-    from qex.cli.fastwait import is_full_id
+    """The record of the one job that `word` names by its whole id, the start of it, or its
+    name; None for a group (a command that takes one job refuses it, in the full body) and
+    for whatever `word_jobs` leaves to the full body."""
+    found = word_jobs(wire, word)
+    return found[0][0] if found is not None and found[1] is None else None
 
-    return _record(wire, word) if is_full_id(word) else _by_prefix(wire, word)
+
+def job_id_of_word(word: str) -> str | None:
+    """The whole id of the one job that `word` names (as `job_record` decides), asked of a
+    listening coordinator; None for the full body."""
+    record = _looked_up(job_record, word)
+    job_id = record.get("id") if record is not None else None
+    return job_id if isinstance(job_id, str) else None
 
 
 def _connect() -> Wire | None:
@@ -325,13 +333,13 @@ def refusal_of(answer: dict[str, Any]) -> tuple[str, str] | None:
 def stop(words: Sequence[str], verb: str, signal: tuple[int, float] | None = None
          ) -> int | None:
     """`qex kill ID ...` (`signal`: the number and the grace) or `qex cancel ID ...` for jobs
-    named by their whole ids or the starts of them: the exit code, or None (before anything
-    was sent) for the full body.
+    named by their whole ids, the starts of them or their names: the exit code, or None
+    (before anything was sent) for the full body.
 
     As in `stop_core`, every word is looked up before the first job is touched, a job named
     twice is stopped once, and the first refusal's code is the command's. A word the full
-    body must read (a name, a group, one that names nothing or several jobs) hands the whole
-    command over. An answer that does not come at once is read by the full client, which
+    body must read (a group, whose stopped stages it reports in its own words; a word that
+    names nothing or several jobs) hands the whole command over. An answer that does not come at once is read by the full client, which
     then carries the rest of the requests, so that nothing is sent twice."""
     wire = _connect()
     if wire is None:

@@ -1,19 +1,20 @@
 """`qex wait ID...` for short jobs, through `qex.cli.wire` alone.
 
 An agent's loop runs `qex submit` and then `qex wait` on the id (or on the ids of a few
-submits), and a short job has often stopped by then, or stops within a moment. For that
-case (whole ids or the starts of ids, at most `LEAN_WAIT_MOST`; jobs that completed or
-failed with their own exit codes, no error text, plain names; a queue that is not paused)
-this prints the lines that `qex.cli.wait_core` prints, with its exit code, from one `info`
-and one look-up per job; for jobs that are `starting` or `running`, it also sends the
-`wait` request for each on the same connection and waits up to `LIVE_WAIT_SECS` for them
-all (an answer comes when its job is final), with SIGINT and SIGTERM ending the wait as the
-full wait ends it (its two lines, 122) from then on. A `--timeout` shorter than that second
-bounds the wait, and its end is reported as the full wait reports it (124). Every other
-case (a queued job, whose reason the full wait narrates; a word that names a job by its
-name or a group; a job that runs longer; an end that is not plain) returns None having
-printed and changed nothing (a `wait` request changes nothing, and closing the connection
-drops it), and the full wait runs.
+submits, or on the group id of a fan-out), and a short job has often stopped by then, or
+stops within a moment. For that case (words that each name one job by its id, the start of
+its id or its name, or one group by its id or name: at most `LEAN_WAIT_MOST` jobs; jobs
+that completed or failed with their own exit codes, no error text, plain names; a queue
+that is not paused) this prints the lines that `qex.cli.wait_core` prints, with its exit
+code, from one `info` and one look-up per word; for jobs that are `starting` or `running`,
+it also sends the `wait` request for each on the same connection and waits up to
+`LIVE_WAIT_SECS` for them all (an answer comes when its job is final), with SIGINT and
+SIGTERM ending the wait as the full wait ends it (its two lines, 122) from then on. A
+`--timeout` shorter than that second bounds the wait, and its end is reported as the full
+wait reports it (124). Every other case (a queued job, whose reason the full wait narrates;
+a word that names several jobs or groups, or none; a job that runs longer; an end that is
+not plain) returns None having printed and changed nothing (a `wait` request changes
+nothing, and closing the connection drops it), and the full wait runs.
 
 `wait --next` takes the same look-ups, and answers here when one of the named jobs has
 already ended plainly, or when the first of them to end (each awaited on a connection of
@@ -34,8 +35,8 @@ _HEX = frozenset("0123456789abcdef")
 #: its narration and its recovery when the coordinator goes away) takes over; for several
 #: jobs, how long they may take all together.
 LIVE_WAIT_SECS = 1.0
-#: The most jobs one lean wait looks at (one look-up each); more go to the full wait,
-#: which asks for them with one `list`.
+#: The most words, and the most jobs, one lean wait looks at (one look-up per word, and a
+#: `wait` per live job); more go to the full wait, which asks for them with one `list`.
 LEAN_WAIT_MOST = 32
 #: The states in which a job has (or is about to have) a process: a `wait` answers at its end.
 LIVE_STATES = frozenset({"starting", "running"})
@@ -89,7 +90,7 @@ def announce(job_id: str) -> None:
     sys.stderr.flush()
 
 
-def stop_signals(job_ids: list[str]) -> Callable[[], None]:
+def stop_signals(job_ids: list[str], group: str | None = None) -> Callable[[], None]:
     """From now on the first SIGINT or SIGTERM ends the command as the full wait ends it
     (`qex.cli.jobcmd.interruptible`: its two lines, then 122; the handlers are then the
     defaults, so a second one ends the command at once). Kept when the full wait takes over,
@@ -106,7 +107,7 @@ def stop_signals(job_ids: list[str]) -> Callable[[], None]:
         from qex.cli.exits import WAIT_INTERRUPTED
         from qex.cli.wait_ends import report_interrupted
 
-        report_interrupted(job_ids)
+        report_interrupted(job_ids, group)
         raise SystemExit(WAIT_INTERRUPTED)
 
     def restore() -> None:
@@ -131,12 +132,12 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
         return None
     restore: list[Callable[[], None]] = []
     try:
-        found = _plain_records(wire, words)
-        if found is None:
+        named = _plain_records(wire, words)
+        if named is None:
             return None
-        job_ids, records = found
+        job_ids, records, group = named.job_ids, named.records, named.group
         budget = live_budget(limit)
-        if not _wait_live(wire, job_ids, records, restore, budget):
+        if not _wait_live(wire, named, restore, budget):
             if limit is None or limit > LIVE_WAIT_SECS:
                 return None
             # The reader's limit ran out with a job still live: the full wait's verdict.
@@ -145,7 +146,7 @@ def wait_finished(words: list[str], *, quiet: bool, limit: float | None = None) 
             from qex.cli.exits import WAIT_TIMEOUT
             from qex.cli.wait_ends import report_timeout
 
-            report_timeout(job_ids)
+            report_timeout(job_ids, group)
             return WAIT_TIMEOUT
     finally:
         wire.close()
@@ -183,12 +184,12 @@ def wait_next(words: list[str], *, quiet: bool, limit: float | None = None) -> i
         return None
     wires = [wire]
     try:
-        found = _plain_records(wire, words)
-        if found is None:
+        named = _plain_records(wire, words)
+        if named is None:
             return None
-        job_ids, records = found
+        job_ids, records, group = named.job_ids, named.records, named.group
         if all(r.get("state") in LIVE_STATES for r in records):
-            restore = stop_signals(job_ids)
+            restore = stop_signals(job_ids, group)
             first = _first_end(wires, job_ids, live_budget(limit))
             if first is None:
                 if limit is None or limit > LIVE_WAIT_SECS:
@@ -197,7 +198,7 @@ def wait_next(words: list[str], *, quiet: bool, limit: float | None = None) -> i
                 from qex.cli.exits import WAIT_TIMEOUT
                 from qex.cli.wait_ends import report_timeout
 
-                report_timeout(job_ids)
+                report_timeout(job_ids, group)
                 return WAIT_TIMEOUT
             index, record = first
             records[index] = record
@@ -263,13 +264,25 @@ def still_live_lines(job_ids: list[str]) -> list[str]:
             "  qex wait --next " + " ".join(job_ids)]
 
 
-def _plain_records(wire: Wire, words: list[str]
-                   ) -> tuple[list[str], list[dict[str, Any]]] | None:
-    """The ids and the records of the jobs that `words` name, each job once in the order
-    named, when the queue is not paused and every job is live or ended plainly; else None
-    (a queued job's reason is the full wait's to narrate, and a word that is not a whole id
-    or the start of one id is the full wait's to resolve)."""
-    from qex.cli.fastread import job_record
+class _Named:
+    """What the words of a lean wait name: the jobs' ids and records, each job once in the
+    order named (a group's stages in submission order), and the group when the one word
+    was a group (the full wait's hints then name it: `qex wait GROUP`)."""
+
+    __slots__ = ("group", "job_ids", "records")
+
+    def __init__(self) -> None:
+        self.job_ids: list[str] = []
+        self.records: list[dict[str, Any]] = []
+        self.group: str | None = None
+
+
+def _plain_records(wire: Wire, words: list[str]) -> _Named | None:
+    """The jobs that `words` name, when the queue is not paused, there are at most
+    `LEAN_WAIT_MOST`, and every one is live or ended plainly; else None (a queued job's
+    reason is the full wait's to narrate, and a word that names several jobs or groups, or
+    none, is the full wait's to resolve)."""
+    from qex.cli.fastread import word_jobs
 
     info = wire.request({"op": "info"})
     if not isinstance(info, dict):
@@ -277,24 +290,27 @@ def _plain_records(wire: Wire, words: list[str]
         return None
     if info.get("result") != "info" or info.get("paused") is not None:
         return None
-    job_ids: list[str] = []
-    records = []
+    named = _Named()
     for word in words:
-        record = job_record(wire, word)  # a whole id, or the start of one (`1a2b3c4d`)
-        job_id = record.get("id") if record is not None else None
-        if record is None or not isinstance(job_id, str):
+        found = word_jobs(wire, word)  # an id, its start (`1a2b3c4d`), a name, or a group
+        if found is None:
             return None
-        if job_id in job_ids:
-            continue
-        if record.get("state") not in LIVE_STATES and simple_result(record) is None:
-            return None
-        job_ids.append(job_id)
-        records.append(record)
-    return job_ids, records
+        records, group = found
+        if len(words) == 1:
+            named.group = group
+        for record in records:
+            job_id = record["id"]
+            if job_id in named.job_ids:
+                continue
+            if record.get("state") not in LIVE_STATES and simple_result(record) is None:
+                return None
+            named.job_ids.append(job_id)
+            named.records.append(record)
+    return named if len(named.job_ids) <= LEAN_WAIT_MOST else None
 
 
-def _wait_live(wire: Wire, job_ids: list[str], records: list[dict[str, Any]],
-               restore: list[Callable[[], None]], budget: float) -> bool:
+def _wait_live(wire: Wire, named: _Named, restore: list[Callable[[], None]],
+               budget: float) -> bool:
     """Wait for the live jobs, `budget` seconds for all of them; False when one did not end
     in time. The stop signals are the wait's from the first `wait` request on (`restore`
     receives the call that puts the old handlers back)."""
@@ -303,15 +319,15 @@ def _wait_live(wire: Wire, job_ids: list[str], records: list[dict[str, Any]],
     from qex.cli.wire import status_record
 
     until = time.monotonic() + budget
-    for index, record in enumerate(records):
+    for index, record in enumerate(named.records):
         if record.get("state") not in LIVE_STATES:
             continue
         if not restore:
-            restore.append(stop_signals(job_ids))
+            restore.append(stop_signals(named.job_ids, named.group))
         left = until - time.monotonic()
-        ended = status_record(wire.ask({"op": "wait", "id": job_ids[index]}, left)) \
+        ended = status_record(wire.ask({"op": "wait", "id": named.job_ids[index]}, left)) \
             if left > 0 else None
         if ended is None:
             return False
-        records[index] = ended
+        named.records[index] = ended
     return True

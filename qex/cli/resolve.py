@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from qex.core.job_words import submission_order
 from qex.core.model import dataclass, field
 from qex.core.names import is_uuid, printable_line, safe_name, short_id
 from qex.core.states import FINAL
@@ -51,42 +52,12 @@ class ResolveError(Exception):
         self.not_found = not_found
 
 
-@dataclass
-class _Matches:
-    jobs: list[dict[str, Any]] = field(default_factory=list)
-    by_name: bool = False
-    groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-
-def submission_order(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    def key(record: dict[str, Any]) -> tuple[float, int]:
-        return float(record.get("submitted_at") or 0), int(record.get("sequence") or 0)
-
-    return sorted(records, key=key)
-
-
 def _name(record: dict[str, Any]) -> str:
     return safe_name(str(record.get("name") or "")) or "job"
 
 
 def _job_line(record: dict[str, Any]) -> str:
     return f"  {record.get('id')}  {_name(record)}  ({record.get('state')})"
-
-
-def _collect(records: Sequence[dict[str, Any]], word: str) -> _Matches:
-    from qex.core.job_words import names_group, names_job
-
-    found = _Matches()
-    for record in records:
-        by_id, by_name = names_job(word, str(record.get("id") or ""),
-                                   str(record.get("name") or ""))
-        if by_id or by_name:
-            found.jobs.append(record)
-            found.by_name = found.by_name or (by_name and not by_id)
-        group = str(record.get("group") or "")
-        if names_group(word, group, str(record.get("group_name") or "")):
-            found.groups.setdefault(group, []).append(record)
-    return found
 
 
 def _group_result(word: str, group: str, stages: list[dict[str, Any]], one_job: bool) -> Resolved:
@@ -136,46 +107,38 @@ def match_word(
     if not word:
         raise ResolveError("an empty word names no job; give a job id, a name or a group id",
                            not_found=True)
+    from qex.core import job_words as jw
+
     when = time.time() if now is None else now
-    if is_uuid(word):
-        lowered = word.lower()
-        for record in records:
-            if str(record.get("id", "")).lower() == lowered:
-                return Resolved(jobs=[record], word=word)
-        stages = [r for r in records if str(r.get("group") or "").lower() == lowered]
-        if stages:
-            return _group_result(word, str(stages[0]["group"]), stages, one_job)
-        entry = (history or {}).get(lowered)
-        raise ResolveError(history_message(word, entry, when), not_found=True)
-    found = _collect(records, word)
+    found = jw.pick(records, word)
     shown = safe_name(word)
-    if found.jobs and found.groups:
-        stage_ids = {str(r.get("id")) for stages in found.groups.values() for r in stages}
-        if {str(r.get("id")) for r in found.jobs} != stage_ids:
-            groups = "\n".join(f"  group {g}  ({len(s)} job(s))" for g, s in found.groups.items())
-            jobs = "\n".join(_job_line(r) for r in submission_order(found.jobs))
-            raise ResolveError(
-                f"`{shown}` is the name of a job and the name of a group; give the id of the one "
-                f"that you want:\n{jobs}\n{groups}", not_found=True,
-            )
-    if found.groups:
-        if len(found.groups) > 1:
-            lines = "\n".join(
-                f"  {g}  ({len(s)} job(s), submitted {_when(s)})"
-                for g, s in sorted(found.groups.items(), key=lambda item: _first_time(item[1]))
-            )
-            raise ResolveError(
-                f"`{shown}` names {len(found.groups)} groups, because every run of one file or "
-                f"input takes the same name; give the group id that you want:\n{lines}",
-                not_found=True,
-            )
-        group, stages = next(iter(found.groups.items()))
-        result = _group_result(word, group, stages, one_job)
-        result.by_name = not group.startswith(word)
-        return result
-    if len(found.jobs) == 1:
+    if found.kind == jw.ONE_JOB:
         return Resolved(jobs=found.jobs, by_name=found.by_name, word=word)
-    if not found.jobs:
+    if found.kind == jw.ONE_GROUP and found.group is not None:
+        result = _group_result(word, found.group, found.jobs, one_job)
+        result.by_name = found.by_name
+        return result
+    if found.kind == jw.JOB_AND_GROUP:
+        groups = "\n".join(f"  group {g}  ({len(s)} job(s))" for g, s in found.groups.items())
+        jobs = "\n".join(_job_line(r) for r in found.jobs)
+        raise ResolveError(
+            f"`{shown}` is the name of a job and the name of a group; give the id of the one "
+            f"that you want:\n{jobs}\n{groups}", not_found=True,
+        )
+    if found.kind == jw.GROUPS:
+        lines = "\n".join(
+            f"  {g}  ({len(s)} job(s), submitted {_when(s)})"
+            for g, s in sorted(found.groups.items(), key=lambda item: _first_time(item[1]))
+        )
+        raise ResolveError(
+            f"`{shown}` names {len(found.groups)} groups, because every run of one file or "
+            f"input takes the same name; give the group id that you want:\n{lines}",
+            not_found=True,
+        )
+    if found.kind == jw.NOTHING:
+        if is_uuid(word):
+            entry = (history or {}).get(word.lower())
+            raise ResolveError(history_message(word, entry, when), not_found=True)
         matches = [e for key, e in (history or {}).items() if key.startswith(word.lower())]
         if len(matches) == 1 and len(word) >= 8:
             raise ResolveError(history_message(matches[0].id, matches[0], when), not_found=True)
@@ -184,7 +147,7 @@ def match_word(
             "the jobs that exist",
             not_found=True,
         )
-    lines = "\n".join(_job_line(r) for r in submission_order(found.jobs))
+    lines = "\n".join(_job_line(r) for r in found.jobs)
     raise ResolveError(
         f"`{shown}` names {len(found.jobs)} jobs; give the id of the job that you want, or delete "
         f"the old ones with `qex clean done` and start again:\n{lines}", not_found=True,

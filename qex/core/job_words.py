@@ -3,16 +3,22 @@ and that the coordinator applies to send only the records a word can name.
 
 A word names a job by an id prefix or by the job's name (as given, or in safe form), and a
 group by a group id prefix or the group's name; a whole id (any case) names only the job or
-the group with exactly that id. Pure: plain strings in, booleans out. The coordinator's
-filter and the resolver's decision read these functions, so a listing cut down to the
-records a word can name resolves the word exactly as the whole listing does (a property
-test holds that), while the coordinator skips encoding thousands of records for
-`qex status 1a2b3c4d`.
+the group with exactly that id. `pick` decides what a word names among records: one job,
+one group, or a case to refuse. Pure, and cheap to import. The coordinator's filter, the
+resolver (`qex.cli.resolve`, which words the refusals) and the lean commands
+(`qex.cli.fastread`) read these functions, so a listing cut down to the records a word can
+name resolves the word exactly as the whole listing does (a property test holds that),
+while the coordinator skips encoding thousands of records for `qex status 1a2b3c4d`.
 """
 
 from __future__ import annotations
 
 from qex.core.names import is_uuid, safe_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
 def names_job(word: str, job_id: str, name: str) -> tuple[bool, bool]:
@@ -38,3 +44,77 @@ def may_name(word: str, job_id: str, name: str, group: str, group_name: str) -> 
         return job_id.lower() == lowered or group.lower() == lowered
     by_id, by_name = names_job(word, job_id, name)
     return by_id or by_name or names_group(word, group, group_name)
+
+
+#: What a word picks out of status records (`Pick.kind`): one job, the stages of one group,
+#: or one of the cases that a command refuses (`qex.cli.resolve.match_word` words each).
+ONE_JOB, ONE_GROUP = "job", "group"
+JOB_AND_GROUP, GROUPS, JOBS, NOTHING = "job-and-group", "groups", "jobs", "nothing"
+
+
+class Pick:
+    """What `pick` found. `jobs`: the job, the group's stages, or the candidates, each list
+    in submission order; `groups`: each group the word names, with its stages; `group`: the
+    one group of ONE_GROUP; `by_name`: the word matched by a name, not an id."""
+
+    __slots__ = ("by_name", "group", "groups", "jobs", "kind")
+
+    def __init__(self, kind: str, jobs: list[dict[str, Any]], *, by_name: bool = False,
+                 groups: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        self.kind = kind
+        self.jobs = jobs
+        self.groups = groups or {}
+        self.by_name = by_name
+        self.group = next(iter(self.groups)) if kind == ONE_GROUP else None
+
+
+def submission_order(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records in the order they were submitted (time, then the coordinator's sequence)."""
+    def key(record: dict[str, Any]) -> tuple[float, int]:
+        return float(record.get("submitted_at") or 0), int(record.get("sequence") or 0)
+
+    return sorted(records, key=key)
+
+
+def pick(records: Iterable[dict[str, Any]], word: str) -> Pick:
+    """The one rule for what a typed word (already stripped, not empty) names among status
+    records. A whole id names the job with that id, else the group with it. Any other word
+    may name jobs (by id prefix or name) and groups (by id prefix or group name): it picks
+    one job, or one group when the jobs it names are that group's stages; anything else is a
+    case for the caller to refuse. Pure, and cheap to import: the lean commands and the
+    resolver both decide with it."""
+    if is_uuid(word):
+        lowered = word.lower()
+        listed = list(records)
+        for record in listed:
+            if str(record.get("id", "")).lower() == lowered:
+                return Pick(ONE_JOB, [record])
+        stages = [r for r in listed if str(r.get("group") or "").lower() == lowered]
+        if not stages:
+            return Pick(NOTHING, [])
+        return Pick(ONE_GROUP, submission_order(stages), groups={str(stages[0]["group"]): stages})
+    jobs: list[dict[str, Any]] = []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    by_name = False
+    for record in records:
+        by_id, named = names_job(word, str(record.get("id") or ""), str(record.get("name") or ""))
+        if by_id or named:
+            jobs.append(record)
+            by_name = by_name or (named and not by_id)
+        group = str(record.get("group") or "")
+        if names_group(word, group, str(record.get("group_name") or "")):
+            groups.setdefault(group, []).append(record)
+    jobs = submission_order(jobs)
+    if jobs and groups:
+        stage_ids = {str(r.get("id")) for stages in groups.values() for r in stages}
+        if {str(r.get("id")) for r in jobs} != stage_ids:
+            return Pick(JOB_AND_GROUP, jobs, groups=groups)
+    if len(groups) > 1:
+        return Pick(GROUPS, jobs, groups=groups)
+    if groups:
+        group, stages = next(iter(groups.items()))
+        return Pick(ONE_GROUP, submission_order(stages), groups=groups,
+                    by_name=not group.startswith(word))
+    if len(jobs) == 1:
+        return Pick(ONE_JOB, jobs, by_name=by_name)
+    return Pick(JOBS if jobs else NOTHING, jobs)

@@ -158,6 +158,16 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
     failed = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "sh", "-c",
                             "echo oops >&2; exit 3")
     qex_env.run("wait", failed)
+    for _ in range(2):  # a name that two jobs share names neither: 127 both ways
+        qex_env.run("submit", "--cpu", "1", "--mem", "16MB", "--name", "twice", "--", "true",
+                    check=True)
+    lines = qex_env.root / "fan.txt"
+    lines.write_text("a\nb\nc\n")
+    group = qex_env.submit("--cpu", "1", "--mem", "16MB", "--each-line", str(lines),
+                           "--name", "fan", "--", "sh", "-c", "echo {}; test {} != b")
+    qex_env.wait_for(lambda: json.loads(qex_env.run("list", "--state", "active", "--json",
+                                                    check=True).stdout) == [],
+                     what="every job to stop")
     unknown = "01234567-89ab-4def-8123-456789abcdef"
     for args in (
         ["status", done, "--json"], ["status", "--wait", done, "--json"], ["status", done],
@@ -168,7 +178,14 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
                                                      "--no-logs"], ["list"],
         ["status", done[:8], "--json"], ["status", done.upper(), "--json"],
         ["status", done[:8]], ["status", failed[:8]], ["status", failed[:6], "--json"],
-        ["status", "hi"], ["kill", done[:8]], ["cancel", failed[:8]], ["kill", "hi"],
+        ["status", "hi"], ["status", "hi", "--json"], ["status", "--wait", "hi"],
+        ["wait", "hi"], ["wait", "-q", "hi", failed[:8]], ["logs", "hi"],
+        ["logs", "hi", "--json", "--grep", "a"], ["status", "hi", "--tail", "1"],
+        ["status", "twice"], ["wait", "twice"], ["logs", "twice"], ["kill", "twice"],
+        ["wait", group], ["wait", "fan"], ["wait", "-q", group[:8]], ["wait", "--next", "fan"],
+        ["wait", "fan", "hi"], ["wait", "fan-01-a"], ["status", "fan"], ["logs", "fan"],
+        ["status", "fan-03-c", "--json"], ["kill", group], ["cancel", "fan"],
+        ["kill", done[:8]], ["cancel", failed[:8]], ["kill", "hi"],
         ["list", "--json"], ["kill", done], ["kill", failed], ["cancel", done],
         ["kill", unknown], ["cancel", unknown], ["kill", "--grace", "10s", done],
         ["kill", "--signal", "TERM", done],
@@ -727,9 +744,16 @@ def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
     bounded `submit --wait`, status with log options, stops of several jobs, refused or
     not) stay on the lean path: no `typing`, `re`, `enum` or click."""
     claim = ("--cpu", "1", "--mem", "16MB")
-    jobs = [qex_env.submit(*claim, "--tag", "t", "--", "true") for _ in range(2)]
+    jobs = [qex_env.submit(*claim, "--tag", "t", "--name", f"nm{i}", "--", "true")
+            for i in range(2)]
     qex_env.run("wait", *jobs, check=True)
-    for args in (["wait", *jobs], ["wait", "--timeout", "1m", *jobs], ["wait", "-q", jobs[0]],
+    lines = qex_env.root / "fan.txt"
+    lines.write_text("a\nb\n")
+    group = qex_env.submit(*claim, "--each-line", str(lines), "--name", "fan", "--", "echo", "{}")
+    qex_env.run("wait", group, check=True)
+    for args in (["wait", *jobs], ["wait", "nm0", "nm1"], ["status", "nm0"],
+                 ["wait", group], ["wait", "-q", "fan", jobs[0]], ["wait", "--next", "fan"],
+                 ["logs", "nm1", "--tail", "2"], ["status", "--wait", "nm0", "--json"], ["wait", "--timeout", "1m", *jobs], ["wait", "-q", jobs[0]],
                  ["wait", jobs[0][:8], jobs[1][:8]],
                  ["list", "--tag", "t", "--cwd"], ["list", "--state", "done", "--json"],
                  ["submit", "--wait", "-q", "--wait-timeout", "1m", *claim, "--", "true"],
@@ -824,3 +848,37 @@ def test_wait_next_on_running_jobs_agrees(qex_env: Env) -> None:
     assert not _imported(qex_env, "wait", "--next", slow, quick) & _HEAVY
     assert qex_env.record(quick)["state"] == "completed"
     qex_env.run("kill", slow, check=True)
+
+
+def test_a_wait_on_a_running_group_agrees(qex_env: Env) -> None:
+    """`wait GROUP` and `wait NAME-OF-GROUP` on stages that run: the lean form waits for
+    them, and its ends (a stage's result, a short `--timeout`, a Ctrl-C) read as the full
+    wait's, whose hints name the group, not its stages."""
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.write_config("[budget]\ncpu = 8\n")  # both stages at once on any machine
+    lines = qex_env.root / "fan.txt"
+    lines.write_text("0.3\n60\n")
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        group = qex_env.submit("--mem", "16MB", "--each-line", str(lines), "--name", "fan",
+                               "--", "sleep", "{}")
+        stages = [r["id"] for r in json.loads(qex_env.run("list", "--json", check=True).stdout)
+                  if r.get("group") == group]
+        qex_env.wait_for(lambda s=stages: {qex_env.record(j).get("state") for j in s}
+                         == {"running"}, what="two running stages")
+        first = qex_env.run("wait", "--next", "fan", extra_env=extra)
+        limited = qex_env.run("wait", "--timeout", "0.3", group, extra_env=extra)
+        proc = subprocess.Popen([*QEX, "wait", "fan"], env={**qex_env.env, **extra},
+                                cwd=str(qex_env.root), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(0.4)  # inside the lean form's second
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        shown.append([(p.returncode, _mask(p.stdout), _mask(p.stderr)) for p in (first, limited)]
+                     + [(proc.returncode, _mask(out), _mask(err))])
+        qex_env.run("kill", stages[1], check=True)
+        qex_env.run("wait", group)
+        qex_env.run("clean", "done", check=True)  # the next round's name is the only `fan`
+    assert shown[0] == shown[1]
+    assert [code for code, _, _ in shown[0]] == [0, 124, 122], shown[0]
+    assert "qex wait <id>\n" in shown[0][2][2], shown[0]  # the group's id, not two ids

@@ -28,7 +28,7 @@ def test_the_requests_are_the_protocol_requests() -> None:
     """The lines fastread sends, spelled as `qex.core.protocol` spells them."""
     assert protocol.status("x") == {"op": "status", "id": "x"}
     assert protocol.list_jobs() == {"op": "list"}
-    assert protocol.list_jobs("1a2b") == {"op": "list", "word": "1a2b"}  # `_by_prefix`
+    assert protocol.list_jobs("1a2b") == {"op": "list", "word": "1a2b"}  # `_by_word`
     assert protocol.list_json() == {"op": "list_json"}
     assert protocol.capabilities() == {"op": "capabilities"}
     assert protocol.pause_state() == {"op": "pause_state"}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from coordkit import add_job, make_coord
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qex.cli.resolve import Resolved, ResolveError, match_word
@@ -78,3 +78,64 @@ def test_the_coordinator_sends_only_what_the_word_may_name(tmp_path: Path) -> No
     assert queries.handle_list(coord, {"op": "list", "word": "nothing"})["jobs"] == []
     # Not a string (a newer or a broken client): every record, as without a word.
     assert queries.handle_list(coord, {"op": "list", "word": 7}) == every
+
+
+class _ListingWire:
+    """A coordinator that answers `status` for a whole id and `list` with a word as
+    `queries.handle_list` does: the records that the word may name."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        if message["op"] == "status":
+            found = [r for r in self.records if r["id"] == message["id"]]
+            return ({"result": "status", "status": found[0]} if found
+                    else {"result": "error", "kind": "no_such_job", "message": "none"})
+        word = message["word"]
+        return {"result": "jobs", "jobs": [
+            r for r in self.records
+            if may_name(word, r["id"], r["name"], r["group"] or "", r["group_name"] or "")]}
+
+
+def _lean(records: list[dict[str, Any]], word: str) -> tuple[Any, ...] | None:
+    from qex.cli import fastread
+
+    found = fastread.word_jobs(_ListingWire(records), word)  # type: ignore[arg-type]
+    return None if found is None else ([r["id"] for r in found[0]], found[1])
+
+
+@settings(max_examples=400)
+@given(records=records_strategy, word=words_strategy)
+def test_the_lean_look_up_names_what_the_resolver_names(
+    records: list[dict[str, Any]], word: str,
+) -> None:
+    """`fastread.word_jobs` (the lean commands' look-up) names the job or the group's stages
+    that `match_word` names, or leaves the word to the full body, which words the refusal.
+    Records of one id twice never occur; the status request of a whole id answers the first."""
+    outcome = _outcome(records, word)
+    lean = _lean(records, word)
+    if outcome[0] == "error" or word != word.strip():
+        assert lean is None
+    elif len({r["id"] for r in records}) == len(records):
+        assert lean == (outcome[0], outcome[1])
+
+
+def test_the_lean_look_up_by_name_and_group() -> None:
+    """The cases a person meets: a name of one job, a name two runs share, a group's name and
+    id, a stage's own name, a name that is the start of another job's id."""
+    stage = "dddddddd-6666-4666-8666-666666666666"
+    rows = [_record(0, IDS[0], "build", None, None), _record(1, IDS[1], "ci", None, None),
+            _record(2, IDS[2], "ci", None, None), _record(3, IDS[3], "lint", GROUPS[0], "lint"),
+            _record(5, stage, "stage-2", GROUPS[1], "checks"),
+            _record(4, "eeeeeeee-6666-4666-8666-666666666666", "stage-1", GROUPS[1], "checks"),
+            _record(6, "cccccccc-5555-4555-8555-555555555555", "bbbb", None, None)]
+    first = "eeeeeeee-6666-4666-8666-666666666666"
+    assert {word: _lean(rows, word) for word in (
+        "build", "ci", "lint", "stage-2", "checks", GROUPS[1], GROUPS[1][:8], "bbbb",
+        "aaaaaaaa", IDS[0].upper(), "x", " build")} == {
+        "build": ([IDS[0]], None), "ci": None, "lint": ([IDS[3]], GROUPS[0]),
+        "stage-2": ([stage], None), "checks": ([first, stage], GROUPS[1]),
+        GROUPS[1]: ([first, stage], GROUPS[1]), GROUPS[1][:8]: ([first, stage], GROUPS[1]),
+        "bbbb": None, "aaaaaaaa": ([IDS[0]], None), IDS[0].upper(): ([IDS[0]], None),
+        "x": None, " build": None}
