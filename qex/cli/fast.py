@@ -285,8 +285,23 @@ def _cancel(p: dict[str, Any]) -> int | None:
     return 0
 
 
+def _submit_options(p: dict[str, Any]) -> dict[str, Any] | None:
+    """The options of a `submit_words` request: the job's fields, and the `--needs` and
+    `--after` words as typed, for the coordinator to resolve. Those go only to a listening
+    coordinator that can resolve them (`fastsubmit.resolves_dependencies`; an older one
+    would refuse the fields): otherwise None, and the full path resolves them."""
+    options = spec_options(p)
+    if p["needs"] or p["after"]:
+        from qex.cli.fastsubmit import resolves_dependencies
+
+        if not resolves_dependencies():
+            return None
+        options.update(needs=list(p["needs"]), after=list(p["after"]))
+    return options
+
+
 def _submit(p: dict[str, Any]) -> int | None:
-    if p["job"] or p["each_line"] or p["needs"] or p["after"]:
+    if p["job"] or p["each_line"]:
         return None
     wait, follow, quiet, as_json = p["wait"], p["follow"], p["quiet"], p["as_json"]
     if p["max_jobs"] is not None or not p["command_args"] or (quiet and (as_json or not wait)):
@@ -296,19 +311,25 @@ def _submit(p: dict[str, Any]) -> int | None:
     ok, wait_timeout = _duration(p["wait_timeout"])
     if not ok:
         return None
+    options = _submit_options(p)
+    if options is None:
+        return None
     from qex.cli import fastsubmit
 
-    return fastsubmit.submit(p, spec_options(p), wait=wait, quiet=quiet, as_json=as_json,
+    return fastsubmit.submit(p, options, wait=wait, quiet=quiet, as_json=as_json,
                              wait_timeout=wait_timeout, follow=follow)
 
 
 def _run(p: dict[str, Any]) -> int | None:
     """`qex run -- CMD`: `submit --follow` without its other options."""
-    if p["job"] or p["needs"] or p["after"] or not p["command_args"]:
+    if p["job"] or not p["command_args"]:
+        return None
+    options = _submit_options(p)
+    if options is None:
         return None
     from qex.cli import fastsubmit
 
-    return fastsubmit.submit(p, spec_options(p), wait=False, quiet=False, as_json=False,
+    return fastsubmit.submit(p, options, wait=False, quiet=False, as_json=False,
                              wait_timeout=None, follow=True)
 
 

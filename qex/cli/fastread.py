@@ -43,13 +43,6 @@ def _ask(wire: Wire, message: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _record(wire: Wire, job_id: str) -> dict[str, Any] | None:
-    """The coordinator's record of a whole id; None for a refusal or an odd answer."""
-    from qex.cli.wire import status_record
-
-    return status_record(_ask(wire, {"op": "status", "id": job_id}))
-
-
 def word_jobs(wire: Wire, word: str) -> tuple[list[dict[str, Any]], str | None] | None:
     """The records of what `word` names, and the group when it named one: one job by its
     whole id (`status`), or by the start of its id or its name, or a group's stages in
@@ -59,9 +52,16 @@ def word_jobs(wire: Wire, word: str) -> tuple[list[dict[str, Any]], str | None] 
     from qex.cli.fastwait import is_full_id
 
     if is_full_id(word):
-        record = _record(wire, word)
+        from qex.cli.wire import status_record
+
+        asked = _ask(wire, {"op": "status", "id": word})
+        if asked is None:
+            return None  # a slow answer: the line is the full client's now, and closed
+        record = status_record(asked)
         if record is not None:
             return [record], None
+        if asked.get("kind") != "no_such_job":  # protocol.NO_SUCH_JOB; else a group's id
+            return None
     elif not word or word != word.strip():
         return None
     answer = _ask(wire, {"op": "list", "word": word})  # protocol.list_jobs(word)
@@ -339,8 +339,9 @@ def stop(words: Sequence[str], verb: str, signal: tuple[int, float] | None = Non
     As in `stop_core`, every word is looked up before the first job is touched, a job named
     twice is stopped once, and the first refusal's code is the command's. A word the full
     body must read (a group, whose stopped stages it reports in its own words; a word that
-    names nothing or several jobs) hands the whole command over. An answer that does not come at once is read by the full client, which
-    then carries the rest of the requests, so that nothing is sent twice."""
+    names nothing or several jobs) hands the whole command over. An answer that does not
+    come at once is read by the full client, which then carries the rest of the requests,
+    so that nothing is sent twice."""
     wire = _connect()
     if wire is None:
         return None

@@ -90,6 +90,28 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
                    as_json=as_json, wait_timeout=wait_timeout)
 
 
+def resolves_dependencies() -> bool:
+    """True when a listening coordinator resolves `--needs`/`--after` words itself
+    (`protocol.DEPENDENCY_WORDS`). One older than that would refuse the request as
+    malformed, and with nobody listening there is no job to depend on that a new
+    coordinator would not read from the disk the same way, so the full path (which
+    resolves the words here) takes every other case."""
+    from qex.cli.wire import Wire
+
+    wire = Wire.connect()
+    if wire is None:
+        return False
+    try:
+        answer = wire.request({"op": "capabilities"})  # protocol.capabilities()
+        if not isinstance(answer, dict):
+            answer.close()
+            return False
+        names = answer.get("names")
+        return isinstance(names, list) and "dependency-words" in names  # DEPENDENCY_WORDS
+    finally:
+        wire.close()
+
+
 def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
     """The answer through `qex.cli.wire`, or through the full client when that cannot."""
     wire = _open_wire()
@@ -321,7 +343,7 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
         warn(str(note))
     if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
         if answer.get("build"):
-            die(message, Exit.QEX_FAILED)
+            die(message, Exit.NO_SUCH_JOB if answer.get("not_found") else Exit.QEX_FAILED)
         from qex.core.names import printable_line
 
         die(printable_line(message),

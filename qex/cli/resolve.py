@@ -1,207 +1,19 @@
-"""Turning a word that a person typed into jobs: an id, an id prefix, a name, or a group.
-
-A pipeline or a fan-out prints a group id, and that id must work wherever a job id works
-(`qex wait $GROUP`), so a word may stand for one job or for every stage of a group. When a
-word is ambiguous qex refuses and lists the candidates rather than guessing, because acting
-on the wrong job (killing it, deleting it) cannot be undone. A word that names nothing is
-127; a deleted job's id gets the history text, so an agent learns that the work HAPPENED and
-does not run it again.
-
-`match_word` and `dependency_ids` are pure over a list of status records; `resolve` fetches
-the records (from the coordinator, or from disk when none runs) and prints/exits on errors.
+"""Turning a word that a person typed into jobs: fetch the records it may name (from the
+coordinator, or from the disk when none runs), decide with `qex.core.word_match`, and turn a
+refusal into the sentence and the exit code of the command.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from qex.core.job_words import submission_order
-from qex.core.model import dataclass, field
-from qex.core.names import is_uuid, printable_line, safe_name, short_id
-from qex.core.states import FINAL
+from qex.core.names import is_uuid, printable_line
+from qex.core.word_match import Resolved, ResolveError, match_word
 
 if TYPE_CHECKING:
     from qex.client.connection import Connection
-    from qex.store.history import HistoryEntry
     from qex.store.paths import Paths
-
-@dataclass
-class Resolved:
-    """What a word named: status records in submission order, and the group when it was one."""
-
-    jobs: list[dict[str, Any]]
-    group: str | None = None
-    group_name: str | None = None
-    #: True when the word matched a job by its name (not by its id).
-    by_name: bool = False
-    word: str = ""
-    #: Ids whose records said `running` or `starting` although no process of theirs remains;
-    #: `jobs` shows them as recovery will write them (`qex.cli.stale`).
-    judged: list[str] = field(default_factory=list)
-
-
-class ResolveError(Exception):
-    """A word that cannot be used. `not_found` (exit 127): it names no job, or more than one
-    where one is needed; the message lists the candidates. Otherwise qex failed (121 or 1)."""
-
-    def __init__(self, message: str, *, not_found: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.not_found = not_found
-
-
-def _name(record: dict[str, Any]) -> str:
-    return safe_name(str(record.get("name") or "")) or "job"
-
-
-def _job_line(record: dict[str, Any]) -> str:
-    return f"  {record.get('id')}  {_name(record)}  ({record.get('state')})"
-
-
-def _group_result(word: str, group: str, stages: list[dict[str, Any]], one_job: bool) -> Resolved:
-    ordered = submission_order(stages)
-    if one_job:
-        lines = "\n".join(_job_line(r) for r in ordered)
-        raise ResolveError(
-            f"`{safe_name(word)}` is a group of {len(ordered)} job(s), and this command takes one "
-            f"job; name the stage that you want:\n{lines}", not_found=True,
-        )
-    group_name = next((str(r["group_name"]) for r in ordered if r.get("group_name")), None)
-    return Resolved(jobs=ordered, group=group, group_name=group_name, word=word)
-
-
-def history_message(job_id: str, entry: HistoryEntry | None, now: float) -> str:
-    """Why an id names nothing now: deleted (the work happened), vanished, or never known."""
-    from qex.core.units import format_duration
-
-    if entry is None:
-        return (
-            f"there is no job with the id {job_id}, and qex has no record of one; check the id, "
-            "or submit the job"
-        )
-    name = safe_name(entry.name) or "job"
-    if entry.removed_at is not None:
-        ago = format_duration(max(0.0, now - entry.removed_at))
-        state = entry.final_state or "unknown"
-        return (
-            f"the job {job_id} ({name}) existed and its state was `{state}`, and something "
-            f"deleted its record {ago} ago; the work of that job HAPPENED, so do not submit it "
-            "again unless you want to repeat the work"
-        )
-    ago = format_duration(max(0.0, now - (entry.submitted_at or now)))
-    return (
-        f"qex accepted the job {job_id} ({name}) {ago} ago, but its record is gone and qex did not "
-        "delete it; read `qex list` for its other jobs, and submit it again only if the work "
-        "did not happen"
-    )
-
-
-def match_word(
-    records: Sequence[dict[str, Any]], word: str, *, one_job: bool = False,
-    history: dict[str, HistoryEntry] | None = None, now: float | None = None,
-) -> Resolved:
-    """Resolve `word` over `records`; raises ResolveError (not_found for 127)."""
-    word = word.strip()
-    if not word:
-        raise ResolveError("an empty word names no job; give a job id, a name or a group id",
-                           not_found=True)
-    from qex.core import job_words as jw
-
-    when = time.time() if now is None else now
-    found = jw.pick(records, word)
-    shown = safe_name(word)
-    if found.kind == jw.ONE_JOB:
-        return Resolved(jobs=found.jobs, by_name=found.by_name, word=word)
-    if found.kind == jw.ONE_GROUP and found.group is not None:
-        result = _group_result(word, found.group, found.jobs, one_job)
-        result.by_name = found.by_name
-        return result
-    if found.kind == jw.JOB_AND_GROUP:
-        groups = "\n".join(f"  group {g}  ({len(s)} job(s))" for g, s in found.groups.items())
-        jobs = "\n".join(_job_line(r) for r in found.jobs)
-        raise ResolveError(
-            f"`{shown}` is the name of a job and the name of a group; give the id of the one "
-            f"that you want:\n{jobs}\n{groups}", not_found=True,
-        )
-    if found.kind == jw.GROUPS:
-        lines = "\n".join(
-            f"  {g}  ({len(s)} job(s), submitted {_when(s)})"
-            for g, s in sorted(found.groups.items(), key=lambda item: _first_time(item[1]))
-        )
-        raise ResolveError(
-            f"`{shown}` names {len(found.groups)} groups, because every run of one file or "
-            f"input takes the same name; give the group id that you want:\n{lines}",
-            not_found=True,
-        )
-    if found.kind == jw.NOTHING:
-        if is_uuid(word):
-            entry = (history or {}).get(word.lower())
-            raise ResolveError(history_message(word, entry, when), not_found=True)
-        matches = [e for key, e in (history or {}).items() if key.startswith(word.lower())]
-        if len(matches) == 1 and len(word) >= 8:
-            raise ResolveError(history_message(matches[0].id, matches[0], when), not_found=True)
-        raise ResolveError(
-            f"there is no job or group with the id or the name `{shown}`; run `qex list` to see "
-            "the jobs that exist",
-            not_found=True,
-        )
-    lines = "\n".join(_job_line(r) for r in found.jobs)
-    raise ResolveError(
-        f"`{shown}` names {len(found.jobs)} jobs; give the id of the job that you want, or delete "
-        f"the old ones with `qex clean done` and start again:\n{lines}", not_found=True,
-    )
-
-
-def _first_time(stages: list[dict[str, Any]]) -> float:
-    return min(float(r.get("submitted_at") or 0) for r in stages)
-
-
-def _when(stages: list[dict[str, Any]]) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_first_time(stages)))
-
-
-def dependency_ids(
-    records: Sequence[dict[str, Any]], words: Iterable[str], *, option: str,
-    history: dict[str, HistoryEntry] | None = None, now: float | None = None,
-) -> list[str]:
-    """The ids that `--needs`/`--after` values name (comma lists allowed), deduplicated.
-
-    An id only has to exist. A NAME must give work that has not stopped: a name is not unique
-    in time, and yesterday's `build` is not the build this job should wait for.
-    """
-    ids: list[str] = []
-    for value in words:
-        for word in (part.strip() for part in value.split(",")):
-            if not word:
-                continue
-            try:
-                found = match_word(records, word, history=history, now=now)
-            except ResolveError as exc:
-                raise ResolveError(f"{option} {safe_name(word)}: {exc.message}",
-                                   not_found=exc.not_found) from None
-            if found.by_name and found.group is None and found.jobs[0].get("state") in FINAL:
-                job = found.jobs[0]
-                raise ResolveError(
-                    f"the name `{safe_name(word)}` given to {option} is the job "
-                    f"{short_id(str(job['id']))}, which already stopped in the state "
-                    f"`{job.get('state')}`, so it is probably an earlier run; give its id if you "
-                    "mean that job"
-                )
-            if found.by_name and found.group is not None and all(
-                r.get("state") in FINAL for r in found.jobs
-            ):
-                raise ResolveError(
-                    f"the name `{safe_name(word)}` given to {option} is a group whose every job "
-                    "already stopped, so it is probably an earlier run; give its group id, or "
-                    "keep the id of a new run with GROUP=$(qex pipeline your-file)"
-                )
-            for record in found.jobs:
-                job_id = str(record["id"])
-                if job_id not in ids:
-                    ids.append(job_id)
-    return ids
 
 
 def disk_records(paths: Paths, word: str | None = None) -> list[dict[str, Any]]:
@@ -269,7 +81,7 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
         from qex.store.history import read_all
 
         history = {key.lower(): entry for key, entry in read_all(paths).items()}
-        found = match_word(records, word, one_job=one_job, history=history)
+        found = match_word(records, word, one_job=one_job, history=history, now=time.time())
     found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
     if found.judged and recover:
         _recover_judged(paths, found, until)

@@ -14,8 +14,8 @@ from qex.cli.common import warn
 from qex.cli.exits import code_for
 
 if TYPE_CHECKING:
-    from qex.cli.resolve import Resolved
     from qex.client.connection import Connection
+    from qex.core.word_match import Resolved
     from qex.store.paths import Paths
 
 

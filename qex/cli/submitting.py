@@ -116,7 +116,7 @@ class Submitter:
         from qex.cli.resolve import fetch_records
 
         if self._records is None:
-            from qex.cli.resolve import ResolveError
+            from qex.core.word_match import ResolveError
 
             try:
                 self._records = fetch_records(self.conn, self.paths)
@@ -127,7 +127,7 @@ class Submitter:
     def dependency_ids(self, words: Iterable[str], option: str) -> list[str]:
         """Resolve `--needs`/`--after` words (names, ids, groups) to job ids."""
         from qex.cli.exits import Failure
-        from qex.cli.resolve import ResolveError, dependency_ids
+        from qex.core.word_match import ResolveError, dependency_ids
         from qex.store.history import read_all
 
         words = [w for w in words if w.strip()]
@@ -135,7 +135,8 @@ class Submitter:
             return []
         history = {k.lower(): v for k, v in read_all(self.paths).items()}
         try:
-            return dependency_ids(self.records(), words, option=option, history=history)
+            return dependency_ids(self.records(), words, option=option, history=history,
+                                  now=time.time())
         except ResolveError as exc:
             raise Failure(exc.message, not_found=exc.not_found) from None
 

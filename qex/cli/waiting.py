@@ -189,7 +189,7 @@ class Waiter:
         return list(ready)
 
     def _gone(self, job_id: str) -> JobGone:
-        from qex.cli.resolve import history_message
+        from qex.core.word_match import history_message
         from qex.store.history import read_all
 
         entry = {k.lower(): v for k, v in read_all(self.paths).items()}.get(job_id.lower())

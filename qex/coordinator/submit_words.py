@@ -9,8 +9,15 @@ read again for each request (the command's config paths, a cached parse while th
 stay the same), so a submission sees the file as it is now, as before, and a broken file
 refuses the job with the same sentence.
 
+`needs` and `after`, when present, are the words of `--needs`/`--after` as typed (ids, starts
+of ids, names, groups; comma lists), resolved here over the coordinator's own records with
+the resolver's rules (`qex.core.word_match.dependency_ids`): the command no longer fetches
+every record to do it. A coordinator with this ability says so (`protocol.DEPENDENCY_WORDS`);
+an older one refuses the unknown fields, so the command asks first.
+
 The spec then goes through the ordinary `submit` handler, unchanged. Errors that the command
-used to print itself carry `"build": true`, so it prints them as it did (121).
+used to print itself carry `"build": true`, so it prints them as it did (121; 127, with
+`"not_found": true`, for a dependency that names no job or more than one).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ OPTION_FIELDS = frozenset({
     "no_env_capture", "tags", "priority", "timeout", "max_queue_time", "retries", "locks",
     "nice", "no_limit_env_hints", "dedupe_key", "dedupe_window", "engine",
 })
+#: The fields that carry dependency words, and the option each came from (for the messages).
+DEPENDENCY_FIELDS = {"needs": "--needs", "after": "--after"}
 
 def _refused(message: str) -> dict[str, Any]:
     answer = protocol.error(protocol.REFUSED, message)
@@ -58,7 +67,46 @@ def _learned(paths: Any, config: Any, machine: Any, cwd: str,
 
 
 def _options_ok(options: object) -> bool:
-    return isinstance(options, dict) and set(options) <= OPTION_FIELDS
+    if not isinstance(options, dict) or not set(options) <= OPTION_FIELDS | set(DEPENDENCY_FIELDS):
+        return False
+    return all(isinstance(words, list) and all(isinstance(w, str) for w in words)
+               for words in (options.get(key, []) for key in DEPENDENCY_FIELDS))
+
+
+def _dependencies(coord: Coordinator, paths: Any, options: dict[str, Any], now: float
+                  ) -> tuple[dict[str, list[str]], dict[str, Any] | None]:
+    """The ids that the `needs` and `after` words name (`{"needs": [...], "after": [...]}`)
+    and None, or nothing and the refusal to answer. Only the records a word may name are
+    looked at (`job_words.may_name`, as `list` with a word sends them), and the history file
+    (every id ever accepted) is read only for a word that names nothing, as the command's
+    own look-up does: a deleted job's id is then told apart from a typo."""
+    from qex.core.job_words import may_name
+    from qex.core.word_match import ResolveError, dependency_ids
+
+    resolved: dict[str, list[str]] = {}
+    for key, option in DEPENDENCY_FIELDS.items():
+        words = [w for w in options.get(key) or () if w.strip()]
+        parts = [p.strip() for w in words for p in w.split(",") if p.strip()]
+        records = [r.to_dict() for r in coord.sorted_records()
+                   if any(may_name(p, r.id, r.name, r.group or "", r.group_name or "")
+                          for p in parts)]
+        try:
+            try:
+                resolved[key] = dependency_ids(records, words, option=option)
+            except ResolveError as exc:
+                if not exc.not_found:
+                    raise
+                from qex.store.history import read_all
+
+                history = {k.lower(): v for k, v in read_all(paths).items()}
+                resolved[key] = dependency_ids(records, words, option=option, history=history,
+                                               now=now)
+        except ResolveError as exc:
+            answer = _refused(exc.message)
+            if exc.not_found:
+                answer["not_found"] = True
+            return {}, answer
+    return resolved, None
 
 
 def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
@@ -83,9 +131,12 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
         config = _config(paths.config_file)
     except (PathError, ConfigError) as exc:
         return _refused(str(exc))
-    here = machine()
     now = time.time()
-    opts = SubmitOptions(**options)
+    dependencies, refused = _dependencies(coord, paths, options, now)
+    if refused is not None:
+        return refused
+    here = machine()
+    opts = SubmitOptions(**{**options, **dependencies})
     job_id = new_id()
     try:
         spec, warnings = build_spec(opts, None, config=config, machine=here, environ=environ,

@@ -1,11 +1,11 @@
-"""Which jobs a typed word can name: the one rule that `qex.cli.resolve` applies to decide,
+"""Which jobs a typed word can name: the one rule that the resolver applies to decide,
 and that the coordinator applies to send only the records a word can name.
 
 A word names a job by an id prefix or by the job's name (as given, or in safe form), and a
 group by a group id prefix or the group's name; a whole id (any case) names only the job or
 the group with exactly that id. `pick` decides what a word names among records: one job,
 one group, or a case to refuse. Pure, and cheap to import. The coordinator's filter, the
-resolver (`qex.cli.resolve`, which words the refusals) and the lean commands
+resolver (`qex.core.word_match`, which words the refusals) and the lean commands
 (`qex.cli.fastread`) read these functions, so a listing cut down to the records a word can
 name resolves the word exactly as the whole listing does (a property test holds that),
 while the coordinator skips encoding thousands of records for `qex status 1a2b3c4d`.
@@ -47,7 +47,7 @@ def may_name(word: str, job_id: str, name: str, group: str, group_name: str) -> 
 
 
 #: What a word picks out of status records (`Pick.kind`): one job, the stages of one group,
-#: or one of the cases that a command refuses (`qex.cli.resolve.match_word` words each).
+#: or one of the cases that a command refuses (`qex.core.word_match.match_word` words each).
 ONE_JOB, ONE_GROUP = "job", "group"
 JOB_AND_GROUP, GROUPS, JOBS, NOTHING = "job-and-group", "groups", "jobs", "nothing"
 

@@ -16,31 +16,13 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-from qex.core.model import dataclass
+from qex.core.history_entry import HistoryEntry
 from qex.store import atomic
 from qex.store.paths import Paths
 
 #: A history file larger than this is not read whole by `lookup` (it reads the tail only).
 MAX_READ_BYTES = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """What the history knows of one id (the merge of its lines, the last one winning)."""
-
-    id: str
-    name: str
-    submitted_at: float
-    removed_at: float | None = None
-    final_state: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "name": self.name, "submitted_at": self.submitted_at,
-            "removed_at": self.removed_at, "final_state": self.final_state,
-        }
 
 
 def _parse_line(line: bytes) -> HistoryEntry | None:

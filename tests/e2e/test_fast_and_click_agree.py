@@ -99,6 +99,48 @@ def test_submissions_agree(qex_env: Env) -> None:
         _same(qex_env, "submit", *args)
 
 
+def test_dependency_submissions_agree(qex_env: Env) -> None:
+    """`--needs` and `--after` words (ids, starts of ids, names, groups, comma lists): the
+    coordinator resolves them on the fast path, the command on the click path, to the same
+    spec; the refusals (a word that names nothing: 127; a name of a job that stopped: 121; a
+    deleted job's id: its history) read the same, and the fast form imports no framework."""
+    done, gone = (qex_env.submit("--name", name, "--", "true") for name in ("donejob", "gone"))
+    qex_env.run("wait", done, gone, check=True)
+    qex_env.run("clean", gone, check=True)  # its id is only in the history now
+    qex_env.run("pause", "queue", check=True)
+    build = qex_env.submit("--name", "build", "--", "true")
+    lines = qex_env.root / "fan.txt"
+    lines.write_text("a\nb\n")
+    qex_env.submit("--each-line", str(lines), "--name", "fan", "--", "echo", "{}")
+    for _ in range(2):
+        qex_env.submit("--name", "twice", "--", "true")
+    for args in (
+        ["--after", "build", "--", "true"], ["--needs", build[:8], "--", "true"],
+        ["--needs", "fan", "--json", "--", "true"], ["--after", f"build,{done}", "--", "true"],
+        ["--needs", done, "--after", "fan", "--after", "build", "--", "true"],
+        ["--after", " build ", "--name", "x", "--", "true"],
+    ):
+        fast, slow = _both(qex_env, "submit", *args)
+        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
+        ids = [UUID.search(p.stdout) for p in (fast, slow)]
+        assert all(ids), (args, fast.stderr)
+        fast_id, slow_id = (m.group(0) for m in ids if m)
+        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
+        assert _spec(qex_env, fast_id)["needs"] or _spec(qex_env, fast_id)["after"], args
+    for args in (["--after", "nosuch"], ["--needs", "donejob"], ["--after", "twice"],
+                 ["--after", "build,nosuch"], ["--needs", ""]):
+        _same(qex_env, "submit", *args, "--", "true")
+    # The age of the deleted record is in the sentence, so the two runs are compared without it.
+    fast, slow = _both(qex_env, "submit", "--needs", gone, "--", "true")
+    assert fast.returncode == slow.returncode == 127
+    assert "HAPPENED" in fast.stderr
+    assert fast.stderr.split(" ago")[1:] == slow.stderr.split(" ago")[1:]
+    assert qex_env.run("submit", "--after", "nosuch", "--", "true").returncode == 127
+    assert qex_env.run("submit", "--needs", "donejob", "--", "true").returncode == 121
+    assert not _imported(qex_env, "submit", "--after", "build", "--", "true") & _HEAVY
+
+
 def test_a_deduplicated_submission_reads_the_same(qex_env: Env) -> None:
     qex_env.run("pause", "queue", check=True)
     qex_env.run("submit", "--dedupe-key", "k", "--", "true", check=True)

@@ -107,3 +107,35 @@ def test_cancels_say_that_the_jobs_left_the_queue(wire: _Wire,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert fastread.stop([IDS[0], IDS[1]], "cancel") == 0
     assert capsys.readouterr().out == f"{IDS[0]} left the queue\n{IDS[1]} left the queue\n"
+
+
+class _SlowWire:
+    """A coordinator whose first answer does not come at once: `request` hands the line to
+    the full client (here a stand-in that is closed) and the wire can send nothing more."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.closed = False
+
+    def request(self, message: dict[str, Any]) -> Any:
+        assert not self.sent, "a request on a line that the full client has taken"
+        self.sent.append(message)
+        return self
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("word", [IDS[0], "01234567", "build"])
+def test_a_slow_answer_leaves_the_word_to_the_full_body(word: str) -> None:
+    slow = _SlowWire()
+    assert fastread.word_jobs(slow, word) is None  # type: ignore[arg-type]
+    assert slow.closed and len(slow.sent) == 1
+
+
+def test_a_whole_id_that_is_no_job_is_looked_up_as_a_group(wire: _Wire) -> None:
+    """`status` refuses a group's id (no such job); the look-up then asks `list`, and the
+    group's stages answer (here the fake coordinator has none, so nothing is found)."""
+    group = "99999999-0000-4000-8000-000000000001"
+    assert fastread.word_jobs(wire, group) is None  # type: ignore[arg-type]
+    assert [m["op"] for m in wire.sent] == ["status", "list"]

@@ -10,9 +10,9 @@ from coordkit import add_job, make_coord
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qex.cli.resolve import Resolved, ResolveError, match_word
 from qex.coordinator import queries
 from qex.core.job_words import may_name
+from qex.core.word_match import Resolved, ResolveError, match_word
 
 IDS = ("aaaaaaaa-1111-4111-8111-111111111111", "aaaabbbb-2222-4222-8222-222222222222",
        "bbbbbbbb-3333-4333-8333-333333333333", "AAAACCCC-4444-4444-8444-444444444444")

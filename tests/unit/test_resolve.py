@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from qex.cli.resolve import (
-    ResolveError,
-    dependency_ids,
-    disk_records,
-    history_message,
-    match_word,
-)
+from qex.cli.resolve import disk_records
+from qex.core.word_match import ResolveError, dependency_ids, history_message, match_word
 from qex.store.history import HistoryEntry
 from qex.store.paths import Paths
 
