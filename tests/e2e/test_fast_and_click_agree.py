@@ -862,6 +862,22 @@ def _two_running(env: Env, second: str) -> tuple[str, str]:
     return slow, quick
 
 
+def _three_ends(env: Env, extra: dict[str, str], first: list[str], limited: list[str],
+                interrupted: list[str]) -> list[tuple[int, str, str]]:
+    """The code and the masked output of three waits on live jobs: `first` (which returns
+    when a job ends), `limited` (whose `--timeout` runs out) and `interrupted` (stopped by a
+    SIGINT within the lean form's second)."""
+    ends = [env.run("wait", *first, extra_env=extra), env.run("wait", *limited, extra_env=extra)]
+    proc = subprocess.Popen([*QEX, "wait", *interrupted], env={**env.env, **extra},
+                            cwd=str(env.root), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(0.4)  # inside the lean form's second
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return ([(p.returncode, _mask(p.stdout), _mask(p.stderr)) for p in ends]
+            + [(proc.returncode, _mask(out), _mask(err))])
+
+
 def test_wait_next_on_running_jobs_agrees(qex_env: Env) -> None:
     """`wait --next` on jobs that are all running: the lean form waits for each on a
     connection of its own, so the first to end answers even when it is named last; a short
@@ -871,16 +887,8 @@ def test_wait_next_on_running_jobs_agrees(qex_env: Env) -> None:
     shown = []
     for extra in ({}, CLICK_ONLY):
         slow, quick = _two_running(qex_env, "sleep 0.4; exit 3")
-        first = qex_env.run("wait", "--next", slow, quick, extra_env=extra)
-        limited = qex_env.run("wait", "--next", "--timeout", "0.3", slow, extra_env=extra)
-        proc = subprocess.Popen([*QEX, "wait", "--next", slow], env={**qex_env.env, **extra},
-                                cwd=str(qex_env.root), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        time.sleep(0.4)  # inside the lean form's second
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        shown.append([(p.returncode, _mask(p.stdout), _mask(p.stderr)) for p in (first, limited)]
-                     + [(proc.returncode, _mask(out), _mask(err))])
+        shown.append(_three_ends(qex_env, extra, ["--next", slow, quick],
+                                 ["--next", "--timeout", "0.3", slow], ["--next", slow]))
         assert qex_env.record(slow)["state"] == "running"  # a wait never stops its job
         qex_env.run("kill", slow, check=True)
     assert shown[0] == shown[1]
@@ -908,16 +916,8 @@ def test_a_wait_on_a_running_group_agrees(qex_env: Env) -> None:
                   if r.get("group") == group]
         qex_env.wait_for(lambda s=stages: {qex_env.record(j).get("state") for j in s}
                          == {"running"}, what="two running stages")
-        first = qex_env.run("wait", "--next", "fan", extra_env=extra)
-        limited = qex_env.run("wait", "--timeout", "0.3", group, extra_env=extra)
-        proc = subprocess.Popen([*QEX, "wait", "fan"], env={**qex_env.env, **extra},
-                                cwd=str(qex_env.root), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        time.sleep(0.4)  # inside the lean form's second
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        shown.append([(p.returncode, _mask(p.stdout), _mask(p.stderr)) for p in (first, limited)]
-                     + [(proc.returncode, _mask(out), _mask(err))])
+        shown.append(_three_ends(qex_env, extra, ["--next", "fan"],
+                                 ["--timeout", "0.3", group], ["fan"]))
         qex_env.run("kill", stages[1], check=True)
         qex_env.run("wait", group)
         qex_env.run("clean", "done", check=True)  # the next round's name is the only `fan`
