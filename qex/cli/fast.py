@@ -286,25 +286,38 @@ def _cancel(p: dict[str, Any]) -> int | None:
 
 
 def _submit_options(p: dict[str, Any]) -> dict[str, Any] | None:
-    """The options of a `submit_words` request: the job's fields, and the `--needs` and
-    `--after` words as typed, for the coordinator to resolve. Those go only to a listening
-    coordinator that can resolve them (`fastsubmit.resolves_dependencies`; an older one
-    would refuse the fields): otherwise None, and the full path resolves them."""
+    """The options of a `submit_words` request: the job's fields; the `--needs` and
+    `--after` words as typed, for the coordinator to resolve; the text of a `--job` file, for
+    it to read. Those go only to a listening coordinator that says it can
+    (`fastsubmit.coordinator_can`; an older one would refuse the fields): otherwise None,
+    and the full path does that work here."""
     options = spec_options(p)
-    if p["needs"] or p["after"]:
-        from qex.cli.fastsubmit import resolves_dependencies
+    wanted: list[str] = []
+    if p["job"]:
+        from qex.cli.fastsubmit import job_file_text
 
-        if not resolves_dependencies():
+        sent = job_file_text(p["job"])
+        if sent is None:
             return None
+        options["job_file"] = sent
+        wanted.append("job-file-text")  # protocol.JOB_FILE_TEXT
+    if p["needs"] or p["after"]:
         options.update(needs=list(p["needs"]), after=list(p["after"]))
+        wanted.append("dependency-words")  # protocol.DEPENDENCY_WORDS
+    if wanted:
+        from qex.cli.fastsubmit import coordinator_can
+
+        if not coordinator_can(wanted):
+            return None
     return options
 
 
 def _submit(p: dict[str, Any]) -> int | None:
-    if p["job"] or p["each_line"]:
+    if p["each_line"]:
         return None
     wait, follow, quiet, as_json = p["wait"], p["follow"], p["quiet"], p["as_json"]
-    if p["max_jobs"] is not None or not p["command_args"] or (quiet and (as_json or not wait)):
+    if p["max_jobs"] is not None or not (p["command_args"] or p["job"]) or (
+            quiet and (as_json or not wait)):
         return None
     if (follow and (wait or as_json)) or (p["wait_timeout"] is not None and not (wait or follow)):
         return None
@@ -322,7 +335,7 @@ def _submit(p: dict[str, Any]) -> int | None:
 
 def _run(p: dict[str, Any]) -> int | None:
     """`qex run -- CMD`: `submit --follow` without its other options."""
-    if p["job"] or not p["command_args"]:
+    if not (p["command_args"] or p["job"]):
         return None
     options = _submit_options(p)
     if options is None:

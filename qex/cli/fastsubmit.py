@@ -90,12 +90,37 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
                    as_json=as_json, wait_timeout=wait_timeout)
 
 
-def resolves_dependencies() -> bool:
-    """True when a listening coordinator resolves `--needs`/`--after` words itself
-    (`protocol.DEPENDENCY_WORDS`). One older than that would refuse the request as
-    malformed, and with nobody listening there is no job to depend on that a new
-    coordinator would not read from the disk the same way, so the full path (which
-    resolves the words here) takes every other case."""
+#: The largest `--job` file whose text goes in the request; a larger one (a job file is a
+#: few lines) is read by the full path, which also says what is wrong with it.
+JOB_FILE_LEAN_BYTES = 256 * 1024
+
+
+def job_file_text(typed: str) -> dict[str, str] | None:
+    """`{"path", "source", "text"}` of a `--job` file for `submit_words`: the path as typed
+    (the readers' sentences name it so), its absolute form, and its UTF-8 text. None for
+    anything but a plain readable file of UTF-8 text within `JOB_FILE_LEAN_BYTES`: the full
+    path then reads it, and words what is wrong (a FIFO is read there, once)."""
+    import stat
+
+    try:
+        info = os.stat(typed)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > JOB_FILE_LEAN_BYTES:
+            return None
+        with open(typed, "rb") as handle:
+            data = handle.read(JOB_FILE_LEAN_BYTES + 1)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(data) > JOB_FILE_LEAN_BYTES:
+        return None
+    return {"path": typed, "source": os.path.abspath(typed), "text": text}
+
+
+def coordinator_can(capabilities: list[str]) -> bool:
+    """True when a coordinator listens and says it can do each of `capabilities`
+    (`protocol.DEPENDENCY_WORDS`, `protocol.JOB_FILE_TEXT`). One older than that would
+    refuse the request's fields as malformed, and with nobody listening the full path,
+    which does that work in the command, takes the submission (its cold start is the same)."""
     from qex.cli.wire import Wire
 
     wire = Wire.connect()
@@ -107,7 +132,7 @@ def resolves_dependencies() -> bool:
             answer.close()
             return False
         names = answer.get("names")
-        return isinstance(names, list) and "dependency-words" in names  # DEPENDENCY_WORDS
+        return isinstance(names, list) and all(name in names for name in capabilities)
     finally:
         wire.close()
 

@@ -13,7 +13,11 @@ refuses the job with the same sentence.
 of ids, names, groups; comma lists), resolved here over the coordinator's own records with
 the resolver's rules (`qex.core.word_match.dependency_ids`): the command no longer fetches
 every record to do it. A coordinator with this ability says so (`protocol.DEPENDENCY_WORDS`);
-an older one refuses the unknown fields, so the command asks first.
+an older one refuses the unknown fields, so the command asks first. So does `job_file`:
+the text of a `--job` file as the command read it (`{"path": as typed, "source": absolute,
+"text": ...}`), parsed here with the command's own readers (`parse_structured`,
+`parse_job_file`), its own `needs`/`after` resolved with the command line's
+(`protocol.JOB_FILE_TEXT`).
 
 The spec then goes through the ordinary `submit` handler, unchanged. Errors that the command
 used to print itself carry `"build": true`, so it prints them as it did (121; 127, with
@@ -38,6 +42,8 @@ OPTION_FIELDS = frozenset({
 })
 #: The fields that carry dependency words, and the option each came from (for the messages).
 DEPENDENCY_FIELDS = {"needs": "--needs", "after": "--after"}
+#: The field that carries a `--job` file's text.
+JOB_FILE_FIELD = "job_file"
 
 def _refused(message: str) -> dict[str, Any]:
     answer = protocol.error(protocol.REFUSED, message)
@@ -67,25 +73,45 @@ def _learned(paths: Any, config: Any, machine: Any, cwd: str,
 
 
 def _options_ok(options: object) -> bool:
-    if not isinstance(options, dict) or not set(options) <= OPTION_FIELDS | set(DEPENDENCY_FIELDS):
+    known = OPTION_FIELDS | set(DEPENDENCY_FIELDS) | {JOB_FILE_FIELD}
+    if not isinstance(options, dict) or not set(options) <= known:
+        return False
+    job_file = options.get(JOB_FILE_FIELD, {"path": "", "source": "", "text": ""})
+    if not (isinstance(job_file, dict) and set(job_file) == {"path", "source", "text"}
+            and all(isinstance(v, str) for v in job_file.values())):
         return False
     return all(isinstance(words, list) and all(isinstance(w, str) for w in words)
                for words in (options.get(key, []) for key in DEPENDENCY_FIELDS))
 
 
-def _dependencies(coord: Coordinator, paths: Any, options: dict[str, Any], now: float
-                  ) -> tuple[dict[str, list[str]], dict[str, Any] | None]:
+def _job_file(sent: dict[str, str]) -> Any:
+    """The `JobFile` of the text a command sent, read as the command reads a file it opened
+    (`submitting.read_job_file`); raises the readers' errors, whose sentences name the path
+    as the person typed it."""
+    from pathlib import Path
+
+    from qex.core.jobfile import parse_job_file
+    from qex.store.structured import parse_structured
+
+    return parse_job_file(parse_structured(sent["text"].encode(), Path(sent["path"])),
+                          sent["source"])
+
+
+def _dependencies(coord: Coordinator, paths: Any, options: dict[str, Any], now: float,
+                  job_file: Any = None) -> tuple[dict[str, list[str]], dict[str, Any] | None]:
     """The ids that the `needs` and `after` words name (`{"needs": [...], "after": [...]}`)
     and None, or nothing and the refusal to answer. Only the records a word may name are
     looked at (`job_words.may_name`, as `list` with a word sends them), and the history file
     (every id ever accepted) is read only for a word that names nothing, as the command's
-    own look-up does: a deleted job's id is then told apart from a typo."""
+    own look-up does: a deleted job's id is then told apart from a typo. A job file's own
+    words come first, as the command puts them."""
     from qex.core.job_words import may_name
     from qex.core.word_match import ResolveError, dependency_ids
 
     resolved: dict[str, list[str]] = {}
     for key, option in DEPENDENCY_FIELDS.items():
-        words = [w for w in options.get(key) or () if w.strip()]
+        from_file = list(getattr(job_file, key)) if job_file is not None else []
+        words = [w for w in [*from_file, *(options.get(key) or ())] if w.strip()]
         parts = [p.strip() for w in words for p in w.split(",") if p.strip()]
         records = [r.to_dict() for r in coord.sorted_records()
                    if any(may_name(p, r.id, r.name, r.group or "", r.group_name or "")
@@ -126,26 +152,37 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
         return protocol.error(protocol.INTERNAL,
                               "qex could not read this job: the request's options are malformed")
     assert isinstance(options, dict)
+    options = dict(options)
+    sent_file = options.pop(JOB_FILE_FIELD, None)
+    job_file = None
+    if sent_file is not None:
+        from qex.core.jobfile import JobFileError
+        from qex.store.structured import StructuredError
+
+        try:
+            job_file = _job_file(sent_file)
+        except (StructuredError, JobFileError) as exc:
+            return _refused(str(exc))
     try:
         paths = Paths.from_env(environ)
         config = _config(paths.config_file)
     except (PathError, ConfigError) as exc:
         return _refused(str(exc))
     now = time.time()
-    dependencies, refused = _dependencies(coord, paths, options, now)
+    dependencies, refused = _dependencies(coord, paths, options, now, job_file)
     if refused is not None:
         return refused
     here = machine()
     opts = SubmitOptions(**{**options, **dependencies})
     job_id = new_id()
     try:
-        spec, warnings = build_spec(opts, None, config=config, machine=here, environ=environ,
+        spec, warnings = build_spec(opts, job_file, config=config, machine=here, environ=environ,
                                     shell_cwd=cwd, learned=None, job_id=job_id, now=now,
                                     config_path=str(paths.config_file))
         if not spec.explicit_claim and config.learn.enabled:
             learned = _learned(paths, config, here, spec.cwd, spec.command)
             if learned is not None:
-                spec, warnings = build_spec(opts, None, config=config, machine=here,
+                spec, warnings = build_spec(opts, job_file, config=config, machine=here,
                                             environ=environ, shell_cwd=cwd, learned=learned,
                                             job_id=job_id, now=now,
                                             config_path=str(paths.config_file))

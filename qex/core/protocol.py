@@ -40,11 +40,14 @@ if TYPE_CHECKING:
 CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
-    "job-changed", "oom-retry", "enforce", "engine-slurm", "dependency-words",
+    "job-changed", "oom-retry", "enforce", "engine-slurm", "dependency-words", "job-file-text",
 )
 #: The capability of a coordinator whose `submit_words` takes `needs` and `after` as the
 #: words a person typed, and resolves them itself (`qex.coordinator.submit_words`).
 DEPENDENCY_WORDS = "dependency-words"
+#: The capability of a coordinator whose `submit_words` takes the text of a `--job` file and
+#: reads it itself (`qex.coordinator.submit_words`).
+JOB_FILE_TEXT = "job-file-text"
 
 #: A coordinator below this version cannot say what it can do, so the CLI refuses it.
 CAPABILITY_FLOOR = "0.6.0"

@@ -141,6 +141,48 @@ def test_dependency_submissions_agree(qex_env: Env) -> None:
     assert not _imported(qex_env, "submit", "--after", "build", "--", "true") & _HEAVY
 
 
+def test_job_file_submissions_agree(qex_env: Env) -> None:
+    """`--job FILE`: the coordinator reads the file's text on the fast path, the command on
+    the click path, to the same spec (relative paths, the file's own `needs`, options that
+    add to it) and the same refusals; what the fast path leaves to the full one (a file that
+    is missing, a directory, not UTF-8) reads the same too."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
+    qex_env.run("pause", "queue", check=True)
+    build = qex_env.submit("--name", "build", "--", "true")
+    sub = qex_env.root / "files"
+    (sub / "work").mkdir(parents=True)
+    (sub / "job.toml").write_text(
+        'name = "from-file"\ncommand = ["sh", "-c", "echo $G"]\ncwd = "work"\n'
+        'needs = ["build"]\ntags = ["f"]\n[resources]\ncpu = 1\nmem = "64MB"\n'
+        '[env]\nG = "hello"\n')
+    (sub / "job.yaml").write_text('command: ["true"]\nafter: [build]\npriority: 3\n')
+    (sub / "job.json").write_text(json.dumps({"command": ["true"], "name": "j"}))
+    (sub / "bad.toml").write_text('command = ["true"]\ncomand = 1\n')
+    (sub / "broken.toml").write_text('command = ["true"\n')
+    (sub / "twice.toml").write_text('command = ["true"]\n')
+    (sub / "pipe.toml").write_text('[[jobs]]\nname = "a"\ncommand = ["true"]\n')
+    (sub / "latin.toml").write_bytes(b'command = ["\xe9"]\n')
+    for args in (
+        ["--job", "files/job.toml"], ["--job", str(sub / "job.yaml"), "--tag", "x"],
+        ["--job", "files/job.json", "--json", "--after", build[:8]],
+        ["--job", "files/job.toml", "--mem", "32MB", "--name", "over"],
+    ):
+        fast, slow = _both(qex_env, "submit", *args)
+        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
+        ids = [UUID.search(p.stdout) for p in (fast, slow)]
+        assert all(ids), (args, fast.stderr)
+        fast_id, slow_id = (m.group(0) for m in ids if m)
+        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
+    assert _spec(qex_env, fast_id)["needs"] == [build]  # the file's own `needs`
+    for args in (["--job", "files/bad.toml"], ["--job", "files/broken.toml"],
+                 ["--job", "files/twice.toml", "--", "true"], ["--job", "files/pipe.toml"],
+                 ["--job", "files/latin.toml"], ["--job", "files/none.toml"],
+                 ["--job", "files"], ["--job", "files/job.toml", "--needs", "nosuch"]):
+        _same(qex_env, "submit", *args)
+    assert not _imported(qex_env, "submit", "--job", "files/job.json") & _HEAVY
+
+
 def test_a_deduplicated_submission_reads_the_same(qex_env: Env) -> None:
     qex_env.run("pause", "queue", check=True)
     qex_env.run("submit", "--dedupe-key", "k", "--", "true", check=True)

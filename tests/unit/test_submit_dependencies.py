@@ -4,6 +4,7 @@ records exactly as the command's full path resolves them over every record it fe
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,52 @@ def test_the_request_carries_words_only_as_lists_of_text() -> None:
     for bad in ({"needs": "a"}, {"after": [1]}, {"needs": None}, {"before": ["a"]}):
         assert not submit_words._options_ok(bad), bad
     assert protocol.DEPENDENCY_WORDS in protocol.CAPABILITIES
+
+
+# -- `--job FILE`: the text travels, the coordinator reads it as the command read the file ----
+
+
+def test_the_text_of_a_job_file_travels_only_when_plain(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.cli import fastsubmit
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.toml").write_text('command = ["true"]\n')
+    assert fastsubmit.job_file_text("job.toml") == {
+        "path": "job.toml", "source": str(tmp_path / "job.toml"), "text": 'command = ["true"]\n'}
+    (tmp_path / "latin.toml").write_bytes(b'command = ["\xe9"]\n')
+    (tmp_path / "big.toml").write_bytes(b"#" * (fastsubmit.JOB_FILE_LEAN_BYTES + 1))
+    os.mkfifo(tmp_path / "fifo.toml")
+    for path in ("latin.toml", "big.toml", "fifo.toml", ".", "none.toml"):
+        assert fastsubmit.job_file_text(path) is None, path
+
+
+@pytest.mark.parametrize("text", [
+    'name = "a"\ncommand = ["sh", "-c", "x"]\ncwd = "w"\nneeds = ["b"]\n[resources]\ncpu = 2\n',
+    'command = ["true"]\ncomand = 1\n', 'command = ["true"\n', '[[jobs]]\nname = "a"\n',
+])
+def test_the_coordinator_reads_a_job_file_as_the_command_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        text: str) -> None:
+    """The same `JobFile`, or the same sentence: the command prints it (121), the
+    coordinator sends it back as a refusal that the command prints."""
+    from qex.cli.submitting import read_job_file
+    from qex.core.jobfile import JobFileError
+    from qex.store.structured import StructuredError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "job.toml").write_text(text)
+    sent = {"path": "job.toml", "source": str(tmp_path / "job.toml"), "text": text}
+    try:
+        there: Any = submit_words._job_file(sent)
+    except (StructuredError, JobFileError) as exc:
+        there = f"qex: {exc}\n"
+    try:
+        here: Any = read_job_file("job.toml")
+    except SystemExit as exc:
+        assert exc.code == 121
+        here = capsys.readouterr().err
+    assert there == here
+    assert submit_words._options_ok({"job_file": sent})
+    for bad in ({"path": "x"}, {**sent, "text": b"x"}, "x", {**sent, "more": ""}):
+        assert not submit_words._options_ok({"job_file": bad}), bad
