@@ -69,6 +69,20 @@ def test_read_commands_agree(qex_env: Env) -> None:
         _same(qex_env, *args)
 
 
+def _same_submission(env: Env, args: list[str]) -> dict[str, Any]:
+    """Submit `args` both ways: the same code and output (ids masked), each run a new job,
+    and the same spec; the fast run's spec."""
+    fast, slow = _both(env, "submit", *args)
+    assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+        slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
+    ids = [UUID.search(p.stdout) for p in (fast, slow)]
+    assert all(ids), (args, fast.stderr)
+    fast_id, slow_id = (m.group(0) for m in ids if m)
+    spec = _spec(env, fast_id)
+    assert spec == _spec(env, slow_id), args
+    return spec
+
+
 def test_submissions_agree(qex_env: Env) -> None:
     qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
     qex_env.run("pause", "queue", check=True)
@@ -84,13 +98,7 @@ def test_submissions_agree(qex_env: Env) -> None:
         ["--id-file", str(qex_env.root / "two.id"), "--json", "--", "true"],
         ["--id-file", "/no/such/dir/job.id", "--", "true"],
     ):
-        fast, slow = _both(qex_env, "submit", *args)
-        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
-            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
-        ids = [UUID.search(p.stdout) for p in (fast, slow)]
-        assert all(ids), args
-        fast_id, slow_id = (m.group(0) for m in ids if m)
-        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
+        _same_submission(qex_env, args)
     for args in (
         ["--cpu", "abc", "--", "true"], ["--mem", "lots", "--", "true"],
         ["--quiet", "--", "true"], ["--", ], ["--cwd", "/no/such/dir", "--", "true"],
@@ -121,14 +129,8 @@ def test_dependency_submissions_agree(qex_env: Env) -> None:
         ["--needs", done, "--after", "fan", "--after", "build", "--", "true"],
         ["--after", " build ", "--name", "x", "--", "true"],
     ):
-        fast, slow = _both(qex_env, "submit", *args)
-        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
-            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
-        ids = [UUID.search(p.stdout) for p in (fast, slow)]
-        assert all(ids), (args, fast.stderr)
-        fast_id, slow_id = (m.group(0) for m in ids if m)
-        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
-        assert _spec(qex_env, fast_id)["needs"] or _spec(qex_env, fast_id)["after"], args
+        spec = _same_submission(qex_env, args)
+        assert spec["needs"] or spec["after"], args
     for args in (["--after", "nosuch"], ["--needs", "donejob"], ["--after", "twice"],
                  ["--after", "build,nosuch"], ["--needs", ""]):
         _same(qex_env, "submit", *args, "--", "true")
@@ -168,14 +170,8 @@ def test_job_file_submissions_agree(qex_env: Env) -> None:
         ["--job", "files/job.json", "--json", "--after", build[:8]],
         ["--job", "files/job.toml", "--mem", "32MB", "--name", "over"],
     ):
-        fast, slow = _both(qex_env, "submit", *args)
-        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
-            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), args
-        ids = [UUID.search(p.stdout) for p in (fast, slow)]
-        assert all(ids), (args, fast.stderr)
-        fast_id, slow_id = (m.group(0) for m in ids if m)
-        assert _spec(qex_env, fast_id) == _spec(qex_env, slow_id), args
-    assert _spec(qex_env, fast_id)["needs"] == [build]  # the file's own `needs`
+        spec = _same_submission(qex_env, args)
+    assert spec["needs"] == [build]  # the file's own `needs`
     for args in (["--job", "files/bad.toml"], ["--job", "files/broken.toml"],
                  ["--job", "files/twice.toml", "--", "true"], ["--job", "files/pipe.toml"],
                  ["--job", "files/latin.toml"], ["--job", "files/none.toml"],
