@@ -216,7 +216,11 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
     done = submit_id(env, "--cpu", "1", "--mem", "16MB", "--tag", "bench", "--name", "hello",
                      "--", "echo", "hello")
     more = [submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "true") for _ in range(2)]
-    qex(env, "wait", "-q", done, *more, check=False)
+    lines = Path(env["HOME"]) / "fan-lines.txt"
+    lines.write_text("a\nb\nc\n")
+    group = submit_id(env, "--cpu", "1", "--mem", "16MB", "--each-line", str(lines), "--name",
+                      "fan", "--", "echo", "{}")
+    qex(env, "wait", "-q", done, *more, group, check=False)
     return {
         "submit -- true": [*prog(env), "submit", "--", "true"],
         "submit --cpu 1 --mem 16MB -- true": [*prog(env), "submit", "--cpu", "1", "--mem", "16MB", "--", "true"],
@@ -228,6 +232,8 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "status ID": [*prog(env), "status", done],
         "status ID --json": [*prog(env), "status", done, "--json"],
         "status NAME": [*prog(env), "status", "hello"],
+        "status GROUP-NAME (3 stages)": [*prog(env), "status", "fan"],
+        "kill GROUP (3 stopped stages)": [*prog(env), "kill", group],
         "status --wait ID": [*prog(env), "status", "--wait", done],
         "status ID --tail 5": [*prog(env), "status", done, "--tail", "5"],
         "status ID --follow (finished)": [*prog(env), "status", done, "--follow"],

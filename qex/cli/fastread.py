@@ -1,18 +1,18 @@
 """The read and stop commands through `qex.cli.wire`, while a coordinator listens.
 
-`qex status ID` (with `--json`, `--wait`, `--no-logs`, a stream and one range of its logs),
-`qex list` (with its filters), `qex kill ID ...` and `qex cancel ID ...` need one request per
-job and a few lines of output, but the full bodies import the client, paths, typed records
-and enums, which cost several times the interpreter's start-up. Here each asks the
-coordinator over `wire` (C modules only) and prints with the same functions as the full
-bodies: `render_status` and `render_table` on a `record_view.JobView`, `record_json` and
-`jsontext` for JSON, `stop_core`'s sentences.
+`qex status WORD` (with `--json`, `--wait`, `--no-logs`, a stream and one range of its
+logs), `qex list` (with its filters), `qex kill WORD ...` and `qex cancel WORD ...` (a job or
+a group's stages) need a request or two and a few lines of output, but the full bodies
+import the client, paths, typed records and enums, which cost several times the
+interpreter's start-up. Here each asks the coordinator over `wire` (C modules only) and
+prints with the same functions as the full bodies: `render_status` and `render_table` on a
+`record_view.JobView`, `record_json` and `jsontext` for JSON, `stop_core`'s sentences.
 
 Every function returns None, having printed nothing and changed nothing, whenever the case
 is not plain: no coordinator listens (the full body then reads the disk and judges stale
-records, `qex.cli.stale`), a word that names a group or more than one job, a record whose
-logs `fastlogs.status_excerpts` leaves to the full body, a slow answer to a question. The
-caller then runs the full body, which asks again.
+records, `qex.cli.stale`), a word that names nothing or more than one job or group, a
+record whose logs `fastlogs.status_excerpts` leaves to the full body, a slow answer to a
+question. The caller then runs the full body, which asks again.
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from qex.core.state_words import FINAL_WORDS
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any
+    from typing import Any, TypeVar
 
     from qex.cli.fastlogs import StreamExcerpt
     from qex.cli.wire import Wire
     from qex.client.connection import Connection
     from qex.core.logsel import Selection
+
+    _Found = TypeVar("_Found")
 
 #: The states in which a job will not change again (one definition: `qex.core.state_words`).
 FINAL_STATES = FINAL_WORDS
@@ -101,8 +103,7 @@ def _connect() -> Wire | None:
     return Wire.connect()
 
 
-def _looked_up(find: Callable[[Wire, str], dict[str, Any] | None],
-               word: str) -> dict[str, Any] | None:
+def _looked_up(find: Callable[[Wire, str], _Found | None], word: str) -> _Found | None:
     """`find`'s record for `word` on a connection of its own; None without a coordinator."""
     wire = _connect()
     if wire is None:
@@ -115,35 +116,59 @@ def _looked_up(find: Callable[[Wire, str], dict[str, Any] | None],
 
 def status(word: str, *, as_json: bool, wait: bool, no_logs: bool, sel: Selection | None = None,
            streams: tuple[str, ...] | None = None) -> int | None:
-    """`qex status ID [--json] [--wait] [--no-logs]`, with the lines `sel` chooses of
-    `streams`: the exit code, or None for the full body.
+    """`qex status WORD [--json] [--wait] [--no-logs]`, with the lines `sel` chooses of
+    `streams`, for one job or a group's stages: the exit code, or None for the full body.
 
-    Only a record that a wait would not wait for is printed here, with the excerpts of its
-    logs that `fastlogs.status_excerpts` can read."""
-    record = _looked_up(job_record, word)
-    if record is None:
+    Only records that a wait would not wait for are printed here, with the excerpts of their
+    logs that `fastlogs.status_excerpts` can read; as `status_print.print_records` does, a
+    group's stages are text blocks apart by a blank line, or one JSON array."""
+    found = _looked_up(word_jobs, word)
+    if found is None:
         return None
-    if wait and record.get("state") not in FINAL_STATES:
+    records, group = found
+    if wait and any(r.get("state") not in FINAL_STATES for r in records):
         return None
-    text = record_text(record, as_json=as_json, no_logs=no_logs, sel=sel, streams=streams)
-    if text is None:
-        return None
+    shown: list[Any] = []
+    for record in records:
+        one = record_shown(record, as_json=as_json, no_logs=no_logs, sel=sel, streams=streams)
+        if one is None:
+            return None
+        shown.append(one)
+    if as_json:
+        from qex.core.jsontext import dumps
+
+        text = dumps(shown if group is not None else shown[0])
+    else:
+        text = "\n\n".join(shown)
     import sys
 
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if not wait:
         return 0
-    from qex.core.exit_band import exit_code_for
+    from qex.core.exit_band import exit_code_for, first_nonzero
 
-    return exit_code_for(record)
+    return first_nonzero([exit_code_for(r) for r in records])
 
 
 def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool,
                 sel: Selection | None = None, streams: tuple[str, ...] | None = None
                 ) -> str | None:
-    """What `qex status` prints for one record (`status_print.print_records`), or None when
+    """What `qex status` prints for one job (`status_print.print_records`), or None when
     only the full body can word its logs (`fastlogs.status_excerpts` leaves them to it)."""
+    shown = record_shown(record, as_json=as_json, no_logs=no_logs, sel=sel, streams=streams)
+    if shown is None or not as_json:
+        return None if shown is None else str(shown)
+    from qex.core.jsontext import dumps
+
+    return dumps(shown)
+
+
+def record_shown(record: dict[str, Any], *, as_json: bool, no_logs: bool,
+                 sel: Selection | None = None, streams: tuple[str, ...] | None = None
+                 ) -> Any:
+    """One record as `qex status` shows it: its JSON document, or its block of text; None
+    when only the full body can word its logs."""
     excerpts: list[StreamExcerpt] = []
     if not no_logs:
         from qex.cli.fastlogs import status_excerpts
@@ -154,13 +179,12 @@ def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool,
             return None
         excerpts = found
     if as_json:
-        from qex.core.jsontext import dumps
         from qex.core.record_json import display_record
 
         document = display_record(record)
         if excerpts:  # `render_status.status_json`
             document["logs"] = {e.stream: e.as_json() for e in excerpts}
-        return dumps(document)
+        return document
     import time
 
     from qex.cli.record_view import JobView
@@ -332,37 +356,44 @@ def refusal_of(answer: dict[str, Any]) -> tuple[str, str] | None:
 
 def stop(words: Sequence[str], verb: str, signal: tuple[int, float] | None = None
          ) -> int | None:
-    """`qex kill ID ...` (`signal`: the number and the grace) or `qex cancel ID ...` for jobs
-    named by their whole ids, the starts of them or their names: the exit code, or None
-    (before anything was sent) for the full body.
+    """`qex kill WORD ...` (`signal`: the number and the grace) or `qex cancel WORD ...` for
+    jobs and groups named by their whole ids, the starts of them or their names: the exit
+    code, or None (before anything was sent) for the full body.
 
-    As in `stop_core`, every word is looked up before the first job is touched, a job named
-    twice is stopped once, and the first refusal's code is the command's. A word the full
-    body must read (a group, whose stopped stages it reports in its own words; a word that
-    names nothing or several jobs) hands the whole command over. An answer that does not
-    come at once is read by the full client, which then carries the rest of the requests,
-    so that nothing is sent twice."""
+    As in `stop_core`, every word is looked up before the first job is touched, each job is
+    treated as `stop_core.stop_plan` says (once; a group's queued stages leave the queue,
+    its stopped ones are reported), and the first refusal's code is the command's. A word
+    that names nothing or several jobs hands the whole command over. An answer that does
+    not come at once is read by the full client, which then carries the rest of the
+    requests, so that nothing is sent twice."""
     wire = _connect()
     if wire is None:
         return None
     conn: Connection | None = None
     code = 0
     try:
-        job_ids = _stop_targets(wire, words)
-        if job_ids is None:
+        targets = _stop_targets(wire, words)
+        if targets is None:
             return None
-        for job_id in job_ids:
-            message: dict[str, Any] = {"op": verb, "id": job_id}  # protocol.kill / cancel
-            if signal is not None:
+        from qex.cli.stop_core import DEQUEUE, REPORT, already_stopped
+
+        for record, what in targets:
+            job_id = str(record["id"])
+            if what == REPORT:
+                print(already_stopped(record), flush=True)
+                continue
+            op = "cancel" if what == DEQUEUE else verb
+            message: dict[str, Any] = {"op": op, "id": job_id}  # protocol.kill / cancel
+            if op == "kill" and signal is not None:
                 message.update(signal=signal[0], grace_secs=signal[1])
             if conn is None:
                 sent = wire.request(message)
                 if not isinstance(sent, dict):  # a slow answer: the full client reads it
                     conn = sent
-                    sent = conn.answer(verb)
+                    sent = conn.answer(op)
             else:
                 sent = conn.request(message)
-            refused = _stopped(verb, job_id, signal, message, sent)
+            refused = _stopped(verb, job_id, signal if op == "kill" else None, message, sent)
             code = code or refused
     finally:
         wire.close()
@@ -371,23 +402,24 @@ def stop(words: Sequence[str], verb: str, signal: tuple[int, float] | None = Non
     return code
 
 
-def _stop_targets(wire: Wire, words: Sequence[str]) -> list[str] | None:
-    """The ids of the jobs `words` name, each once, in the order named; None when a word
+def _stop_targets(wire: Wire, words: Sequence[str]) -> list[tuple[dict[str, Any], str]] | None:
+    """What `stop_core.stop_plan` does with the jobs that `words` name; None when a word
     needs the full body's look-up."""
-    job_ids: list[str] = []
+    named: list[tuple[list[dict[str, Any]], str | None]] = []
     for word in words:
-        record = job_record(wire, word)
-        job_id = record.get("id") if record is not None else None
-        if not isinstance(job_id, str):
+        found = word_jobs(wire, word)
+        if found is None:
             return None
-        if job_id not in job_ids:
-            job_ids.append(job_id)
-    return job_ids
+        named.append(found)
+    from qex.cli.stop_core import stop_plan
+
+    return stop_plan(named)
 
 
 def _stopped(verb: str, job_id: str, signal: tuple[int, float] | None,
              message: dict[str, Any], answer: dict[str, Any]) -> int:
-    """Print what `stop_core` prints for one job's answer; 0, or the code of its refusal."""
+    """Print what `stop_core` prints for one job's answer; 0, or the code of its refusal.
+    `signal` is None when the job was only taken out of the queue."""
     refused = refusal_of(answer)
     if refused is not None:
         from qex.cli.common import warn

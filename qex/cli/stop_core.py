@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 from qex.cli.common import get_paths
+from qex.core.state_words import FINAL_WORDS
 
 TYPE_CHECKING = False  # `qex.cli.fastread` imports the sentences below: no `typing` here
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any, NoReturn
 
 
@@ -24,33 +25,68 @@ def left_queue_line(job_id: str) -> str:
     return f"{job_id} left the queue"
 
 
+def already_stopped(record: dict[str, Any]) -> str:
+    """What `kill` and `cancel` print for a stage of a named group that had already stopped."""
+    return f"{record.get('id')} had already stopped (state `{record.get('state')}`)"
+
+
+#: What a stop does with one job: send the command's own request, take the job out of the
+#: queue (a queued stage of a group that `kill` named has nothing to signal), or report a
+#: stage of a named group that had already stopped.
+SEND, DEQUEUE, REPORT = "send", "dequeue", "report"
+
+
+def stop_plan(named: Iterable[tuple[list[dict[str, Any]], str | None]]
+              ) -> list[tuple[dict[str, Any], str]]:
+    """Each job that the words named, once, with what to do to it; `named` holds, per word,
+    its records and the group it named (None for one job). Both bodies follow this plan.
+
+    The queued stages of named groups leave the queue first: a stage signalled before them
+    frees its capacity, and the scheduler could start a queued stage in that moment, which
+    the person meant to stop. The rest keep the order in which they were named."""
+    first: list[tuple[dict[str, Any], str]] = []
+    rest: list[tuple[dict[str, Any], str]] = []
+    seen: set[object] = set()
+    for records, group in named:
+        for record in records:
+            job_id = record.get("id")
+            if job_id in seen:
+                continue
+            seen.add(job_id)
+            state = record.get("state")
+            if group is None:
+                rest.append((record, SEND))
+            elif state == "queued":  # state_words.QUEUED
+                first.append((record, DEQUEUE))
+            elif state in FINAL_WORDS:
+                rest.append((record, REPORT))
+            else:
+                rest.append((record, SEND))
+    return first + rest
+
+
 def _stop_each(jobs: Sequence[str], verb: str,
-               act: Callable[[Any, Any, str, str], None]) -> NoReturn:
-    """The loop of `kill` and `cancel`: every job the words name, once; a finished member of
-    a named group is reported, not refused; `act(outcome, conn, job_id, state)` does the rest.
-    Ends the command with the outcome's code."""
+               act: Callable[[Any, Any, str], None]) -> NoReturn:
+    """The loop of `kill` and `cancel`: every job the words name, as `stop_plan` says;
+    `act(outcome, conn, job_id)` sends the command's own request. Ends the command with the
+    outcome's code."""
     from qex.cli.reach import open_connection
-    from qex.cli.stop_jobs import Outcome, already_stopped, resolve_all
-    from qex.core.states import FINAL
+    from qex.cli.stop_jobs import Outcome, resolve_all, send
 
     paths = get_paths()
     conn = open_connection(paths, start=True)
     assert conn is not None
-    final = {s.value for s in FINAL}
     outcome = Outcome(verb)
     with conn:
-        for found in resolve_all(conn, paths, jobs):
-            for record in found.jobs:
-                job_id = str(record.get("id"))
-                if not outcome.first_time(job_id):
-                    continue
-                state = str(record.get("state"))
-                if found.group is not None and state in final:
-                    print(already_stopped(record), flush=True)
-                    continue
-                # A queued member of a named group leaves the queue: there is nothing to signal.
-                act(outcome, conn, job_id, "queued-in-group"
-                    if found.group is not None and state == "queued" else state)
+        named = [(found.jobs, found.group) for found in resolve_all(conn, paths, jobs)]
+        for record, what in stop_plan(named):
+            job_id = str(record.get("id"))
+            if what == REPORT:
+                print(already_stopped(record), flush=True)
+            elif what == DEQUEUE:
+                send(outcome, left_queue_line(job_id), conn.cancel, job_id)
+            else:
+                act(outcome, conn, job_id)
     sys.exit(outcome.code)
 
 
@@ -58,11 +94,8 @@ def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:
     """Send `signum` to the running jobs that `jobs` name; end the command with its code."""
     from qex.cli.stop_jobs import send
 
-    def act(outcome: Any, conn: Any, job_id: str, state: str) -> None:
-        if state == "queued-in-group":
-            send(outcome, left_queue_line(job_id), conn.cancel, job_id)
-        else:
-            send(outcome, signalled_line(job_id, signum), conn.kill, job_id, signum, grace_secs)
+    def act(outcome: Any, conn: Any, job_id: str) -> None:
+        send(outcome, signalled_line(job_id, signum), conn.kill, job_id, signum, grace_secs)
 
     _stop_each(jobs, "kill", act)
 
@@ -71,7 +104,7 @@ def cancel_jobs(jobs: Sequence[str]) -> None:
     """Take the queued jobs that `jobs` name out of the queue; end the command with its code."""
     from qex.cli.stop_jobs import send
 
-    def act(outcome: Any, conn: Any, job_id: str, _state: str) -> None:
+    def act(outcome: Any, conn: Any, job_id: str) -> None:
         send(outcome, left_queue_line(job_id), conn.cancel, job_id)
 
     _stop_each(jobs, "cancel", act)

@@ -59,6 +59,3 @@ def send(outcome: Outcome, success: str, request: Callable[..., object], *args: 
     print(success, flush=True)
     return True
 
-
-def already_stopped(record: dict[str, Any]) -> str:
-    return f"{record.get('id')} had already stopped (state `{record.get('state')}`)"

@@ -847,7 +847,9 @@ def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
                  ["logs", jobs[0], "--json", "-n", "--grep", "a b"],
                  ["status", jobs[0], "--lines", "1:2", "--grep", "q"],
                  ["kill", jobs[0], jobs[1][:8]], ["cancel", jobs[0], jobs[1]],
-                 ["kill", "--signal", "9", "--grace", "1s", *jobs]):
+                 ["kill", "--signal", "9", "--grace", "1s", *jobs],
+                 ["status", "fan"], ["status", group, "--json", "--tail", "1"],
+                 ["status", "--wait", "fan"], ["kill", group], ["cancel", "fan", jobs[0]]):
         assert not _imported(qex_env, *args) & _HEAVY, args
     qex_env.run("pause", "queue", check=True)
     queued = [qex_env.submit(*claim, "--", "true") for _ in range(4)]
@@ -979,3 +981,50 @@ def test_a_wait_on_a_running_group_agrees(qex_env: Env) -> None:
     assert shown[0] == shown[1]
     assert [code for code, _, _ in shown[0]] == [0, 124, 122], shown[0]
     assert "qex wait <id>\n" in shown[0][2][2], shown[0]  # the group's id, not two ids
+
+
+def _mixed_group(env: Env, lines: Any, name: str) -> tuple[str, list[str]]:
+    """A group whose first stage completed, two stages run and the last one waits (each
+    stage claims 2 of 4 cores); its id and its stages' ids."""
+    group = env.submit("--cpu", "2", "--mem", "16MB", "--each-line", str(lines), "--name", name,
+                       "--", "sleep", "{}")
+    stages = [r["id"] for r in json.loads(env.run("list", "--json", check=True).stdout)
+              if r.get("group") == group]
+    env.wait_for(lambda: [env.record(s).get("state") for s in stages]
+                 == ["completed", "running", "running", "queued"], what="the stages' states")
+    return group, stages
+
+
+def test_stops_and_status_of_a_group_agree(qex_env: Env) -> None:
+    """`status`, `kill` and `cancel` of a group whose stages are in every phase: both ways
+    print the same blocks, stop the same stages in the same order (the queued stage leaves
+    the queue before any stage is signalled, so the capacity they free cannot start it), and
+    import no framework on the lean path."""
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.write_config("[budget]\ncpu = 4\n")
+    lines = qex_env.root / "mixed.txt"
+    lines.write_text("0\n60\n60\n60\n")
+    for verb in ("kill", "cancel"):
+        shown = []
+        for extra in ({}, CLICK_ONLY):
+            name = f"{verb}{len(shown)}"
+            group, stages = _mixed_group(qex_env, lines, name)
+            status = qex_env.run("status", group, "--json", "--no-logs", extra_env=extra)
+            documents = json.loads(status.stdout)
+            assert [d["id"] for d in documents] == stages, status.stdout
+            if not extra:
+                assert not _imported(qex_env, "status", name, "--json") & _HEAVY
+            proc = qex_env.run(verb, group, extra_env=extra)
+            out = proc.stdout.replace(group, "<group>")
+            for i, stage in enumerate(stages):
+                out = out.replace(stage, f"<stage {i}>")
+            shown.append((proc.returncode, out, _mask(proc.stderr)))
+            if verb == "cancel":
+                qex_env.run("kill", *stages[1:3], check=True)
+            qex_env.run("wait", group)
+            assert qex_env.record(stages[3])["state"] == "cancelled"
+        assert shown[0] == shown[1], verb
+        assert shown[0][1].startswith("<stage 3> left the queue\n"
+                                      "<stage 0> had already stopped (state `completed`)\n"), shown
+    assert shown[0][0] == 1  # `cancel` refuses the running stages
+    assert "operates now" in shown[0][2]
