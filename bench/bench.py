@@ -225,6 +225,8 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "submit -- true": [*prog(env), "submit", "--", "true"],
         "submit --cpu 1 --mem 16MB -- true": [*prog(env), "submit", "--cpu", "1", "--mem", "16MB", "--", "true"],
         "submit --after ID -- true": [*prog(env), "submit", "--after", done, "--", "true"],
+        "submit --each-line (3 lines)": [*prog(env), "submit", "--each-line", str(lines), "--",
+                                         "true", "{}"],
         "wait ID (finished)": [*prog(env), "wait", done],
         "wait --timeout 1m ID ID ID (finished)": [*prog(env), "wait", "--timeout", "1m", done,
                                                   *more],

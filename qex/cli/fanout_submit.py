@@ -9,44 +9,29 @@ fan-out that succeeded in full.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from qex.cli import jobcmd
-from qex.cli.common import print_warnings, warn
-from qex.cli.idfile import write_id_file
+from qex.cli.common import warn
+from qex.cli.fanout_output import FanoutReport
 from qex.cli.submitting import Submitter, submit_options_from
 from qex.core import fanout, model
-from qex.core.names import new_id, printable_line, safe_name
+from qex.core.names import new_id, printable_line
 
 if TYPE_CHECKING:
     from qex.store.paths import Paths
 
 
 def read_input(source: str) -> tuple[bytes, str]:
-    """The raw input (at most one byte past the cap, so the cap can be reported)."""
-    limit = fanout.MAX_INPUT_BYTES + 1
-    if source == "-":
-        return sys.stdin.buffer.read(limit), "the standard input"
+    """The raw input (`fanout_input`, which the lean path may have read already) and how
+    messages name it; an unreadable file ends the command with 121."""
+    from qex.cli.fanout_input import read_input as read_once
+
     try:
-        with open(source, "rb") as handle:
-            return handle.read(limit), source
+        return read_once(source)
     except OSError as exc:
         jobcmd.fail(f"qex cannot read the --each-line file {source} ({exc.strerror or exc}); "
                     "check the path")
-
-
-def _abort(message: str, code: int, group: str, done: list[tuple[str, str]],
-           total: int) -> NoReturn:
-    warn(message)
-    if done:
-        warn(f"the fan-out stopped after {len(done)} of {total} jobs; those jobs are in the "
-             f"queue, in the group {group}:")
-        for name, job_id in done:
-            warn(f"  {safe_name(name)}: {job_id}")
-        warn(f"remove them with `qex cancel {group}` (queued jobs) or `qex kill {group}`, or "
-             "submit the missing lines alone")
-    raise SystemExit(code)
 
 
 def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs: int) -> NoReturn:
@@ -81,30 +66,12 @@ def submit_fanout(paths: Paths, values: dict[str, Any], *, source: str, max_jobs
     ]
     submitter.preflight([specs[0].to_dict()])
     warn(parsed.summary())
-    done: list[tuple[str, str]] = []
-    seen_warnings: dict[str, int] = {}
+    report = FanoutReport(group, len(specs))
     for spec in specs:
         try:
             answer = submitter.conn.submit(spec.to_dict())
         except ClientError as exc:
-            _abort(printable_line(exc.message), code_for(exc, "submit"), group, done, len(specs))
-        warning = answer["warning"]
-        if warning is not None and warning.strip():
-            if warning not in seen_warnings:
-                print_warnings(answer)
-            seen_warnings[warning] = seen_warnings.get(warning, 0) + 1
-        done.append((spec.name, str(answer["id"])))
-        warn(f"{safe_name(spec.name)}: {answer['id']}")
-    for count in seen_warnings.values():
-        if count > 1:
-            warn(f"the same warning applies to {count - 1} more job(s) of this fan-out")
-    if values.get("id_file"):
-        from pathlib import Path
-
-        from qex.cli.idfile import group_text
-
-        write_id_file(values["id_file"], group_text(Path(values["id_file"]), group, group_name,
-                                                    done))
-    warn(f"{len(done)} jobs in the group `{safe_name(group_name)}`")
-    print(group, flush=True)
+            report.abort(printable_line(exc.message), code_for(exc, "submit"))
+        report.accepted(spec.name, str(answer["id"]), answer["warning"])
+    report.finish(group_name, values.get("id_file"))
     raise SystemExit(0)

@@ -285,14 +285,15 @@ def _cancel(p: dict[str, Any]) -> int | None:
     return 0
 
 
-def _submit_options(p: dict[str, Any]) -> dict[str, Any] | None:
+def _submit_options(p: dict[str, Any], wanted: list[str] | None = None
+                    ) -> dict[str, Any] | None:
     """The options of a `submit_words` request: the job's fields; the `--needs` and
     `--after` words as typed, for the coordinator to resolve; the text of a `--job` file, for
-    it to read. Those go only to a listening coordinator that says it can
-    (`fastsubmit.coordinator_can`; an older one would refuse the fields): otherwise None,
-    and the full path does that work here."""
+    it to read. Those (and the capabilities in `wanted`) go only to a listening coordinator
+    that says it can (`fastsubmit.coordinator_can`; an older one would refuse the fields):
+    otherwise None, and the full path does that work here."""
     options = spec_options(p)
-    wanted: list[str] = []
+    wanted = list(wanted or ())
     if p["job"]:
         from qex.cli.fastsubmit import job_file_text
 
@@ -312,9 +313,33 @@ def _submit_options(p: dict[str, Any]) -> dict[str, Any] | None:
     return options
 
 
-def _submit(p: dict[str, Any]) -> int | None:
-    if p["each_line"]:
+#: The options that a fan-out refuses, or that need a wait: the full path words them.
+_NOT_WITH_EACH_LINE = ("wait", "follow", "quiet", "as_json", "wait_timeout", "job",
+                       "dedupe_key", "dedupe_window")
+
+
+def _submit_lines(p: dict[str, Any]) -> int | None:
+    """`submit --each-line INPUT -- CMD {}`, expanded by the coordinator
+    (`fastsubmit.submit_lines`). A fan-out over more jobs than the default limit goes
+    through the full path, one request per job, so that no single answer takes long."""
+    from qex.core.fanout_source import DEFAULT_MAX_JOBS
+
+    if not p["command_args"] or not _defaults("submit", p, _NOT_WITH_EACH_LINE):
         return None
+    max_jobs = p["max_jobs"] if p["max_jobs"] is not None else DEFAULT_MAX_JOBS
+    if max_jobs > DEFAULT_MAX_JOBS:
+        return None
+    options = _submit_options(p, ["each-line-text"])  # protocol.EACH_LINE_TEXT
+    if options is None:
+        return None
+    from qex.cli import fastsubmit
+
+    return fastsubmit.submit_lines(p, options, source=p["each_line"], max_jobs=max_jobs)
+
+
+def _submit(p: dict[str, Any]) -> int | None:
+    if p["each_line"] is not None:
+        return _submit_lines(p)
     wait, follow, quiet, as_json = p["wait"], p["follow"], p["quiet"], p["as_json"]
     if p["max_jobs"] is not None or not (p["command_args"] or p["job"]) or (
             quiet and (as_json or not wait)):

@@ -90,6 +90,69 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
                    as_json=as_json, wait_timeout=wait_timeout)
 
 
+#: The largest `--each-line` input whose text goes in one request (a megabyte is thousands
+#: of lines; the default limit is 1,000 jobs); a larger one is read by the full path.
+EACH_LINE_LEAN_BYTES = 1024 * 1024
+
+
+def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str,
+                 max_jobs: int) -> int | None:
+    """`submit --each-line`: the input's text goes to the coordinator, which submits every
+    line's job (`qex.coordinator.submit_lines`); this prints what `fanout_submit` prints, in
+    its order, with `fanout_output`. None, having sent nothing, for the full path: an input
+    that cannot be read, is over `EACH_LINE_LEAN_BYTES` or is not UTF-8 (the full path words
+    each, from the same bytes: `fanout_input` keeps what it read)."""
+    from qex.cli.fanout_input import read_input
+
+    try:
+        data, _ = read_input(source)
+        text = data.decode("utf-8") if len(data) <= EACH_LINE_LEAN_BYTES else None
+        cwd = os.getcwd()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text is None:
+        return None
+    from qex import __version__
+    from qex.core import protocol
+
+    options = {**options, "each_line": {"path": source, "text": text, "max_jobs": max_jobs}}
+    request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
+                                    client_version=__version__)
+    answer = _lean_request(request)
+    if answer is None:
+        return None
+    from qex.cli.common import die, warn
+    from qex.cli.fanout_output import FanoutReport
+    from qex.core.exit_band import Exit
+
+    jobs = answer.get("jobs")
+    if not isinstance(jobs, list):  # refused before the first job: as `_finish` words it
+        message = str(answer.get("message") or "the coordinator gave no reason")
+        if answer.get("build"):
+            die(message, Exit.NO_SUCH_JOB if answer.get("not_found") else Exit.QEX_FAILED)
+        from qex.core.names import printable_line
+
+        die(printable_line(message),
+            Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
+    for note in answer.get("build_warnings") or ():
+        warn(str(note))
+    warn(str(answer.get("summary")))
+    report = FanoutReport(str(answer.get("group")), int(answer.get("total") or 0))
+    for job in jobs:
+        report.accepted(str(job.get("name")), str(job.get("id")), job.get("warning"))
+    from qex.cli.fastread import refusal_of
+
+    refused = refusal_of(answer)
+    if refused is not None:
+        from qex.cli.exits import code_for
+        from qex.client.errors import Refused
+        from qex.core.names import printable_line
+
+        report.abort(printable_line(refused[1]), code_for(Refused(*refused), "submit"))
+    report.finish(str(answer.get("group_name")), params["id_file"])
+    return 0
+
+
 #: The largest `--job` file whose text goes in the request; a larger one (a job file is a
 #: few lines) is read by the full path, which also says what is wrong with it.
 JOB_FILE_LEAN_BYTES = 256 * 1024

@@ -263,8 +263,13 @@ class Server:
         return handle_submit(self.coord, message)
 
     async def _submit_words(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
-        from qex.coordinator.submit_words import handle_submit_words
+        from qex.coordinator.submit_words import EACH_LINE_FIELD, handle_submit_words
 
+        options = message.get("options")
+        if isinstance(options, dict) and EACH_LINE_FIELD in options:
+            from qex.coordinator.submit_lines import handle_submit_lines
+
+            return await handle_submit_lines(self.coord, message)
         return handle_submit_words(self.coord, message)
 
     async def _own_job(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,9 @@ an older one refuses the unknown fields, so the command asks first. So does `job
 the text of a `--job` file as the command read it (`{"path": as typed, "source": absolute,
 "text": ...}`), parsed here with the command's own readers (`parse_structured`,
 `parse_job_file`), its own `needs`/`after` resolved with the command line's
-(`protocol.JOB_FILE_TEXT`).
+(`protocol.JOB_FILE_TEXT`). With `each_line` (the text of an `--each-line` input), the
+request is a whole fan-out, which `qex.coordinator.submit_lines` expands with `build_words`
+(`protocol.EACH_LINE_TEXT`).
 
 The spec then goes through the ordinary `submit` handler, unchanged. Errors that the command
 used to print itself carry `"build": true`, so it prints them as it did (121; 127, with
@@ -44,8 +46,11 @@ OPTION_FIELDS = frozenset({
 DEPENDENCY_FIELDS = {"needs": "--needs", "after": "--after"}
 #: The field that carries a `--job` file's text.
 JOB_FILE_FIELD = "job_file"
+#: The field that carries the input of `--each-line` (`qex.coordinator.submit_lines`).
+EACH_LINE_FIELD = "each_line"
 
-def _refused(message: str) -> dict[str, Any]:
+def build_refusal(message: str) -> dict[str, Any]:
+    """A refusal that the command prints as it printed its own (`"build": true`: 121)."""
     answer = protocol.error(protocol.REFUSED, message)
     answer["build"] = True
     return answer
@@ -73,8 +78,13 @@ def _learned(paths: Any, config: Any, machine: Any, cwd: str,
 
 
 def _options_ok(options: object) -> bool:
-    known = OPTION_FIELDS | set(DEPENDENCY_FIELDS) | {JOB_FILE_FIELD}
+    known = OPTION_FIELDS | set(DEPENDENCY_FIELDS) | {JOB_FILE_FIELD, EACH_LINE_FIELD}
     if not isinstance(options, dict) or not set(options) <= known:
+        return False
+    each_line = options.get(EACH_LINE_FIELD, {"path": "-", "text": "", "max_jobs": 1})
+    if not (isinstance(each_line, dict) and set(each_line) == {"path", "text", "max_jobs"}
+            and isinstance(each_line["path"], str) and isinstance(each_line["text"], str)
+            and type(each_line["max_jobs"]) is int and each_line["max_jobs"] >= 1):
         return False
     job_file = options.get(JOB_FILE_FIELD, {"path": "", "source": "", "text": ""})
     if not (isinstance(job_file, dict) and set(job_file) == {"path", "source", "text"}
@@ -128,14 +138,44 @@ def _dependencies(coord: Coordinator, paths: Any, options: dict[str, Any], now: 
                 resolved[key] = dependency_ids(records, words, option=option, history=history,
                                                now=now)
         except ResolveError as exc:
-            answer = _refused(exc.message)
+            answer = build_refusal(exc.message)
             if exc.not_found:
                 answer["not_found"] = True
             return {}, answer
     return resolved, None
 
 
+def request_ok(message: dict[str, Any]) -> bool:
+    """The request has the shape that `submit_words` takes (`protocol.submit_words`)."""
+    options, environ = message.get("options"), message.get("environ")
+    return (_options_ok(options) and isinstance(environ, dict)
+            and isinstance(message.get("cwd"), str)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in environ.items()))
+
+
+def malformed() -> dict[str, Any]:
+    return protocol.error(protocol.INTERNAL,
+                          "qex could not read this job: the request's options are malformed")
+
+
 def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    if not request_ok(message) or EACH_LINE_FIELD in message["options"]:
+        return malformed()  # a fan-out is `submit_lines`'s, which the server calls
+    built = build_words(coord, message)
+    if isinstance(built, dict):
+        return built
+    spec, warnings = built
+    answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
+    answer["build_warnings"] = warnings
+    return answer
+
+
+def build_words(coord: Coordinator, message: dict[str, Any], *,
+                fanout: dict[str, Any] | None = None) -> tuple[Any, list[str]] | dict[str, Any]:
+    """The spec of a checked request (`request_ok`) and the warnings the command prints
+    before its id, or the refusal to answer. `fanout` (a fan-out's first job) sets the
+    options that the command's fan-out sets: `command`, `group`, `group_name`, and the
+    template that the learner keys the claim by (`learn_key`)."""
     from qex.coordinator.queries import program_replaced
     from qex.core.capability_check import version_warning
     from qex.core.config import ConfigError
@@ -144,15 +184,9 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
     from qex.platform.machine import machine
     from qex.store.paths import PathError, Paths
 
-    options = message.get("options")
-    environ = message.get("environ")
-    cwd = message.get("cwd")
-    if not (_options_ok(options) and isinstance(environ, dict) and isinstance(cwd, str)
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in environ.items())):
-        return protocol.error(protocol.INTERNAL,
-                              "qex could not read this job: the request's options are malformed")
-    assert isinstance(options, dict)
-    options = dict(options)
+    options = dict(message["options"])
+    environ, cwd = message["environ"], message["cwd"]
+    options.pop(EACH_LINE_FIELD, None)
     sent_file = options.pop(JOB_FILE_FIELD, None)
     job_file = None
     if sent_file is not None:
@@ -162,32 +196,38 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
         try:
             job_file = _job_file(sent_file)
         except (StructuredError, JobFileError) as exc:
-            return _refused(str(exc))
+            return build_refusal(str(exc))
     try:
         paths = Paths.from_env(environ)
         config = _config(paths.config_file)
     except (PathError, ConfigError) as exc:
-        return _refused(str(exc))
+        return build_refusal(str(exc))
     now = time.time()
     dependencies, refused = _dependencies(coord, paths, options, now, job_file)
     if refused is not None:
         return refused
     here = machine()
     opts = SubmitOptions(**{**options, **dependencies})
+    learn_key = None
+    if fanout is not None:
+        opts.command = fanout["command"]
+        opts.group = fanout["group"]
+        opts.group_name = fanout["group_name"]
+        learn_key = fanout["learn_key"]
     job_id = new_id()
     try:
         spec, warnings = build_spec(opts, job_file, config=config, machine=here, environ=environ,
                                     shell_cwd=cwd, learned=None, job_id=job_id, now=now,
-                                    config_path=str(paths.config_file))
+                                    learn_key=learn_key, config_path=str(paths.config_file))
         if not spec.explicit_claim and config.learn.enabled:
-            learned = _learned(paths, config, here, spec.cwd, spec.command)
+            learned = _learned(paths, config, here, spec.cwd, learn_key or spec.command)
             if learned is not None:
                 spec, warnings = build_spec(opts, job_file, config=config, machine=here,
                                             environ=environ, shell_cwd=cwd, learned=learned,
-                                            job_id=job_id, now=now,
+                                            job_id=job_id, now=now, learn_key=learn_key,
                                             config_path=str(paths.config_file))
     except SpecError as exc:
-        return _refused(str(exc))
+        return build_refusal(str(exc))
     # The command printed the config's notes first, then the spec's warnings (in order).
     warnings = [*getattr(config, "notes", ()), *warnings]
     info = {"pid": os.getpid(), "version": protocol.VERSION,
@@ -195,6 +235,4 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
     note = version_warning(info, str(message.get("client_version") or ""))
     if note:
         warnings.append(note)
-    answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
-    answer["build_warnings"] = warnings
-    return answer
+    return spec, warnings

@@ -11,12 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from qex.core.fanout_source import DEFAULT_MAX_JOBS, MAX_INPUT_BYTES, STDIN
 from qex.core.model import dataclass, field
-
-#: The whole input is held in memory, so it is capped whether it comes from a file or a pipe.
-MAX_INPUT_BYTES = 64 * 1024 * 1024
-#: Each job holds a directory on disk; a runaway input must not fill it.
-DEFAULT_MAX_JOBS = 1000
 
 PLACEHOLDER = "{}"
 LITERAL = "{{}}"
@@ -160,7 +156,7 @@ def group_name(name: str | None, source: str) -> str:
     """The group's name: `--name`, else the input file's stem, else `stdin`."""
     if name:
         return name
-    if source == "-":
+    if source == STDIN:
         return "stdin"
     base = source.rstrip("/").rsplit("/", 1)[-1]
     stem = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base

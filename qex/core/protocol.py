@@ -41,6 +41,7 @@ CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
     "job-changed", "oom-retry", "enforce", "engine-slurm", "dependency-words", "job-file-text",
+    "each-line-text",
 )
 #: The capability of a coordinator whose `submit_words` takes `needs` and `after` as the
 #: words a person typed, and resolves them itself (`qex.coordinator.submit_words`).
@@ -48,6 +49,9 @@ DEPENDENCY_WORDS = "dependency-words"
 #: The capability of a coordinator whose `submit_words` takes the text of a `--job` file and
 #: reads it itself (`qex.coordinator.submit_words`).
 JOB_FILE_TEXT = "job-file-text"
+#: The capability of a coordinator whose `submit_words` takes the text of an `--each-line`
+#: input and submits the fan-out's jobs itself (`qex.coordinator.submit_lines`).
+EACH_LINE_TEXT = "each-line-text"
 
 #: A coordinator below this version cannot say what it can do, so the CLI refuses it.
 CAPABILITY_FLOOR = "0.6.0"

@@ -1028,3 +1028,70 @@ def test_stops_and_status_of_a_group_agree(qex_env: Env) -> None:
                                       "<stage 0> had already stopped (state `completed`)\n"), shown
     assert shown[0][0] == 1  # `cancel` refuses the running stages
     assert "operates now" in shown[0][2]
+
+
+def _stage_specs(env: Env, group: str) -> list[dict[str, Any]]:
+    """The specs of a group's stages in submission order, less what differs per run."""
+    stages = sorted((r for r in json.loads(env.run("list", "--json", check=True).stdout)
+                     if r.get("group") == group), key=lambda r: r["sequence"])
+    return [{k: v for k, v in _spec(env, r["id"]).items() if k != "group"} for r in stages]
+
+
+def _same_fanout(env: Env, args: list[str], stdin: str | None = None) -> None:
+    """Submit a fan-out both ways: the same code and lines (ids masked), and stages with the
+    same specs, when it was accepted."""
+    runs = [env.run("submit", *args, input=stdin, extra_env=extra) for extra in ({}, CLICK_ONLY)]
+    fast, slow = runs
+    assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+        slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), (args, fast.stderr)
+    if fast.returncode == 0:
+        groups = [p.stdout.strip() for p in runs]
+        assert _stage_specs(env, groups[0]) == _stage_specs(env, groups[1]), args
+
+
+def test_fanout_submissions_agree(qex_env: Env) -> None:
+    """`submit --each-line` from a file or the standard input, with names, id files,
+    dependencies and a pause warning shared by every stage: the coordinator expands the
+    lines on the fast path, the command on the click path, to the same output and specs;
+    the refusals read the same, and the fast form imports no framework."""
+    done = qex_env.submit("--name", "dep", "--", "true")
+    qex_env.run("wait", done, check=True)
+    qex_env.run("pause", "queue", "--reason", "testing", check=True)
+    root = qex_env.root
+    (root / "in.txt").write_text("alpha\n\n# a comment\nbeta gamma\r\ndelta\n")
+    (root / "bad.txt").write_bytes(b"ok\n\xff\xfe\n")
+    (root / "blank.txt").write_text("\n# only comments\n")
+    (root / "two.txt").write_text("x\ny\n")
+    claim = ["--cpu", "1", "--mem", "16MB"]
+    for args, stdin in (
+        ([*claim, "--each-line", "in.txt", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "in.txt", "--name", "nm", "--tag", "t", "--", "sh", "-c",
+          "echo {}; echo {{}}"], None),
+        (["--each-line", "in.txt", "--id-file", str(root / "ids.env"), "--", "echo", "{}"],
+         None),
+        ([*claim, "--each-line", "two.txt", "--id-file", str(root / "ids.json"), "--", "echo",
+          "pre-{}"], None),
+        ([*claim, "--each-line", "-", "--", "echo", "{}"], "one\ntwo\n"),
+        ([*claim, "--each-line", "two.txt", "--after", "dep", "--needs", done[:8], "--",
+          "echo", "{}"], None),
+        ([*claim, "--each-line", "two.txt", "--max-jobs", "2", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "two.txt", "--max-jobs", "1", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "bad.txt", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "blank.txt", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "no-such-file", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "two.txt", "--", "echo"], None),
+        ([*claim, "--each-line", "two.txt", "--after", "nothing-here", "--", "echo", "{}"],
+         None),
+        ([*claim, "--each-line", "two.txt", "--lock", "db=0", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "two.txt", "--wait", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "two.txt", "--json", "--", "echo", "{}"], None),
+        ([*claim, "--each-line", "", "--", "echo", "{}"], None),
+        (["--mem", "lots", "--each-line", "two.txt", "--", "echo", "{}"], None),
+    ):
+        _same_fanout(qex_env, args, stdin)
+    proc = subprocess.run([*QEX, "submit", "--each-line", "-", "--", "echo", "{}"],
+                          input=b"fine\n\xff\n", capture_output=True, env=qex_env.env,
+                          cwd=str(root), timeout=60)
+    assert proc.returncode == 121 and b"line 2 of the standard input" in proc.stderr
+    assert not _imported(qex_env, "submit", *claim, "--each-line", "two.txt", "--", "echo",
+                         "{}") & _HEAVY

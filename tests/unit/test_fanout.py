@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.core import fanout
+from qex.core.fanout_source import MAX_INPUT_BYTES
 from qex.core.names import is_safe_name
 
 
@@ -46,7 +47,7 @@ def test_max_jobs_is_enforced_with_the_remedy() -> None:
 
 def test_input_cap() -> None:
     with pytest.raises(fanout.FanoutError, match="64 MiB"):
-        fanout.parse_input(b"a" * (fanout.MAX_INPUT_BYTES + 1), source="x")
+        fanout.parse_input(b"a" * (MAX_INPUT_BYTES + 1), source="x")
 
 
 def test_template_needs_a_placeholder() -> None:

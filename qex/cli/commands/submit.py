@@ -69,7 +69,7 @@ def command(**values: Any) -> None:
             fail(f"--each-line does not take {', '.join(refused)}: a fan-out is many jobs, so "
                  "keep the group id it prints (or --id-file NAME.json) and run `qex wait` on it")
         from qex.cli.fanout_submit import submit_fanout
-        from qex.core.fanout import DEFAULT_MAX_JOBS
+        from qex.core.fanout_source import DEFAULT_MAX_JOBS
 
         submit_fanout(paths, values, source=each_line, max_jobs=max_jobs or DEFAULT_MAX_JOBS)
     mode = WAIT if wait else FOLLOW if follow else PLAIN
