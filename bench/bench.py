@@ -100,7 +100,7 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> float:
 
 def median_of(n: int, fn: object) -> float:
     assert callable(fn)
-    return statistics.median(fn() for _ in range(n))
+    return float(statistics.median(fn() for _ in range(n)))
 
 
 def rss_kb(pid: int) -> int:
@@ -406,7 +406,8 @@ def cold_start(envs: dict[str, dict[str, str]], reps: int
         setups[label] = (root, own)
     samples: dict[str, list[float]] = {label: [] for label in envs}
     floors: list[float] = []
-    offsets = {label: {mark: [] for mark, _ in COLD_MARKS} for label in envs}
+    offsets: dict[str, dict[str, list[float]]] = {
+        label: {mark: [] for mark, _ in COLD_MARKS} for label in envs}
     for rep in range(reps):
         for label, (root, env) in setups.items():
             stop_coordinator(env, root)
@@ -550,15 +551,15 @@ def read_chain(trace: Path) -> tuple[dict[str, list[float]], list[float]]:
     steps: dict[str, list[float]] = {name: [] for name, *_ in (*CHAIN_STEPS, *SIDE_STEPS)}
     whole: list[float] = []
     for (_, prev), (_, nxt) in itertools.pairwise(starts):
-        own = {"prev": marks.get(prev, {}), "next": marks.get(nxt, {})}
-        freed = own["prev"].get("co.ending")
+        pair = {"prev": marks.get(prev, {}), "next": marks.get(nxt, {})}
+        freed = pair["prev"].get("co.ending")
         tick = next((t for t in ticks if freed is not None and t >= freed), None)
-        own["tick"] = {"co.tick": tick} if tick is not None else {}
+        pair["tick"] = {"co.tick": tick} if tick is not None else {}
         for name, a_job, a_mark, b_job, b_mark in (*CHAIN_STEPS, *SIDE_STEPS):
-            a, b = own[a_job].get(a_mark), own[b_job].get(b_mark)
+            a, b = pair[a_job].get(a_mark), pair[b_job].get(b_mark)
             if a is not None and b is not None:
                 steps[name].append((b - a) / 1e6)
-        a, b = own["prev"].get("sup.ended"), own["next"].get("sup.exec")
+        a, b = pair["prev"].get("sup.ended"), pair["next"].get("sup.exec")
         if a is not None and b is not None:
             whole.append((b - a) / 1e6)
     return steps, whole

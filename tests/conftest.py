@@ -7,7 +7,17 @@ checks off. The properties themselves, and the number of examples, are unchanged
 
 The systemd guest of tests/vm installs no hypothesis, so the profile is only set where it is
 installed.
+
+A runner in the background of a shell script (or `nohup`) starts the tests with SIGINT
+ignored, and every `qex` they start would inherit that; qex keeps a signal it was started
+with ignored, so the tests that press Ctrl-C on a wait would see nothing. The tests start
+with the default action instead (a Python handler becomes the default across `exec`).
 """
+
+import signal
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 try:
     from hypothesis import HealthCheck, settings

@@ -95,10 +95,12 @@ def stop_signals(job_ids: list[str], group: str | None = None) -> Callable[[], N
     (`qex.cli.jobcmd.interruptible`: its two lines, then 122; the handlers are then the
     defaults, so a second one ends the command at once). Kept when the full wait takes over,
     until it puts its own in place, so that no signal falls between the two. Returns the
-    call that puts the previous handlers back."""
+    call that puts the previous handlers back. A signal that the command was started with
+    ignored stays ignored, as in the full wait (`wait_ends.stop_signals`)."""
     import _signal  # type: ignore[import-not-found]  # `signal` would import `enum`
 
-    watched = (_signal.SIGINT, _signal.SIGTERM)
+    watched = tuple(signum for signum in (_signal.SIGINT, _signal.SIGTERM)
+                    if _signal.getsignal(signum) != _signal.SIG_IGN)
     previous = {signum: _signal.getsignal(signum) for signum in watched}
 
     def handler(signum: int, _frame: object) -> None:

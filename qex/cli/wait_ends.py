@@ -60,7 +60,11 @@ def stop_signals() -> Iterator[None]:
         finally:
             _signal_state["depth"] -= 1
         return
-    watched = (signal.SIGINT, signal.SIGTERM)
+    # A signal ignored when the command started stays ignored: a shell script starts its
+    # background commands (`qex wait ID &`) with SIGINT ignored, so that the Ctrl-C meant for
+    # the script's foreground does not end them.
+    watched = tuple(signum for signum in (signal.SIGINT, signal.SIGTERM)
+                    if signal.getsignal(signum) != signal.SIG_IGN)
     previous = {signum: signal.getsignal(signum) for signum in watched}
     caught: list[int] = []
 

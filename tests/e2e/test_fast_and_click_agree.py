@@ -476,6 +476,35 @@ def test_a_stopped_wait_on_a_running_job_reads_the_same(qex_env: Env) -> None:
     assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_a_wait_started_with_sigint_ignored_keeps_ignoring_it(qex_env: Env) -> None:
+    """A script's background command (`qex wait ID &`) starts with SIGINT ignored, so that
+    the Ctrl-C meant for the script does not end it: both ways the wait goes on through a
+    SIGINT, and a SIGTERM still stops it (122)."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        job = qex_env.submit("--", "sleep", "60")
+        qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
+                         what="a running job")
+        proc = subprocess.Popen([*QEX, "wait", job], env={**qex_env.env, **extra}, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=str(qex_env.root), preexec_fn=_ignore_sigint)
+        qex_env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        shown.append((proc.returncode, _mask(out), _mask(err)))
+        qex_env.run("kill", job, check=True)
+    assert shown[0] == shown[1]
+    assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
+
+
 def _records(env: Env) -> list[dict[str, Any]]:
     """Every job's record as it is on disk now (a job still being created is left out)."""
     found = []
