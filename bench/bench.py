@@ -221,12 +221,16 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
     group = submit_id(env, "--cpu", "1", "--mem", "16MB", "--each-line", str(lines), "--name",
                       "fan", "--", "echo", "{}")
     qex(env, "wait", "-q", done, *more, group, check=False)
+    pipeline = Path(env["HOME"]) / "ci.toml"
+    pipeline.write_text('[[jobs]]\nname = "build"\ncommand = ["true"]\n'
+                        '[[jobs]]\nname = "test"\ncommand = ["true"]\nneeds = ["build"]\n')
     return {
         "submit -- true": [*prog(env), "submit", "--", "true"],
         "submit --cpu 1 --mem 16MB -- true": [*prog(env), "submit", "--cpu", "1", "--mem", "16MB", "--", "true"],
         "submit --after ID -- true": [*prog(env), "submit", "--after", done, "--", "true"],
         "submit --each-line (3 lines)": [*prog(env), "submit", "--each-line", str(lines), "--",
                                          "true", "{}"],
+        "pipeline FILE (2 stages)": [*prog(env), "pipeline", str(pipeline)],
         "wait ID (finished)": [*prog(env), "wait", done],
         "wait --timeout 1m ID ID ID (finished)": [*prog(env), "wait", "--timeout", "1m", done,
                                                   *more],

@@ -1,5 +1,5 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
-`cancel` (and `daemon`, so that a coordinator never loads click).
+`cancel`, `pipeline` (and `daemon`, so that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -371,6 +371,15 @@ def _run(p: dict[str, Any]) -> int | None:
                              wait_timeout=None, follow=True)
 
 
+def _pipeline(p: dict[str, Any]) -> int | None:
+    """`qex pipeline FILE`: the coordinator builds and submits the stages
+    (`fastsubmit.submit_pipeline`)."""
+    from qex.cli import fastsubmit
+
+    return fastsubmit.submit_pipeline(p["file"], name=p["name"], id_file=p["id_file"],
+                                      as_json=p["as_json"])
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -380,5 +389,5 @@ def _daemon(p: dict[str, Any]) -> int | None:
 
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
-    "kill": _kill, "cancel": _cancel, "daemon": _daemon,
+    "kill": _kill, "cancel": _cancel, "daemon": _daemon, "pipeline": _pipeline,
 }

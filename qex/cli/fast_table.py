@@ -303,4 +303,19 @@ TABLE: dict[str, dict[str, Any]] = {
             'supervised': False,
         },
     },
+    'pipeline': {
+        'interspersed': True,
+        'options': {
+            '--name': ('name', 'value'),
+            '--id-file': ('id_file', 'value'),
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [('file', 1, True)],
+        'defaults': {
+            'as_json': False,
+            'file': None,
+            'id_file': None,
+            'name': None,
+        },
+    },
 }

@@ -23,7 +23,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
     from qex.cli.wire import Wire
     from qex.client.connection import Connection
@@ -121,19 +121,12 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
     answer = _lean_request(request)
     if answer is None:
         return None
-    from qex.cli.common import die, warn
+    from qex.cli.common import warn
     from qex.cli.fanout_output import FanoutReport
-    from qex.core.exit_band import Exit
 
     jobs = answer.get("jobs")
-    if not isinstance(jobs, list):  # refused before the first job: as `_finish` words it
-        message = str(answer.get("message") or "the coordinator gave no reason")
-        if answer.get("build"):
-            die(message, Exit.NO_SUCH_JOB if answer.get("not_found") else Exit.QEX_FAILED)
-        from qex.core.names import printable_line
-
-        die(printable_line(message),
-            Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
+    if not isinstance(jobs, list):
+        _refused_before_any(answer)
     for note in answer.get("build_warnings") or ():
         warn(str(note))
     warn(str(answer.get("summary")))
@@ -151,6 +144,74 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
         report.abort(printable_line(refused[1]), code_for(Refused(*refused), "submit"))
     report.finish(str(answer.get("group_name")), params["id_file"])
     return 0
+
+
+def submit_pipeline(file: str, *, name: str | None, id_file: str | None, as_json: bool
+                    ) -> int | None:
+    """`qex pipeline FILE`: the file's text goes to the coordinator, which builds and
+    submits every stage (`qex.coordinator.submit_pipeline`); this prints what
+    `pipeline_submit` prints, in its order, with `pipeline_output`. None, having sent
+    nothing, for the full path: a file that `job_file_text` leaves to it, nobody listening,
+    or a coordinator from before this request."""
+    sent = job_file_text(file)
+    if sent is None:
+        return None
+    from qex.cli.wire import Wire
+
+    probe = Wire.connect()
+    if probe is None:
+        return None  # the full path starts the coordinator, after checking the config here
+    probe.close()
+    from qex import __version__
+    from qex.core import protocol
+
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    request = protocol.submit_pipeline(sent, name=name, environ=dict(os.environ), cwd=cwd,
+                                       client_version=__version__)
+    answer = _lean_request(request)
+    if answer is None:
+        return None
+    message = str(answer.get("message") or "the coordinator gave no reason")
+    if answer.get("result") == "error" and message.startswith(_UNKNOWN_REQUEST):
+        return None
+    jobs = answer.get("jobs")
+    if not isinstance(jobs, list):
+        _refused_before_any(answer)
+    from qex.cli.common import warn
+    from qex.cli.pipeline_output import PipelineReport
+
+    for note in answer.get("build_warnings") or ():
+        warn(str(note))
+    report = PipelineReport(str(answer.get("group")))
+    for job in jobs:
+        report.accepted(str(job.get("name")), str(job.get("id")), job.get("warning"))
+    from qex.cli.fastread import refusal_of
+
+    refused = refusal_of(answer)
+    if refused is not None:
+        from qex.core.names import printable_line
+
+        report.refused(printable_line(refused[1]), str(answer.get("stage")))
+    report.finish(str(answer.get("group_name")), id_file, as_json=as_json)
+    return 0
+
+
+def _refused_before_any(answer: dict[str, Any]) -> NoReturn:
+    """A refusal that came before anything was queued, as `_finish` words it: a build
+    refusal (121; 127 for a word that names no job) or the coordinator's own."""
+    from qex.cli.common import die
+    from qex.core.exit_band import Exit
+
+    message = str(answer.get("message") or "the coordinator gave no reason")
+    if answer.get("build"):
+        die(message, Exit.NO_SUCH_JOB if answer.get("not_found") else Exit.QEX_FAILED)
+    from qex.core.names import printable_line
+
+    die(printable_line(message),
+        Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
 
 
 #: The largest `--job` file whose text goes in the request; a larger one (a job file is a

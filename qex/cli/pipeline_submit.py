@@ -9,38 +9,15 @@ the message says which stages are already queued and how to remove them.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 from qex.cli import jobcmd
-from qex.cli.common import print_json, print_warnings, warn
-from qex.cli.idfile import write_id_file
+from qex.cli.common import warn
+from qex.cli.pipeline_output import PipelineReport
 from qex.cli.submitting import Submitter
-from qex.core.names import is_safe_name, new_id, printable_line, safe_name, visible
+from qex.core.names import new_id, printable_line, safe_name
 from qex.core.states import Exit
-
-
-def _group_name(given: str | None, file_name: str | None, path: str) -> str:
-    if given is not None:
-        if not is_safe_name(given):
-            jobcmd.fail(f"the name `{visible(given)}` is not one qex accepts; use letters, "
-                        "digits, `.`, `_` and `-` only")
-        return given
-    if file_name:
-        return file_name
-    stem = Path(path).name.rsplit(".", 1)[0]
-    return safe_name(stem) or "pipeline"
-
-
-def _refused(message: str, stage: str, group: str, done: list[tuple[str, str]]) -> NoReturn:
-    warn(f"the stage `{safe_name(stage)}` was not accepted: {message}")
-    if done:
-        warn(f"the stages before it are in the queue, in the group {group}:")
-        for name, job_id in done:
-            warn(f"  {safe_name(name)}: {job_id}")
-        warn(f"remove them with `qex cancel {group}`, or keep them and submit the rest yourself")
-    raise SystemExit(Exit.QEX_FAILED)
 
 
 def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
@@ -62,8 +39,11 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
         pipeline = parse_pipeline(read_structured(Path(file)), os.path.abspath(file))
     except (StructuredError, JobFileError) as exc:
         jobcmd.fail(str(exc))
+    try:
+        group_name = pipeline.group_name(name, file)
+    except JobFileError as exc:
+        jobcmd.fail(str(exc))
     group = new_id()
-    group_name = _group_name(name, pipeline.name, file)
     order = pipeline.topological_order()
     ids = {str(stage.name): new_id() for stage in order}
     submitter = Submitter.open(paths)
@@ -91,23 +71,12 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
     mismatch = version_warning(info)
     if mismatch:
         warn(mismatch)
-    done: list[tuple[str, str]] = []
+    report = PipelineReport(group)
     for stage_name, spec in built:
         try:
             answer = submitter.conn.submit(spec.to_dict())
         except ClientError as exc:
-            _refused(printable_line(exc.message), stage_name, group, done)
-        print_warnings(answer)
-        done.append((stage_name, str(answer["id"])))
-        warn(f"{safe_name(stage_name)}: {answer['id']}")
-    if id_file:
-        from qex.cli.idfile import group_text
-
-        write_id_file(id_file, group_text(Path(id_file), group, group_name, done))
-    if as_json:
-        print_json({"group": group, "group_name": safe_name(group_name),
-                    "jobs": [{"name": safe_name(n), "id": i} for n, i in done]})
-    else:
-        sys.stdout.write(group + "\n")
-        sys.stdout.flush()
+            report.refused(printable_line(exc.message), stage_name)
+        report.accepted(stage_name, str(answer["id"]), answer["warning"])
+    report.finish(group_name, id_file, as_json=as_json)
     raise SystemExit(0)

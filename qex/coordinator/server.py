@@ -147,6 +147,7 @@ class Server:
             Op.CAPABILITIES: self._capabilities,
             Op.SUBMIT: self._submit,
             Op.SUBMIT_WORDS: self._submit_words,
+            Op.SUBMIT_PIPELINE: self._submit_pipeline,
             Op.OWN_JOB: self._own_job,
             Op.LIST: self._list,
             Op.LIST_JSON: self._list_json,
@@ -271,6 +272,12 @@ class Server:
 
             return await handle_submit_lines(self.coord, message)
         return handle_submit_words(self.coord, message)
+
+    async def _submit_pipeline(self, client: Client, message: dict[str, Any]
+                               ) -> dict[str, Any]:
+        from qex.coordinator.submit_pipeline import handle_submit_pipeline
+
+        return await handle_submit_pipeline(self.coord, message)
 
     async def _own_job(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         job_id = message.get("id")

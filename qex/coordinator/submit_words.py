@@ -170,22 +170,82 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
     return answer
 
 
+class BuildContext:
+    """What every spec of one request is built with: the command's paths, its config as the
+    file is now, its environment and directory, the machine, and the request's clock."""
+
+    def __init__(self, paths: Any, config: Any, environ: dict[str, str], cwd: str,
+                 now: float) -> None:
+        from qex.platform.machine import machine
+
+        self.paths, self.config, self.environ, self.cwd, self.now = (
+            paths, config, environ, cwd, now)
+        self.machine = machine()
+
+    @classmethod
+    def of(cls, message: dict[str, Any]) -> BuildContext | dict[str, Any]:
+        """The context of a checked request, or the refusal (a bad state dir or config)."""
+        from qex.core.config import ConfigError
+        from qex.store.paths import PathError, Paths
+
+        environ = message["environ"]
+        try:
+            paths = Paths.from_env(environ)
+            config = _config(paths.config_file)
+        except (PathError, ConfigError) as exc:
+            return build_refusal(str(exc))
+        return cls(paths, config, environ, message["cwd"], time.time())
+
+    @property
+    def notes(self) -> list[str]:
+        """The config's notes, which the command prints before anything else."""
+        return list(getattr(self.config, "notes", ()))
+
+    def build(self, opts: Any, job_file: Any, *, job_id: str,
+              learn_key: list[str] | None = None) -> tuple[Any, list[str]] | dict[str, Any]:
+        """One spec and its warnings, with the learner's claim when half of the claim was not
+        given (`submitting.Submitter.build`), or the refusal."""
+        from qex.core.jobspec import SpecError, build_spec
+
+        def built(learned: tuple[int | None, int | None] | None) -> tuple[Any, list[str]]:
+            return build_spec(opts, job_file, config=self.config, machine=self.machine,
+                              environ=self.environ, shell_cwd=self.cwd, learned=learned,
+                              job_id=job_id, now=self.now, learn_key=learn_key,
+                              config_path=str(self.paths.config_file))
+
+        try:
+            spec, warnings = built(None)
+            if not spec.explicit_claim and self.config.learn.enabled:
+                learned = _learned(self.paths, self.config, self.machine, spec.cwd,
+                                   learn_key or spec.command)
+                if learned is not None:
+                    spec, warnings = built(learned)
+        except SpecError as exc:
+            return build_refusal(str(exc))
+        return spec, warnings
+
+
+def version_note(coord: Coordinator, message: dict[str, Any]) -> str | None:
+    """The note on a command of another version than this coordinator, which the command
+    prints after the spec's warnings."""
+    from qex.coordinator.queries import program_replaced
+    from qex.core.capability_check import version_warning
+
+    info = {"pid": os.getpid(), "version": protocol.VERSION,
+            "program_replaced": program_replaced(coord)}
+    return version_warning(info, str(message.get("client_version") or "")) or None
+
+
 def build_words(coord: Coordinator, message: dict[str, Any], *,
                 fanout: dict[str, Any] | None = None) -> tuple[Any, list[str]] | dict[str, Any]:
     """The spec of a checked request (`request_ok`) and the warnings the command prints
     before its id, or the refusal to answer. `fanout` (a fan-out's first job) sets the
     options that the command's fan-out sets: `command`, `group`, `group_name`, and the
     template that the learner keys the claim by (`learn_key`)."""
-    from qex.coordinator.queries import program_replaced
-    from qex.core.capability_check import version_warning
-    from qex.core.config import ConfigError
-    from qex.core.jobspec import SpecError, SubmitOptions, build_spec
+    from qex.core.jobspec import SubmitOptions
     from qex.core.names import new_id
-    from qex.platform.machine import machine
-    from qex.store.paths import PathError, Paths
 
     options = dict(message["options"])
-    environ, cwd = message["environ"], message["cwd"]
     options.pop(EACH_LINE_FIELD, None)
     sent_file = options.pop(JOB_FILE_FIELD, None)
     job_file = None
@@ -197,16 +257,12 @@ def build_words(coord: Coordinator, message: dict[str, Any], *,
             job_file = _job_file(sent_file)
         except (StructuredError, JobFileError) as exc:
             return build_refusal(str(exc))
-    try:
-        paths = Paths.from_env(environ)
-        config = _config(paths.config_file)
-    except (PathError, ConfigError) as exc:
-        return build_refusal(str(exc))
-    now = time.time()
-    dependencies, refused = _dependencies(coord, paths, options, now, job_file)
+    ctx = BuildContext.of(message)
+    if isinstance(ctx, dict):
+        return ctx
+    dependencies, refused = _dependencies(coord, ctx.paths, options, ctx.now, job_file)
     if refused is not None:
         return refused
-    here = machine()
     opts = SubmitOptions(**{**options, **dependencies})
     learn_key = None
     if fanout is not None:
@@ -214,25 +270,10 @@ def build_words(coord: Coordinator, message: dict[str, Any], *,
         opts.group = fanout["group"]
         opts.group_name = fanout["group_name"]
         learn_key = fanout["learn_key"]
-    job_id = new_id()
-    try:
-        spec, warnings = build_spec(opts, job_file, config=config, machine=here, environ=environ,
-                                    shell_cwd=cwd, learned=None, job_id=job_id, now=now,
-                                    learn_key=learn_key, config_path=str(paths.config_file))
-        if not spec.explicit_claim and config.learn.enabled:
-            learned = _learned(paths, config, here, spec.cwd, learn_key or spec.command)
-            if learned is not None:
-                spec, warnings = build_spec(opts, job_file, config=config, machine=here,
-                                            environ=environ, shell_cwd=cwd, learned=learned,
-                                            job_id=job_id, now=now, learn_key=learn_key,
-                                            config_path=str(paths.config_file))
-    except SpecError as exc:
-        return build_refusal(str(exc))
+    built = ctx.build(opts, job_file, job_id=new_id(), learn_key=learn_key)
+    if isinstance(built, dict):
+        return built
+    spec, warnings = built
     # The command printed the config's notes first, then the spec's warnings (in order).
-    warnings = [*getattr(config, "notes", ()), *warnings]
-    info = {"pid": os.getpid(), "version": protocol.VERSION,
-            "program_replaced": program_replaced(coord)}
-    note = version_warning(info, str(message.get("client_version") or ""))
-    if note:
-        warnings.append(note)
-    return spec, warnings
+    note = version_note(coord, message)
+    return spec, [*ctx.notes, *warnings, *([note] if note else [])]

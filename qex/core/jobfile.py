@@ -34,7 +34,7 @@ from qex.core.jobfile_fields import (
     parse_resources,
 )
 from qex.core.model import dataclass, field
-from qex.core.names import is_safe_name, visible
+from qex.core.names import is_safe_name, safe_name, visible
 from qex.core.states import ENV_CAPTURES, EnvCapture, pick
 
 __all__ = [
@@ -106,6 +106,19 @@ class PipelineFile:
             if stage.name == name:
                 return stage
         raise KeyError(name)
+
+    def group_name(self, given: str | None, path: str) -> str:
+        """The group's name: `--name` (which must be a safe name), else the file's `name`,
+        else the stem of the file's path, else `pipeline`."""
+        if given is not None:
+            if not is_safe_name(given):
+                raise JobFileError(f"the name `{visible(given)}` is not one qex accepts; use "
+                                   "letters, digits, `.`, `_` and `-` only")
+            return given
+        if self.name:
+            return self.name
+        stem = posixpath.basename(path).rsplit(".", 1)[0]
+        return safe_name(stem) or "pipeline"
 
     def topological_order(self) -> list[JobFile]:
         """Every stage after the stages it waits for; otherwise in file order.

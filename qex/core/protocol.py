@@ -9,6 +9,10 @@ Requests (op -> fields -> answer):
   info                                   -> info {pid, version, started_at, ...}
   capabilities                           -> capabilities {names, version}
   submit       spec (JobSpec dict)       -> submitted {id, warning, deduplicated}
+  submit_words options, environ, cwd     -> submitted (the coordinator builds the spec; with
+               `options.each_line`, a fan-out: {group, group_name, jobs, summary, ...})
+  submit_pipeline pipeline {path, source, text}, name, environ, cwd
+                                         -> submitted {group, group_name, jobs, ...}
   own_job      id                        -> ok   (cancels its queued job when the link ends)
   list                                   -> jobs {jobs: [JobStatus dict]}
   status       id                        -> status {status}
@@ -73,6 +77,7 @@ class Op:
     CAPABILITIES: Final = "capabilities"
     SUBMIT: Final = "submit"
     SUBMIT_WORDS: Final = "submit_words"
+    SUBMIT_PIPELINE: Final = "submit_pipeline"
     OWN_JOB: Final = "own_job"
     LIST: Final = "list"
     #: `list` as the document `qex list --json` prints, sent after the answer line.
@@ -112,6 +117,7 @@ ANSWERS: dict[str, str] = {
     Op.CAPABILITIES: Result.CAPABILITIES,
     Op.SUBMIT: Result.SUBMITTED,
     Op.SUBMIT_WORDS: Result.SUBMITTED,
+    Op.SUBMIT_PIPELINE: Result.SUBMITTED,
     Op.OWN_JOB: Result.OK,
     Op.LIST: Result.JOBS,
     Op.LIST_JSON: Result.JOBS_JSON,
@@ -176,6 +182,14 @@ def submit_words(options: dict[str, Any], *, environ: dict[str, str], cwd: str,
     """A submit that the coordinator builds from the options as given (the fast path)."""
     return {"op": Op.SUBMIT_WORDS, "options": options, "environ": environ, "cwd": cwd,
             "client_version": client_version}
+
+
+def submit_pipeline(pipeline: dict[str, str], *, name: str | None, environ: dict[str, str],
+                    cwd: str, client_version: str) -> dict[str, Any]:
+    """A pipeline file's text (`{"path", "source", "text"}`, as `submit_words` carries a job
+    file) that the coordinator builds and submits, every stage (the fast path)."""
+    return {"op": Op.SUBMIT_PIPELINE, "pipeline": pipeline, "name": name, "environ": environ,
+            "cwd": cwd, "client_version": client_version}
 
 
 def own_job(job_id: str) -> dict[str, Any]:

@@ -476,10 +476,6 @@ def test_a_stopped_wait_on_a_running_job_reads_the_same(qex_env: Env) -> None:
     assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def test_a_wait_started_with_sigint_ignored_keeps_ignoring_it(qex_env: Env) -> None:
     """A script's background command (`qex wait ID &`) starts with SIGINT ignored, so that
     the Ctrl-C meant for the script does not end it: both ways the wait goes on through a
@@ -490,9 +486,11 @@ def test_a_wait_started_with_sigint_ignored_keeps_ignoring_it(qex_env: Env) -> N
         job = qex_env.submit("--", "sleep", "60")
         qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
                          what="a running job")
-        proc = subprocess.Popen([*QEX, "wait", job], env={**qex_env.env, **extra}, text=True,
+        # As a script starts `qex wait ID &`: sh ignores SIGINT, and exec keeps that.
+        proc = subprocess.Popen(["sh", "-c", 'trap "" INT; exec "$@"', "sh", *QEX, "wait", job],
+                                env={**qex_env.env, **extra}, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=str(qex_env.root), preexec_fn=_ignore_sigint)
+                                cwd=str(qex_env.root))
         qex_env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
         proc.send_signal(signal.SIGINT)
         time.sleep(0.5)
@@ -1124,3 +1122,65 @@ def test_fanout_submissions_agree(qex_env: Env) -> None:
     assert proc.returncode == 121 and b"line 2 of the standard input" in proc.stderr
     assert not _imported(qex_env, "submit", *claim, "--each-line", "two.txt", "--", "echo",
                          "{}") & _HEAVY
+
+
+def _pipeline_specs(env: Env, group: str) -> list[dict[str, Any]]:
+    """The specs of a pipeline's stages in submission order, their dependencies written as
+    stage positions (each run makes ids of its own)."""
+    specs = _stage_specs(env, group)
+    stages = sorted((r for r in json.loads(env.run("list", "--json", check=True).stdout)
+                     if r.get("group") == group), key=lambda r: r["sequence"])
+    where = {r["id"]: i for i, r in enumerate(stages)}
+    for spec in specs:
+        for key in ("needs", "after"):
+            spec[key] = [where.get(i, i) for i in spec.get(key) or ()]
+    return specs
+
+
+def test_pipeline_submissions_agree(qex_env: Env) -> None:
+    """`qex pipeline FILE` in TOML, YAML and JSON, with a name, id files and `--json`, in a
+    paused queue (a warning per stage): the coordinator builds and submits the stages on
+    the fast path, the command on the click path, to the same output and specs; the
+    refusals read the same, and the fast form imports no framework."""
+    qex_env.run("submit", "--wait", "--", "true", check=True)  # a coordinator runs
+    qex_env.run("pause", "queue", "--reason", "testing", check=True)
+    root = qex_env.root
+    (root / "ci.toml").write_text(
+        'name = "ci"\n'
+        '[[jobs]]\nname = "build"\ncommand = ["echo", "build"]\n'
+        '[jobs.resources]\ncpu = 1\nmem = "16MB"\n'
+        '[[jobs]]\nname = "test"\ncommand = ["echo", "test"]\nneeds = ["build"]\n'
+        '[[jobs]]\nname = "docs"\ncommand = ["echo", "docs"]\nafter = ["test"]\n'
+        'cwd = "sub"\ntags = ["d"]\n')
+    (root / "sub").mkdir()
+    (root / "two.yaml").write_text(
+        "jobs:\n  - name: lint\n    command: [echo, lint]\n"
+        "  - name: pack\n    command: [echo, pack]\n    needs: [lint]\n")
+    (root / "one.json").write_text(json.dumps({"jobs": [{"name": "solo", "command": ["true"]}]}))
+    (root / "circle.toml").write_text(
+        '[[jobs]]\nname = "a"\ncommand = ["true"]\nneeds = ["b"]\n'
+        '[[jobs]]\nname = "b"\ncommand = ["true"]\nneeds = ["a"]\n')
+    (root / "unknown.toml").write_text('[[jobs]]\nname = "a"\ncommand = ["true"]\n'
+                                       'needs = ["nobody"]\n')
+    (root / "broken.toml").write_text('[[jobs]\nname = "a"\n')
+    (root / "field.toml").write_text('[[jobs]]\nname = "a"\ncommand = ["true"]\nnice = "x"\n')
+    (root / "latin.toml").write_bytes(b'[[jobs]]\nname = "\xe9"\ncommand = ["true"]\n')
+    (root / "huge.toml").write_text(
+        '[[jobs]]\nname = "a"\ncommand = ["true"]\n[jobs.resources]\nmem = "99999TB"\n')
+    for args in (
+        ["ci.toml"], ["ci.toml", "--name", "nightly"], ["two.yaml", "--json"],
+        ["one.json", "--id-file", str(root / "ids.env")],
+        ["ci.toml", "--id-file", str(root / "ids.json"), "--json"],
+        ["circle.toml"], ["unknown.toml"], ["broken.toml"], ["field.toml"], ["latin.toml"],
+        ["huge.toml"], ["no-such.toml"], ["ci.toml", "--name", "bad name"], [str(root)],
+    ):
+        runs = [qex_env.run("pipeline", *args, extra_env=extra) for extra in ({}, CLICK_ONLY)]
+        fast, slow = runs
+        assert (fast.returncode, _mask(fast.stdout), _mask(fast.stderr)) == (
+            slow.returncode, _mask(slow.stdout), _mask(slow.stderr)), (args, fast.stderr)
+        if fast.returncode == 0:
+            groups = [UUID.search(p.stdout) for p in runs]
+            assert all(groups), args
+            ids = [m.group(0) for m in groups if m]
+            assert _pipeline_specs(qex_env, ids[0]) == _pipeline_specs(qex_env, ids[1]), args
+    assert not _imported(qex_env, "pipeline", "ci.toml") & _HEAVY
