@@ -17,9 +17,14 @@ from qex.store import jobs as job_files
 from qex.store.paths import Paths
 
 
+def state_environ(tmp_path: Path) -> dict[str, str]:
+    """The environment of a command that uses the state of `make_coord(tmp_path)`."""
+    return {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
 def make_coord(tmp_path: Path) -> Coordinator:
-    paths = Paths.from_env({"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-                            "XDG_CONFIG_HOME": str(tmp_path / "config")})
+    paths = Paths.from_env(state_environ(tmp_path))
     paths.jobs_dir.mkdir(parents=True)
     paths.run_dir.mkdir(parents=True)
     return Coordinator(

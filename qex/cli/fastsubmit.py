@@ -121,14 +121,10 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
     answer = _lean_request(request)
     if answer is None:
         return None
+    jobs = _queued_jobs(answer)
     from qex.cli.common import warn
     from qex.cli.fanout_output import FanoutReport
 
-    jobs = answer.get("jobs")
-    if not isinstance(jobs, list):
-        _refused_before_any(answer)
-    for note in answer.get("build_warnings") or ():
-        warn(str(note))
     warn(str(answer.get("summary")))
     report = FanoutReport(str(answer.get("group")), int(answer.get("total") or 0))
     for job in jobs:
@@ -177,14 +173,9 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None, as_json
     message = str(answer.get("message") or "the coordinator gave no reason")
     if answer.get("result") == "error" and message.startswith(_UNKNOWN_REQUEST):
         return None
-    jobs = answer.get("jobs")
-    if not isinstance(jobs, list):
-        _refused_before_any(answer)
-    from qex.cli.common import warn
+    jobs = _queued_jobs(answer)
     from qex.cli.pipeline_output import PipelineReport
 
-    for note in answer.get("build_warnings") or ():
-        warn(str(note))
     report = PipelineReport(str(answer.get("group")))
     for job in jobs:
         report.accepted(str(job.get("name")), str(job.get("id")), job.get("warning"))
@@ -197,6 +188,20 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None, as_json
         report.refused(printable_line(refused[1]), str(answer.get("stage")))
     report.finish(str(answer.get("group_name")), id_file, as_json=as_json)
     return 0
+
+
+def _queued_jobs(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The jobs that the answer to a group's submission (a fan-out, a pipeline) lists, once
+    the warnings of their build are printed; a refusal that came before any job was queued
+    ends the command here."""
+    jobs = answer.get("jobs")
+    if not isinstance(jobs, list):
+        _refused_before_any(answer)
+    from qex.cli.common import warn
+
+    for note in answer.get("build_warnings") or ():
+        warn(str(note))
+    return [job if isinstance(job, dict) else {} for job in jobs]
 
 
 def _refused_before_any(answer: dict[str, Any]) -> NoReturn:

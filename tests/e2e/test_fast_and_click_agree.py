@@ -455,23 +455,38 @@ def _catches_sigterm(pid: int) -> bool:
     return False
 
 
-def test_a_stopped_wait_on_a_running_job_reads_the_same(qex_env: Env) -> None:
-    """SIGTERM while `wait` waits: the wait stops (122, the two lines), the job runs on."""
-    qex_env.run("submit", "--wait", "--", "true", check=True)
+def _stopped_waits(env: Env, *, sigint_ignored: bool) -> list[tuple[int, str, str]]:
+    """`wait` on a running job, each way, stopped by SIGTERM: its code and lines. With
+    `sigint_ignored`, the wait starts as a script starts `qex wait ID &` (SIGINT ignored)
+    and first gets a SIGINT, which must not end it. The job runs on until it is killed."""
+    env.run("submit", "--wait", "--", "true", check=True)
     shown = []
     for extra in ({}, CLICK_ONLY):
-        job = qex_env.submit("--", "sleep", "60")
-        qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
-                         what="a running job")
-        proc = subprocess.Popen([*QEX, "wait", job], env={**qex_env.env, **extra}, text=True,
+        job = env.submit("--", "sleep", "60")
+        env.wait_for(lambda j=job: env.record(j).get("state") == "running",
+                     what="a running job")
+        argv = [*QEX, "wait", job]
+        if sigint_ignored:  # sh ignores SIGINT, and exec keeps that
+            argv = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
+        proc = subprocess.Popen(argv, env={**env.env, **extra}, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=str(qex_env.root))
-        qex_env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
+                                cwd=str(env.root))
+        env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
+        if sigint_ignored:
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.5)
+            assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         shown.append((proc.returncode, _mask(out), _mask(err)))
-        assert qex_env.record(job)["state"] == "running"
-        qex_env.run("kill", job, check=True)
+        assert env.record(job)["state"] == "running"
+        env.run("kill", job, check=True)
+    return shown
+
+
+def test_a_stopped_wait_on_a_running_job_reads_the_same(qex_env: Env) -> None:
+    """SIGTERM while `wait` waits: the wait stops (122, the two lines), the job runs on."""
+    shown = _stopped_waits(qex_env, sigint_ignored=False)
     assert shown[0] == shown[1]
     assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
 
@@ -480,25 +495,7 @@ def test_a_wait_started_with_sigint_ignored_keeps_ignoring_it(qex_env: Env) -> N
     """A script's background command (`qex wait ID &`) starts with SIGINT ignored, so that
     the Ctrl-C meant for the script does not end it: both ways the wait goes on through a
     SIGINT, and a SIGTERM still stops it (122)."""
-    qex_env.run("submit", "--wait", "--", "true", check=True)
-    shown = []
-    for extra in ({}, CLICK_ONLY):
-        job = qex_env.submit("--", "sleep", "60")
-        qex_env.wait_for(lambda j=job: qex_env.record(j).get("state") == "running",
-                         what="a running job")
-        # As a script starts `qex wait ID &`: sh ignores SIGINT, and exec keeps that.
-        proc = subprocess.Popen(["sh", "-c", 'trap "" INT; exec "$@"', "sh", *QEX, "wait", job],
-                                env={**qex_env.env, **extra}, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=str(qex_env.root))
-        qex_env.wait_for(lambda p=proc: _catches_sigterm(p.pid), what="the wait to begin")
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.5)
-        assert proc.poll() is None, proc.communicate()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        shown.append((proc.returncode, _mask(out), _mask(err)))
-        qex_env.run("kill", job, check=True)
+    shown = _stopped_waits(qex_env, sigint_ignored=True)
     assert shown[0] == shown[1]
     assert shown[0][0] == 122 and "your wait stopped" in shown[0][2]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coordkit import make_coord
+from coordkit import make_coord, state_environ
 
 from qex.coordinator import submit_lines
 from qex.coordinator.state import Coordinator
@@ -15,8 +15,7 @@ from qex.core import protocol
 
 
 def _message(tmp_path: Path, text: str, command: list[str], **options: Any) -> dict[str, Any]:
-    environ = {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-               "XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": "/usr/bin:/bin"}
+    environ = {**state_environ(tmp_path), "PATH": "/usr/bin:/bin"}
     options = {"command": command, "cpu": 1, "mem": "16MB",
                "each_line": {"path": "names.txt", "text": text, "max_jobs": 1000}, **options}
     return protocol.submit_words(options, environ=environ, cwd=str(tmp_path),

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coordkit import make_coord
+from coordkit import make_coord, state_environ
 
 from qex.coordinator import submit_pipeline
 from qex.coordinator.state import Coordinator
@@ -22,8 +22,7 @@ PIPELINE = (
 
 
 def _message(tmp_path: Path, text: str = PIPELINE, name: str | None = None) -> dict[str, Any]:
-    environ = {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-               "XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": "/usr/bin:/bin"}
+    environ = {**state_environ(tmp_path), "PATH": "/usr/bin:/bin"}
     sent = {"path": "ci.toml", "source": str(tmp_path / "ci.toml"), "text": text}
     return protocol.submit_pipeline(sent, name=name, environ=environ, cwd=str(tmp_path),
                                     client_version=protocol.VERSION)
