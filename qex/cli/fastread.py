@@ -157,8 +157,10 @@ def record_text(record: dict[str, Any], *, as_json: bool, no_logs: bool,
     """What `qex status` prints for one job (`status_print.print_records`), or None when
     only the full body can word its logs (`fastlogs.status_excerpts` leaves them to it)."""
     shown = record_shown(record, as_json=as_json, no_logs=no_logs, sel=sel, streams=streams)
-    if shown is None or not as_json:
-        return None if shown is None else str(shown)
+    if shown is None:
+        return None
+    if not as_json:
+        return str(shown)
     from qex.core.jsontext import dumps
 
     return dumps(shown)

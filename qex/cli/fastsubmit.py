@@ -154,20 +154,19 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None, as_json
         return None
     from qex.cli.wire import Wire
 
-    probe = Wire.connect()
-    if probe is None:
-        return None  # the full path starts the coordinator, after checking the config here
-    probe.close()
-    from qex import __version__
-    from qex.core import protocol
-
     try:
         cwd = os.getcwd()
     except OSError:
         return None
+    wire = Wire.connect()
+    if wire is None:
+        return None  # the full path starts the coordinator, after checking the config here
+    from qex import __version__
+    from qex.core import protocol
+
     request = protocol.submit_pipeline(sent, name=name, environ=dict(os.environ), cwd=cwd,
                                        client_version=__version__)
-    answer = _lean_request(request)
+    answer = _lean_request(request, wire)
     if answer is None:
         return None
     message = str(answer.get("message") or "the coordinator gave no reason")
@@ -266,9 +265,10 @@ def coordinator_can(capabilities: list[str]) -> bool:
         wire.close()
 
 
-def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
-    """The answer through `qex.cli.wire`, or through the full client when that cannot."""
-    wire = _open_wire()
+def _lean_request(request: dict[str, Any], wire: Wire | None = None) -> dict[str, Any] | None:
+    """The answer through `qex.cli.wire` (on `wire`, when the caller holds one open), or
+    through the full client when that cannot."""
+    wire = wire or _open_wire()
     if wire is None:
         conn = _connect()
         return None if conn is None else _guarded(lambda: conn.request(request))
@@ -276,7 +276,7 @@ def _lean_request(request: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(answer, dict):
         wire.close()
         return answer
-    return _guarded(lambda: answer.answer("submit_words"))
+    return _guarded(lambda: answer.answer(str(request["op"])))
 
 
 def _lean_submit_and_wait(request: dict[str, Any], id_file: str | None, *, quiet: bool,
@@ -489,19 +489,13 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
             wait_timeout: float | None) -> int:
     """Everything but the plainest submission: warnings, refusals, the id file, the wait or
     the follow."""
-    from qex.cli.common import die, get_paths, print_warnings, warn
+    from qex.cli.common import get_paths, print_warnings, warn
     from qex.core.states import Exit
 
-    message = str(answer.get("message") or "the coordinator gave no reason")
     for note in answer.get("build_warnings") or ():
         warn(str(note))
     if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
-        if answer.get("build"):
-            die(message, Exit.NO_SUCH_JOB if answer.get("not_found") else Exit.QEX_FAILED)
-        from qex.core.names import printable_line
-
-        die(printable_line(message),
-            Exit.NO_SUCH_JOB if answer.get("kind") == "no_such_job" else Exit.QEX_FAILED)
+        _refused_before_any(answer)
     job_id = str(answer["id"])
     print_warnings(answer)
     if not (wait or follow) or conn is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from qex.cli.common import get_paths
-from qex.core.state_words import FINAL_WORDS
+from qex.core.state_words import FINAL_WORDS, QUEUED
 
 TYPE_CHECKING = False  # `qex.cli.fastread` imports the sentences below: no `typing` here
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def stop_plan(named: Iterable[tuple[list[dict[str, Any]], str | None]]
             state = record.get("state")
             if group is None:
                 rest.append((record, SEND))
-            elif state == "queued":  # state_words.QUEUED
+            elif state == QUEUED:
                 first.append((record, DEQUEUE))
             elif state in FINAL_WORDS:
                 rest.append((record, REPORT))

@@ -7,27 +7,25 @@ same code (`qex.core.fanout`), in the same order: the input and the template are
 before anything else, then the first job is built as any `submit_words` job (the config
 and dependency refusals read the same), and each line becomes a job of one new group.
 
-Between two jobs the handler yields to the event loop, so a long fan-out does not hold up
-the other commands, or the notes of supervisors. A job that the submit refuses ends the
-fan-out as it ended the command's loop: the answer is the refusal, with the jobs already
-queued (`jobs`), which the command lists with the way to remove them.
+The jobs go in through `submit_words.submit_each`, which yields to the event loop between
+two. A job that the submit refuses ends the fan-out as it ended the command's loop: the
+answer is the refusal, with the jobs already queued (`jobs`), which the command lists with
+the way to remove them.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from qex.coordinator.state import Coordinator
-from qex.coordinator.submit import handle_submit
 from qex.coordinator.submit_words import (
     EACH_LINE_FIELD,
     build_refusal,
     build_words,
     malformed,
     request_ok,
+    submit_each,
 )
-from qex.core import protocol
 
 
 async def handle_submit_lines(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
@@ -58,14 +56,7 @@ async def handle_submit_lines(coord: Coordinator, message: dict[str, Any]) -> di
     names = fanout.job_names(options.get("name") or first.name, parsed.lines)
     told: dict[str, Any] = {"build_warnings": warnings, "summary": parsed.summary(),
                             "group": group, "group_name": group_name, "total": len(names)}
-    jobs: list[dict[str, Any]] = []
-    for index, (name, line) in enumerate(zip(names, parsed.lines, strict=True)):
-        if index:
-            await asyncio.sleep(0)  # the other connections' requests go on between the jobs
-        spec = replace(first, id=first.id if index == 0 else new_id(), name=name,
-                       command=fanout.substitute(template, line))
-        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
-        if answer.get("result") != protocol.Result.SUBMITTED:
-            return {**answer, **told, "jobs": jobs}
-        jobs.append({"name": name, "id": answer["id"], "warning": answer.get("warning")})
-    return {"result": protocol.Result.SUBMITTED, **told, "jobs": jobs}
+    specs = ((name, replace(first, id=first.id if index == 0 else new_id(), name=name,
+                            command=fanout.substitute(template, line)))
+             for index, (name, line) in enumerate(zip(names, parsed.lines, strict=True)))
+    return await submit_each(coord, specs, told)

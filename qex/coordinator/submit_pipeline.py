@@ -9,19 +9,23 @@ first, each stage's warnings under its name, then the note on the command's vers
 each stage submitted in the order of its dependencies. A coordinator from before this
 request answers that it does not know it, and the command takes the full path.
 
-Between two stages the handler yields to the event loop. A stage that the submit refuses
+The stages go in through `submit_words.submit_each`, which yields to the event loop between
+two. A stage that the submit refuses
 ends the pipeline as it ended the command's loop: the answer is the refusal, with the stage
 (`stage`) and the stages already queued (`jobs`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from qex.coordinator.state import Coordinator
-from qex.coordinator.submit import handle_submit
-from qex.coordinator.submit_words import BuildContext, build_refusal, version_note
+from qex.coordinator.submit_words import (
+    BuildContext,
+    build_refusal,
+    submit_each,
+    version_note,
+)
 from qex.core import protocol
 
 
@@ -76,14 +80,5 @@ async def handle_submit_pipeline(coord: Coordinator, message: dict[str, Any]) ->
     note = version_note(coord, message)
     if note:
         warnings.append(note)
-    told: dict[str, Any] = {"build_warnings": warnings, "group": group,
-                            "group_name": group_name}
-    jobs: list[dict[str, Any]] = []
-    for index, (name, spec) in enumerate(built):
-        if index:
-            await asyncio.sleep(0)  # the other connections' requests go on between stages
-        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
-        if answer.get("result") != protocol.Result.SUBMITTED:
-            return {**answer, **told, "stage": name, "jobs": jobs}
-        jobs.append({"name": name, "id": answer["id"], "warning": answer.get("warning")})
-    return {"result": protocol.Result.SUBMITTED, **told, "jobs": jobs}
+    return await submit_each(coord, built, {"build_warnings": warnings, "group": group,
+                                            "group_name": group_name})

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from qex.coordinator.state import Coordinator
@@ -277,3 +278,22 @@ def build_words(coord: Coordinator, message: dict[str, Any], *,
     # The command printed the config's notes first, then the spec's warnings (in order).
     note = version_note(coord, message)
     return spec, [*ctx.notes, *warnings, *([note] if note else [])]
+
+
+async def submit_each(coord: Coordinator, named: Iterable[tuple[str, Any]],
+                      told: dict[str, Any]) -> dict[str, Any]:
+    """Submit a group's jobs (`(name, spec)` in order), yielding to the event loop between
+    two, so that a long group does not hold up the other connections or the supervisors'
+    notes. The answer carries `told` and the jobs queued (`jobs`); a job that the submit
+    refuses ends the group, and the answer is that refusal, with its name (`stage`)."""
+    import asyncio
+
+    jobs: list[dict[str, Any]] = []
+    for index, (name, spec) in enumerate(named):
+        if index:
+            await asyncio.sleep(0)
+        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
+        if answer.get("result") != protocol.Result.SUBMITTED:
+            return {**answer, **told, "stage": name, "jobs": jobs}
+        jobs.append({"name": name, "id": answer["id"], "warning": answer.get("warning")})
+    return {"result": protocol.Result.SUBMITTED, **told, "jobs": jobs}

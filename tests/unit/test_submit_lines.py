@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from coordkit import make_coord, state_environ
 
-from qex.coordinator import submit_lines
+from qex.coordinator import submit_lines, submit_words
 from qex.coordinator.state import Coordinator
 from qex.core import protocol
 
@@ -59,7 +59,7 @@ def test_the_input_and_the_template_are_checked_before_anything(coord: Coordinat
 
 def test_a_refused_stage_ends_the_fan_out_with_the_stages_already_queued(
         coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = submit_lines.handle_submit
+    real = submit_words.handle_submit
     calls: list[int] = []
 
     def refuse_the_second(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def test_a_refused_stage_ends_the_fan_out_with_the_stages_already_queued(
             return protocol.error(protocol.WRONG_STATE, "no room for this one")
         return real(coord, message)
 
-    monkeypatch.setattr(submit_lines, "handle_submit", refuse_the_second)
+    monkeypatch.setattr(submit_words, "handle_submit", refuse_the_second)
     answer = _expand(coord, _message(tmp_path, "a\nb\nc\n", ["echo", "{}"]))
     assert answer["result"] == "error" and answer["message"] == "no room for this one"
     assert [j["name"] for j in answer["jobs"]] == ["echo-01-a"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from coordkit import make_coord, state_environ
 
-from qex.coordinator import submit_pipeline
+from qex.coordinator import submit_pipeline, submit_words
 from qex.coordinator.state import Coordinator
 from qex.core import protocol
 
@@ -63,14 +63,14 @@ def test_the_file_and_the_name_are_checked_before_anything(coord: Coordinator,
 
 def test_a_refused_stage_ends_the_pipeline_with_the_stages_already_queued(
         coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = submit_pipeline.handle_submit
+    real = submit_words.handle_submit
 
     def refuse_test(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
         if message["spec"]["name"] == "test":
             return protocol.error(protocol.WRONG_STATE, "no room for this one")
         return real(coord, message)
 
-    monkeypatch.setattr(submit_pipeline, "handle_submit", refuse_test)
+    monkeypatch.setattr(submit_words, "handle_submit", refuse_test)
     answer = _submit(coord, _message(tmp_path))
     assert answer["result"] == "error" and answer["stage"] == "test"
     assert [j["name"] for j in answer["jobs"]] == ["build"]
