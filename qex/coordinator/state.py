@@ -432,6 +432,13 @@ class Coordinator:
         self.jobs.track(job.id)
         if job.id in self.queue:
             return
+        # The queue is in that order already (priorities never rise towards its end), so the
+        # usual newcomer, of no higher priority than the last job, goes at the end without a
+        # walk over a queue that may hold thousands.
+        last = self.jobs.get(self.queue[-1]) if self.queue else None
+        if not self.queue or (last is not None and last.priority >= job.priority):
+            self.queue.append(job.id)
+            return
         for index, other_id in enumerate(self.queue):
             other = self.jobs.get(other_id)
             if other is not None and other.priority < job.priority:

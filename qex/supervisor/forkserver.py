@@ -166,7 +166,8 @@ def _supervise(paths: Paths, job_id: str, hold: Hold | None) -> int:  # pragma: 
         return qex.supervisor.main.supervise(paths, job_id)
     sender, seconds, mask, scoped = hold
     return qex.supervisor.main.supervise(
-        paths, job_id, gate=lambda: _released(sender, seconds, mask, job_id, scoped))
+        paths, job_id, gate=lambda: _released(sender, seconds, mask, job_id, scoped),
+        spawner_early=not scoped)
 
 
 def _said(exc: BaseException) -> None:  # pragma: no cover - forked

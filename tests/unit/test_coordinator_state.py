@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 from coordkit import add_job, make_coord
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from qex.coordinator import control, pausing, recovery
-from qex.coordinator.state import Coordinator
+from qex.coordinator.state import Coordinator, Job
 from qex.coordinator.submit import _dedupe_holder, spec_problems
+from qex.core.records import JobSpec, JobStatus
 from qex.platform import procs
 from qex.store import jobs as job_files
 from qex.store.pause import PauseRecord
@@ -31,6 +34,27 @@ def test_enqueue_is_priority_then_fifo(tmp_path: Path) -> None:
     low2 = add_job(coord, priority=0)
     high2 = add_job(coord, priority=5)
     assert coord.queue == [high.id, high2.id, low.id, low2.id]
+
+
+@given(st.lists(st.integers(min_value=-3, max_value=3), max_size=40))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_enqueue_keeps_priority_then_submission_order(tmp_path_factory: pytest.TempPathFactory,
+                                                      priorities: list[int]) -> None:
+    # The newcomer of no higher priority than the last job is appended without a walk; the
+    # order must be the one a full walk gives: a stable sort by falling priority.
+    coord = make_coord(tmp_path_factory.mktemp("queue"))
+    jobs = []
+    for priority in priorities:
+        spec = JobSpec(id=str(uuid.uuid4()), name="j", cwd="/", command=["true"], env={},
+                       cpu=1, mem=1024, priority=priority, submitted_at=time.time())
+        job = Job(record=JobStatus.new(spec, boot_id="boot", oom_retries=0),
+                  dir=Path("/nonexistent"), priority=priority)
+        coord.jobs[job.record.id] = job
+        coord.enqueue(job)
+        jobs.append(job)
+    expected = [job.record.id for job in sorted(jobs, key=lambda job: -job.priority)]
+    assert coord.queue == expected
 
 
 def test_second_pause_keeps_the_first_end_and_reason(tmp_path: Path) -> None:

@@ -157,6 +157,39 @@ def test_a_released_child_outside_a_scope(tmp_path: Path, verb: str) -> None:
     assert not (job_dir / "supervisor.lock").exists()
 
 
+def _threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+@pytest.mark.parametrize("verb", ["hold", "park"])
+def test_a_parked_child_prepares_its_spawner_before_the_go(tmp_path: Path, verb: str) -> None:
+    # Parked (no scope), the child starts the thread that will spawn the job while it
+    # waits for its go; held for a scope it must not (it still has to join its cgroup).
+    # Either way the job's files stay as they were.
+    from qex.core.records import JobSpec
+    from qex.store import jobs as job_files
+
+    job_dir = _job_dir(tmp_path)
+    job_files.write_spec(job_dir, JobSpec(id=JOB, name="j", cwd="/", command=["true"], env={},
+                                          cpu=1, mem=1024, submitted_at=time.time()))
+    before = {p.name: p.read_bytes() for p in job_dir.iterdir()}
+    server = _server(tmp_path)
+    try:
+        pid, token = _hold(server, 20, verb)
+        deadline = time.monotonic() + 20
+        want = 2 if verb == "park" else 1
+        while _threads(pid) != want and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # and no thread comes later
+        assert _threads(pid) == want
+        PidfdHeld(pid, token).discard()
+        wait_gone(pid, timeout=20.0)
+    finally:
+        _finish(server)
+    after = {p.name: p.read_bytes() for p in job_dir.iterdir() if p.name != "supervisor.log"}
+    assert after == before
+
+
 def test_a_bad_hold_request_is_refused(tmp_path: Path) -> None:
     server = _server(tmp_path)
     try:
