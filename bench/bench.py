@@ -141,19 +141,53 @@ def coordinator_pid(env: dict[str, str]) -> int:
     return int(json.loads(qex(env, "info", "--json").stdout)["pid"])
 
 
-def drain(env: dict[str, str], root: Path, count: int, argv: list[str]) -> float:
+def drain(env: dict[str, str], root: Path, count: int, argv: list[str],
+          cpu: dict[str, float] | None = None) -> float:
     """Queue `count` jobs behind a paused queue (one fan-out), then time from the resume to
     the end of the last job: the rate the coordinator and supervisors sustain, without the
-    cost of `count` separate CLI start-ups."""
+    cost of `count` separate CLI start-ups. With `cpu`, also the CPU milliseconds per job
+    that each kind of process spent in that time (`service_cpu`; Linux only)."""
     lines = root / f"lines-{count}.txt"
     lines.write_text("".join(f"{i}\n" for i in range(count)))
     qex(env, "pause", "queue", "--reason", "benchmark")
     group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(count),
                 "--cpu", "1", "--mem", "16MB", "--", *argv, "{}").stdout.strip()
+    before = service_cpu(root) if cpu is not None else None
     start = time.perf_counter()
     qex(env, "resume", "queue")
     qex(env, "wait", "-q", group, check=False)
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    if cpu is not None and before is not None:
+        time.sleep(0.3)  # the last supervisors' exits, which their fork server counts
+        after = service_cpu(root)
+        if after is not None:
+            cpu.update({kind: (after[kind] - before[kind]) * 1000.0 / count for kind in after})
+    return took
+
+
+def service_cpu(root: Path) -> dict[str, float] | None:
+    """CPU seconds so far of the coordinator of `root`, of its fork server, and of the
+    processes the fork server has reaped (the supervisors, with their jobs); None without
+    /proc, or while either is missing."""
+    try:
+        coordinator = int((root / "state" / "qex" / "run" / "coordinator.pid")
+                          .read_text().split()[0])
+        children = Path(f"/proc/{coordinator}/task/{coordinator}/children").read_text().split()
+        servers = [int(pid) for pid in children
+                   if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        if not servers:
+            return None
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def times(pid: int) -> list[float]:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return [int(value) / tick for value in fields[11:15]]  # utime stime cutime cstime
+
+        own, server = times(coordinator), times(servers[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return {"coordinator": own[0] + own[1], "fork server": server[0] + server[1],
+            "supervisors and jobs": server[2] + server[3]}
 
 
 def pool_drain(count: int, argv: list[str], workers: int = 2) -> float:
@@ -683,10 +717,14 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
               f"x{t_50l / ideal:.2f}  ({per:.1f} ms per job and slot; target <= 1.1 x)")
     if "drain" in only:
         print(f"-- {label}batch: one fan-out, timed from the resume (load {os.getloadavg()[0]:.2f}) --")
-        t_drain = drain(env, root, n_true, ["true"])
+        cpu_per_job: dict[str, float] = {}
+        t_drain = drain(env, root, n_true, ["true"], cpu=cpu_per_job)
         b_drain = pool_drain(n_true, ["true"])
         row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
             "2-worker subprocess pool", ">= 60 jobs/s")
+        if cpu_per_job:
+            print("  CPU per job: " + ", ".join(f"{kind} {ms:.1f} ms" for kind, ms in cpu_per_job.items())
+                  + f"; {sum(cpu_per_job.values()):.1f} ms in all")
         t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
         ideal = n_50ms * 0.05 / 2
         per = (t_50 - ideal) / n_50ms * 2 * 1000
