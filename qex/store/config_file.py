@@ -154,8 +154,11 @@ def parsed_config(look: Look, path: Path) -> Config:
 
 
 def load_config(paths: Paths) -> Config:
-    """The config in force for these paths: the defaults when the file does not exist."""
-    return config_from_look(look_at(paths.config_file), paths.config_file)
+    """The config in force for these paths: the defaults when the file does not exist.
+
+    The file is read each time; its parse is reused while the bytes are the same
+    (`parsed_config`): a supervisor reads it at its start and again for the stop hook."""
+    return parsed_config(look_at(paths.config_file), paths.config_file)
 
 
 def load_config_and_look(paths: Paths) -> tuple[Config, Look]:

@@ -90,20 +90,25 @@ def run_stop_hook(
 ) -> str | None:
     """Run the hook for a final job if the config asks for it; the verdict, or None if none ran."""
     job_dir = paths.job_dir(job_id)
-    status = jobs.read_status(job_dir)
-    if status is None or not status.final:
-        return None
     from qex.core.config import ConfigError
 
     try:
         from qex.store.config_file import load_config
 
         hooks = load_config(paths).hooks
+        problem = None
     except (ConfigError, OSError, ImportError) as exc:
-        _say(f"the stop hook of the job {short_id(job_id)} did not run, because the config file "
-             f"could not be read: {exc}")
+        hooks, problem = None, exc
+    if hooks is not None and not hooks.on_stop:
+        return None  # the usual case: no hook, and no record to read for it
+    status = jobs.read_status(job_dir)
+    if status is None or not status.final:
         return None
-    if not hooks.on_stop or status.state not in hooks.on_stop_states:
+    if hooks is None:
+        _say(f"the stop hook of the job {short_id(job_id)} did not run, because the config file "
+             f"could not be read: {problem}")
+        return None
+    if status.state not in hooks.on_stop_states:
         return None
     if not claim(job_dir, status, origin):
         return None

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from qex.core.records import JobSpec, JobStatus
 from qex.store import jobs
 from qex.store.paths import Paths
@@ -135,5 +137,32 @@ def test_output_is_capped_at_one_mebibyte(tmp_path: Path) -> None:
 
 def test_an_unreadable_config_runs_no_hook(tmp_path: Path) -> None:
     paths, job_dir = make_job(tmp_path, "[hooks\n")
+    assert run_stop_hook(paths, JOB_ID, origin="supervisor") is None
+    assert not (job_dir / "hook.ran").exists()
+
+
+def test_an_unreadable_config_is_reported_for_a_final_job_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths, job_dir = make_job(tmp_path, "[hooks\n")
+    assert run_stop_hook(paths, JOB_ID, origin="supervisor") is None
+    assert "could not be read" in capsys.readouterr().err
+    record = jobs.read_status(job_dir)
+    assert record is not None
+    record.state = "running"
+    jobs.write_status(job_dir, record)
+    assert run_stop_hook(paths, JOB_ID, origin="supervisor") is None
+    assert capsys.readouterr().err == ""
+
+
+def test_without_a_hook_the_record_is_not_read(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every supervisor asks at the end of every job; with no hook configured (the usual
+    # case) that must cost no read of the record it has just written.
+    paths, job_dir = make_job(tmp_path, "[logs]\nmax_bytes = \"1MB\"\n")
+
+    def no_read(_job_dir: Path) -> None:
+        raise AssertionError("the record was read")
+
+    monkeypatch.setattr(jobs, "read_status", no_read)
     assert run_stop_hook(paths, JOB_ID, origin="supervisor") is None
     assert not (job_dir / "hook.ran").exists()
