@@ -37,7 +37,8 @@ from qex.platform import chaintrace
 from qex.platform.sandbox import Sandbox
 from qex.store import jobs
 from qex.store.paths import PathError, Paths
-from qex.supervisor.runner import Runner, say
+from qex.supervisor.runner import Runner, job_child, say
+from qex.supervisor.spawn import prepare
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -154,15 +155,10 @@ def supervise(paths: Paths, job_id: str, *,
 
 def _prepare_spawner(spec: JobSpec, config: Config) -> None:
     """Start the fast path's spawner thread for the nice and I/O class this job will ask for
-    (`Runner._child` makes the same choice). It sets itself up in about a millisecond on a
+    (`job_child`, as for the job itself). It sets itself up in about a millisecond on a
     freshly forked supervisor, which after the go was a step of every job's start. Nothing
     of the job is touched; a job that takes the fork path after all leaves it idle."""
-    from qex.supervisor.spawn import Child, prepare
-
-    politeness = config.politeness
-    nice = spec.nice if spec.nice is not None else politeness.nice
-    prepare(Child(argv=list(spec.command), env={}, cwd=spec.cwd, nice=nice, io=politeness.io,
-                  oom_score_adj=politeness.oom_score_adj))
+    prepare(job_child(spec, config, {}, None))
 
 
 def _wait_for_go() -> bool | None:

@@ -107,6 +107,16 @@ def say(message: str) -> None:
         pass
 
 
+def job_child(spec: JobSpec, config: Config, env: dict[str, str],
+              preexec: Callable[[], None] | None) -> Child:
+    """The job's process as `spawn` starts it: its command and directory, and the nice, I/O
+    class and OOM score that the spec or the config's `[politeness]` give it."""
+    politeness = config.politeness
+    nice = spec.nice if spec.nice is not None else politeness.nice
+    return Child(argv=list(spec.command), env=env, cwd=spec.cwd, nice=nice, io=politeness.io,
+                 oom_score_adj=politeness.oom_score_adj, preexec=preexec)
+
+
 class Runner:
     def __init__(self, paths: Paths, spec: JobSpec, status: JobStatus, config: Config, *,
                  notes: list[str], sandbox: Sandbox,
@@ -341,11 +351,7 @@ class Runner:
 
     def _child(self) -> Child:
         """What to start for this attempt (asked after the sandbox's `begin_attempt`)."""
-        spec, politeness = self.spec, self.config.politeness
-        nice = spec.nice if spec.nice is not None else politeness.nice
-        return Child(argv=list(spec.command), env=self._job_env(), cwd=spec.cwd, nice=nice,
-                     io=politeness.io, oom_score_adj=politeness.oom_score_adj,
-                     preexec=self.sandbox.child_preexec())
+        return job_child(self.spec, self.config, self._job_env(), self.sandbox.child_preexec())
 
     def _open_logs(self, number: int) -> tuple[CappedLog, CappedLog]:
         first = self.status.attempts == 0
