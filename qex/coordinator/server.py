@@ -24,7 +24,7 @@ from qex.coordinator import control, pausing, queries
 from qex.coordinator.events import wrap
 from qex.coordinator.log import log, log_exception
 from qex.coordinator.state import Coordinator, Job, label
-from qex.coordinator.submit import handle_submit
+from qex.coordinator.submit import SubmissionWakes, handle_submit
 from qex.core import protocol
 from qex.core.protocol import Op, Result
 from qex.core.records import JobStatus
@@ -54,6 +54,8 @@ class Client:
         self.writer = writer
         self.owned: set[str] = set()
         self._pending: asyncio.Task[bytes] | None = None
+        #: This connection's `submit` requests as one run (made at its first).
+        self.submissions: SubmissionWakes | None = None
 
     def next_line(self) -> asyncio.Task[bytes]:
         if self._pending is None:
@@ -185,6 +187,8 @@ class Server:
         finally:
             self.clients.discard(client)
             self.streams.discard(client)
+            if client.submissions is not None:
+                client.submissions.finish()
             client.close()
             self._release(client)
 
@@ -261,7 +265,9 @@ class Server:
         return queries.handle_capabilities(self.coord)
 
     async def _submit(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
-        return handle_submit(self.coord, message)
+        if client.submissions is None:
+            client.submissions = SubmissionWakes(self.coord)
+        return handle_submit(self.coord, message, kick=client.submissions.wake_now())
 
     async def _submit_words(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         from qex.coordinator.submit_words import EACH_LINE_FIELD, handle_submit_words

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from qex.coordinator.state import Coordinator
-from qex.coordinator.submit import handle_submit
+from qex.coordinator.submit import SubmissionWakes, handle_submit
 from qex.core import protocol
 
 #: The options a `submit_words` request may carry (the fields of `SubmitOptions`).
@@ -285,15 +285,21 @@ async def submit_each(coord: Coordinator, named: Iterable[tuple[str, Any]],
     """Submit a group's jobs (`(name, spec)` in order), yielding to the event loop between
     two, so that a long group does not hold up the other connections or the supervisors'
     notes. The answer carries `told` and the jobs queued (`jobs`); a job that the submit
-    refuses ends the group, and the answer is that refusal, with its name (`stage`)."""
+    refuses ends the group, and the answer is that refusal, with its name (`stage`). The
+    scheduler is woken as `SubmissionWakes` says, and at the end for whatever is due."""
     import asyncio
 
     jobs: list[dict[str, Any]] = []
-    for index, (name, spec) in enumerate(named):
-        if index:
-            await asyncio.sleep(0)
-        answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()})
-        if answer.get("result") != protocol.Result.SUBMITTED:
-            return {**answer, **told, "stage": name, "jobs": jobs}
-        jobs.append({"name": name, "id": answer["id"], "warning": answer.get("warning")})
+    wakes = SubmissionWakes(coord)
+    try:
+        for index, (name, spec) in enumerate(named):
+            if index:
+                await asyncio.sleep(0)
+            answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()},
+                                   kick=wakes.wake_now())
+            if answer.get("result") != protocol.Result.SUBMITTED:
+                return {**answer, **told, "stage": name, "jobs": jobs}
+            jobs.append({"name": name, "id": answer["id"], "warning": answer.get("warning")})
+    finally:
+        wakes.finish()
     return {"result": protocol.Result.SUBMITTED, **told, "jobs": jobs}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from coordkit import make_coord, state_environ
 
-from qex.coordinator import submit_lines, submit_words
+from qex.coordinator import submit, submit_lines, submit_words
 from qex.coordinator.state import Coordinator
 from qex.core import protocol
 
@@ -62,11 +62,12 @@ def test_a_refused_stage_ends_the_fan_out_with_the_stages_already_queued(
     real = submit_words.handle_submit
     calls: list[int] = []
 
-    def refuse_the_second(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    def refuse_the_second(coord: Coordinator, message: dict[str, Any],
+                          **how: Any) -> dict[str, Any]:
         calls.append(1)
         if len(calls) == 2:
             return protocol.error(protocol.WRONG_STATE, "no room for this one")
-        return real(coord, message)
+        return real(coord, message, **how)
 
     monkeypatch.setattr(submit_words, "handle_submit", refuse_the_second)
     answer = _expand(coord, _message(tmp_path, "a\nb\nc\n", ["echo", "{}"]))
@@ -74,6 +75,83 @@ def test_a_refused_stage_ends_the_fan_out_with_the_stages_already_queued(
     assert [j["name"] for j in answer["jobs"]] == ["echo-01-a"]
     assert answer["total"] == 3 and len(calls) == 2
     assert list(coord.jobs) == [answer["jobs"][0]["id"]]
+
+
+class _Clock:
+    """The clock of `SubmissionWakes`: it moves by `step` seconds at each reading."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 1000.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def _count_wakes(coord: Coordinator, monkeypatch: pytest.MonkeyPatch, step: float) -> list[int]:
+    """The number of jobs queued at each wake-up of the scheduler. The gap is an hour here, so
+    that no wake-up falls due on the real clock while the test runs."""
+    wakes: list[int] = []
+    real = coord.kick
+    monkeypatch.setattr(coord, "kick", lambda: (wakes.append(len(coord.jobs)), real())[1])
+    monkeypatch.setattr(submit, "GROUP_PASS_GAP_SECS", 3600.0)
+    monkeypatch.setattr(submit, "_clock", _Clock(step * 3600.0))
+    return wakes
+
+
+def test_a_fan_out_wakes_the_scheduler_for_its_first_job_and_at_its_end_within_the_gap(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One pass per job made a fan-out quadratic in the queue; within the gap it takes two.
+    wakes = _count_wakes(coord, monkeypatch, step=0.0)
+    answer = _expand(coord, _message(tmp_path, "".join(f"{i}\n" for i in range(40)),
+                                     ["echo", "{}"]))
+    assert answer["result"] == protocol.Result.SUBMITTED and len(answer["jobs"]) == 40
+    assert wakes == [1, 40]  # after the first job was queued, and after the last
+
+
+def test_a_slow_fan_out_wakes_the_scheduler_once_per_gap(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wakes = _count_wakes(coord, monkeypatch, step=0.6)
+    _expand(coord, _message(tmp_path, "".join(f"{i}\n" for i in range(10)), ["echo", "{}"]))
+    assert wakes == [1, 3, 5, 7, 9, 10]  # every second job, and the end for the tenth
+
+
+def test_a_refused_stage_still_wakes_the_scheduler_for_the_jobs_queued_before_it(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wakes = _count_wakes(coord, monkeypatch, step=0.0)
+    real = submit_words.handle_submit
+
+    def refuse_the_third(coord: Coordinator, message: dict[str, Any],
+                         **how: Any) -> dict[str, Any]:
+        if len(coord.jobs) == 2:
+            return protocol.error(protocol.WRONG_STATE, "no room for this one")
+        return real(coord, message, **how)
+
+    monkeypatch.setattr(submit_words, "handle_submit", refuse_the_third)
+    answer = _expand(coord, _message(tmp_path, "a\nb\nc\nd\n", ["echo", "{}"]))
+    assert answer["result"] == "error" and len(answer["jobs"]) == 2
+    assert wakes == [1, 2]
+
+
+def test_a_submission_inside_the_gap_is_woken_for_when_the_gap_ends(
+        coord: Coordinator, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run does not end (a connection that stays open): the due wake-up still comes.
+    kicks: list[float] = []
+    monkeypatch.setattr(coord, "kick", lambda: kicks.append(submit._clock()))
+    monkeypatch.setattr(submit, "GROUP_PASS_GAP_SECS", 0.01)
+
+    async def run() -> None:
+        wakes = submit.SubmissionWakes(coord)
+        assert wakes.wake_now() is True  # the caller wakes the scheduler for this one
+        assert wakes.wake_now() is False
+        assert wakes.wake_now() is False  # one wake-up is due for both
+        assert kicks == []
+        await asyncio.sleep(0.1)  # the timer of 10 ms fires before this sleep ends
+        assert len(kicks) == 1
+        wakes.finish()  # nothing is due any more
+        assert len(kicks) == 1
+
+    asyncio.run(run())
 
 
 def test_a_malformed_input_field_is_refused(coord: Coordinator, tmp_path: Path) -> None:

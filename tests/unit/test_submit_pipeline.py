@@ -65,10 +65,11 @@ def test_a_refused_stage_ends_the_pipeline_with_the_stages_already_queued(
         coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = submit_words.handle_submit
 
-    def refuse_test(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+    def refuse_test(coord: Coordinator, message: dict[str, Any],
+                    **how: Any) -> dict[str, Any]:
         if message["spec"]["name"] == "test":
             return protocol.error(protocol.WRONG_STATE, "no room for this one")
-        return real(coord, message)
+        return real(coord, message, **how)
 
     monkeypatch.setattr(submit_words, "handle_submit", refuse_test)
     answer = _submit(coord, _message(tmp_path))
