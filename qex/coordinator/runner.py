@@ -152,7 +152,7 @@ class Runner:
             deadlines.append(pause_end)
         paused = coord.pauses.queue is not None
         if coord.queue and not paused:
-            for job in coord.queued_jobs():
+            for job in coord.timed_queued_jobs():
                 expiry = queue_time.deadline(job.record, job.max_queue_time)
                 if expiry is not None:
                     deadlines.append(expiry + 0.01)  # a little late, so the pass finds it due

@@ -86,6 +86,7 @@ class Job:
     record: JobStatus
     dir: Path
     priority: int = 0
+    #: From the spec when the job is made; `Coordinator.enqueue` indexes the jobs that have one.
     max_queue_time: float | None = None
     dedupe_window: float = 0.0
     #: The dedupe key from spec.json (the record holds a reader's copy).
@@ -185,6 +186,8 @@ class Coordinator:
     #: The engines other than this machine's queue, by kind (`qex.engine.base.engine_for`).
     engines: dict[str, Any] = field(default_factory=dict)
     _deferred: set[str] = field(default_factory=set)
+    #: The ids of queued jobs with a `max_queue_time` (`timed_queued_jobs`), kept by `enqueue`.
+    _timed: dict[str, None] = field(default_factory=dict)
     _flush_handle: asyncio.TimerHandle | None = None
     #: Records that memory holds and the disk refused (a full disk): written again when
     #: `write_retry_at` comes, with a pause that doubles while the fault lasts.
@@ -244,6 +247,18 @@ class Coordinator:
         for job_id in self.queue:
             job = self.jobs.get(job_id)
             if job is not None:
+                yield job
+
+    def timed_queued_jobs(self) -> Iterator[Job]:
+        """The queued jobs that have a `max_queue_time`; the others never expire. The loop
+        asks for their deadlines at every wake-up, and with thousands of jobs queued, nearly
+        all without a limit, a walk over the whole queue cost half a millisecond each time.
+        A job that left the queue is dropped from the index here, when it is next read."""
+        for job_id in list(self._timed):
+            job = self.jobs.get(job_id)
+            if job is None or job.record.state != State.QUEUED:
+                self._timed.pop(job_id, None)
+            else:
                 yield job
 
     def has_work(self) -> bool:
@@ -430,6 +445,8 @@ class Coordinator:
     def enqueue(self, job: Job) -> None:
         """Insert before the first queued job of a strictly lower priority (FIFO within one)."""
         self.jobs.track(job.id)
+        if job.max_queue_time is not None:
+            self._timed[job.id] = None
         if job.id in self.queue:
             return
         # The queue is in that order already (priorities never rise towards its end), so the

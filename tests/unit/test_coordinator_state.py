@@ -106,6 +106,26 @@ def test_ending_a_queue_pause_credits_each_queued_job(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+def test_the_loop_wakes_for_the_deadline_of_each_timed_job_and_forgets_it_once_gone(
+        tmp_path: Path) -> None:
+    from qex.coordinator.runner import QUEUED_HEARTBEAT_SECS, Runner
+
+    coord = make_coord(tmp_path)
+    now = time.time()
+    for _ in range(3):
+        add_job(coord, submitted_at=now)  # no queue time limit: never a deadline
+    timed = add_job(coord, submitted_at=now)
+    timed.max_queue_time = 2.0  # as the spec gives it when the job is made
+    coord.enqueue(timed)
+    runner = Runner(coord, None, lambda: 0, None)
+    assert runner.next_delay(now) == pytest.approx(2.01)  # its expiry, a little late
+    assert [job.id for job in coord.timed_queued_jobs()] == [timed.id]
+    coord.queue.remove(timed.id)  # it started
+    timed.record.state = "starting"
+    assert runner.next_delay(now) == pytest.approx(QUEUED_HEARTBEAT_SECS)
+    assert not list(coord.timed_queued_jobs()) and not coord._timed
+
+
 def test_due_pauses_end_at_their_until(tmp_path: Path) -> None:
     async def scenario() -> None:
         coord = make_coord(tmp_path)
