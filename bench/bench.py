@@ -509,12 +509,17 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     lines = root / "scale-lines.txt"
     have = 10 + reps
     lines.write_text("".join(f"{i}\n" for i in range(queued - have)))
+    started = time.perf_counter()
     qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(queued), "--", "true", "{}")
+    fan_out = time.perf_counter() - started
     time.sleep(1.0)
     rss_many = rss_kb(pid)
     many = interleaved(reps, scale_argvs(env, first[:8]), env)
     rss_listed = rss_kb(pid)  # the coordinator now also keeps each record's listing text
     print(f"-- scale: {queued} queued (load {os.getloadavg()[0]:.2f}) --")
+    filled = queued - have
+    print(f"{f'fan-out of {filled} lines, paused':<34} {fan_out * 1000:>8.0f} ms  "
+          f"({fan_out * 1000 / filled:.2f} ms per job: the durable records of each)")
     floor_row("submit, 10 queued", few["submit"], few["floor"], 2.0)
     floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
     print(f"{'list --json, 10 queued':<34} {few['list --json']:>8.1f} ms")
