@@ -72,13 +72,19 @@ def watch_foreign(coord: Coordinator, job: Job) -> None:
                 supervisor_gone(coord, job)
                 return
 
-            def readable() -> None:
+            def unwatch() -> None:
                 loop.remove_reader(fd)
                 os.close(fd)
+
+            def readable() -> None:
+                job.unwatch = None
+                unwatch()
                 if job.supervisor_pid == pid:
                     supervisor_gone(coord, job)
 
+            job.end_watch()  # one watch per job: the newest supervisor is the one that counts
             loop.add_reader(fd, readable)
+            job.unwatch = unwatch
             return
     task = loop.create_task(_poll_foreign(coord, job, pid))
     _TASKS.add(task)

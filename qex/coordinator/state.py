@@ -95,6 +95,10 @@ class Job:
     #: reaped on SIGCHLD, one inherited from an earlier coordinator is watched).
     supervisor_pid: int | None = None
     supervisor_token: str | None = None
+    #: Ends the watch on an inherited or forked supervisor (`reaper.watch_foreign`). Called
+    #: once the job is final: the watch only judges a job that is not, and a forked
+    #: supervisor may live on to serve other jobs.
+    unwatch: Callable[[], None] | None = None
     #: The scheduler's last view of this job, and the record fields it was built from:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
@@ -113,6 +117,11 @@ class Job:
     @property
     def id(self) -> str:
         return self.record.id
+
+    def end_watch(self) -> None:
+        unwatch, self.unwatch = self.unwatch, None
+        if unwatch is not None:
+            unwatch()
 
     @property
     def state(self) -> State:
@@ -397,6 +406,7 @@ class Coordinator:
             # again; a `wait` looks, and waits on.
             self.wake_waiters(job.id)
         if job.final and not was_final:
+            job.end_watch()
             # Waiters wake at once, and the scheduler looks again: capacity came free, and
             # jobs that need this one may go. When its claims came free with its decided
             # result (`pending`), a pass already ran for them: only a queued job that
@@ -428,6 +438,7 @@ class Coordinator:
             record.last_pid = record.pid
             record.pid = None
         record.pid_start_token = None
+        job.end_watch()
         self._left_queue(job)
         self.write_logged(job)
         self.publish(job)

@@ -240,7 +240,7 @@ class _Spawner:
         self._done.acquire()
         self._task: Callable[[], int] | None = None
         self._result: int | BaseException = 0
-        self._prepared = False   # written by the thread before its first `_done` release
+        self.prepared = False   # written by the thread before its first `_done` release
         self._ready: bool | None = None
         #: True when a caller stopped waiting (an exception from a signal handler): the
         #: hand-over is then out of step, and this thread is not asked again.
@@ -251,7 +251,7 @@ class _Spawner:
         """Whether the thread could set itself up; waits for it the first time."""
         if self._ready is None:
             self._wait()
-            self._ready = self._prepared
+            self._ready = self.prepared
         return self._ready
 
     def call(self, task: Callable[[], int]) -> int:
@@ -273,12 +273,12 @@ class _Spawner:
 
     def _serve(self, nice: int | None, set_ioprio: Callable[[], None] | None) -> None:
         try:
-            self._prepared = _prepare_thread(nice, set_ioprio)
+            self.prepared = _prepare_thread(nice, set_ioprio)
         except BaseException:
-            self._prepared = False
+            self.prepared = False
         finally:
             self._done.release()
-        if not self._prepared:
+        if not self.prepared:
             return  # it started nothing, so its end orphans no job
         while True:
             self._go.acquire()
@@ -312,6 +312,14 @@ def _blockable_signals() -> set[int]:
 
 #: (nice, io) -> its thread, kept even when it could not set itself up (then: the fork path).
 _spawners: dict[tuple[int | None, str], _Spawner] = {}
+
+
+def kept_threads() -> int | None:
+    """How many spawner threads this process keeps (those that set themselves up); None
+    when one is out of step (`broken`), which no later job may meet."""
+    if any(spawner.broken for spawner in _spawners.values()):
+        return None
+    return sum(1 for spawner in _spawners.values() if spawner.prepared)
 
 
 def _new_spawner(nice: int | None, io: str) -> _Spawner | None:

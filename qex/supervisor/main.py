@@ -87,9 +87,24 @@ def supervise(paths: Paths, job_id: str, *,
               env_overrides: dict[str, str | None] | None = None,
               gate: Callable[[], bool] | None = None,
               spawner_early: bool = False) -> int:
-    """Run the job. An engine's node program passes the sandbox of its allocation, and a
-    list of sentences for the record's `error` that it may add to while the job runs (the
-    supervisor reads the same list when it writes the end).
+    """Run the job (`run_job`); the exit code of this supervisor."""
+    return run_job(paths, job_id, open_sandbox=open_sandbox, notes=notes,
+                   env_overrides=env_overrides, gate=gate, spawner_early=spawner_early)[0]
+
+
+def run_job(paths: Paths, job_id: str, *,
+            open_sandbox: Callable[[str, Config], Sandbox] | None = None,
+            notes: list[str] | None = None,
+            env_overrides: dict[str, str | None] | None = None,
+            gate: Callable[[], bool] | None = None,
+            spawner_early: bool = False) -> tuple[int, bool]:
+    """Run the job; the exit code, and whether the job is settled: its result written and
+    taken by the coordinator, the sandbox closed and the lock let go, with no fault on the
+    way. Only a settled supervisor may serve another job (the fork server's spares).
+
+    An engine's node program passes the sandbox of its allocation, and a list of sentences
+    for the record's `error` that it may add to while the job runs (the supervisor reads the
+    same list when it writes the end).
 
     `gate` is the fork server's wait for the coordinator's go: it is passed after the reads
     that do not touch the job, so they overlap the coordinator's sync of `starting` (or the
@@ -105,23 +120,23 @@ def supervise(paths: Paths, job_id: str, *,
     if spawner_early and spec is not None:
         _prepare_spawner(spec, config)
     if gate is not None and not gate():
-        return GATE_CLOSED
+        return GATE_CLOSED, False
     status = jobs.read_status(job_dir)
     if spec is None or status is None:
         say(f"the job {job_id} has no readable spec.json and status.json in {job_dir}; "
             "nothing was started")
-        return 1
+        return 1, False
     if status.state != State.STARTING.value:
         say(f"the job {job_id} is `{status.state}`, not `starting`, so this supervisor "
             "leaves it alone")
-        return 1
+        return 1, False
     chaintrace.mark("sup.read", job_id)
     go = _wait_for_go()
     chaintrace.mark("sup.go", job_id)
     lock = _take_lock(job_dir)
     if lock is None:
         say(f"another supervisor already runs the job {job_id}; this one stops")
-        return 1
+        return 1, False
     chaintrace.mark("sup.locked", job_id)
     if notes is None:
         notes = config_notes
@@ -135,22 +150,25 @@ def supervise(paths: Paths, job_id: str, *,
             "run `qex config show` to see why enforcement is not available, or set "
             "`[enforce] mode` = \"off\" to run jobs without a memory limit"
         )
-        return 0
+        return 0, False
     sandbox = (open_sandbox or _open_sandbox)(job_id, config)
     runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox,
                     env_overrides=env_overrides)
     chaintrace.mark("sup.sandbox", job_id)
+    settled = False
     try:
         runner.run()
+        settled = runner.status.final and runner.final_noted
     except Exception as exc:
         runner.abort(exc)
     finally:
         try:
             sandbox.close()
         except Exception as exc:
+            settled = False
             say(f"the sandbox of the job did not close cleanly: {exc!r}")
         os.close(lock)
-    return 0
+    return 0, settled
 
 
 def _prepare_spawner(spec: JobSpec, config: Config) -> None:

@@ -143,6 +143,9 @@ class Runner:
         #: The cause of the last failed record write (said once per change), None after a success.
         self._save_fault: str | None = None
         self._room_tries = 0
+        #: The coordinator answered the note of a final record: it holds the result, and
+        #: watches this process for nothing more (`qex.supervisor.main.run_job`).
+        self.final_noted = False
 
     # -- the record ----------------------------------------------------------------------
 
@@ -163,7 +166,8 @@ class Runner:
         chaintrace.mark(f"sup.written.{state}", self.spec.id)
         # The record travels with the note, so the coordinator starts the next job without
         # reading the file back.
-        notify.job_changed(self.paths.socket_path, self.spec.id, record=record)
+        answered = notify.job_changed(self.paths.socket_path, self.spec.id, record=record)
+        self.final_noted = answered and self.status.final
         chaintrace.mark(f"sup.noted.{state}", self.spec.id)
         return True
 

@@ -1,0 +1,131 @@
+"""The fork server's choice among its waiting supervisors (`forkserver._Spares`), with socket
+pairs standing in for the supervisors' ends."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from qex.supervisor import forkserver
+from qex.supervisor.forkserver import FREE, MAX_FREE, Spare, _Spares
+
+
+#: Every pair a test made, closed after it.
+_MADE: list[socket.socket] = []
+
+
+@pytest.fixture(autouse=True)
+def empty_pool() -> Iterator[None]:
+    _Spares.current = None
+    _Spares.free.clear()
+    _Spares.busy.clear()
+    yield
+    _Spares.let_all_go()
+    while _MADE:
+        _MADE.pop().close()
+
+
+class Supervisor:
+    """The far end of one spare's channel, as the forked child holds it."""
+
+    def __init__(self, pid: int) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.spare = Spare(pid, ours, None)
+        self.end = theirs
+        _MADE.extend((ours, theirs))
+
+    def says_free(self) -> None:
+        self.end.send(FREE)
+        _Spares.heard(self.spare.channel.fileno())
+
+    def let_go(self) -> bool:
+        """True when the server closed its end (this supervisor would exit)."""
+        self.end.setblocking(False)
+        try:
+            return self.end.recv(16) == b""
+        except BlockingIOError:
+            return False
+
+
+def busy(pid: int) -> Supervisor:
+    supervisor = Supervisor(pid)
+    _Spares.busy[supervisor.spare.channel.fileno()] = supervisor.spare
+    return supervisor
+
+
+def test_a_supervisor_that_served_comes_before_the_fresh_spare() -> None:
+    fresh = Supervisor(1)
+    _Spares.current = fresh.spare
+    older, newer = busy(2), busy(3)
+    older.says_free()
+    newer.says_free()
+    assert not _Spares.busy
+    taken = [_Spares.take(True), _Spares.take(True), _Spares.take(True), _Spares.take(True)]
+    assert [(spare.pid, is_fresh) for spare, is_fresh in filter(None, taken)] == [
+        (3, False), (2, False), (1, True)]
+    assert taken[3] is None
+
+
+def test_a_job_with_a_scope_gets_only_the_fresh_spare() -> None:
+    busy(2).says_free()
+    assert _Spares.take(False) is None
+    fresh = Supervisor(1)
+    _Spares.current = fresh.spare
+    assert _Spares.take(False) == (fresh.spare, True)
+    assert [spare.pid for spare in _Spares.free] == [2]
+
+
+def test_free_supervisors_beyond_the_bound_are_let_go() -> None:
+    supervisors = [busy(pid) for pid in range(2, 3 + MAX_FREE)]
+    for supervisor in supervisors:
+        supervisor.says_free()
+    assert len(_Spares.free) == MAX_FREE
+    assert [s.let_go() for s in supervisors] == [False] * MAX_FREE + [True]
+
+
+def test_a_supervisor_that_exits_while_busy_is_dropped() -> None:
+    gone = busy(2)
+    gone.end.close()
+    _Spares.heard(gone.spare.channel.fileno())
+    assert not _Spares.busy and not _Spares.free
+
+
+def test_a_channel_with_nothing_to_read_stays_busy() -> None:
+    quiet = busy(2)
+    _Spares.heard(quiet.spare.channel.fileno())
+    assert list(_Spares.busy.values()) == [quiet.spare]
+
+
+def test_after_the_idle_time_the_free_supervisors_go_and_the_spare_stays(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = Supervisor(1)
+    _Spares.current = fresh.spare
+    served = busy(2)
+    served.says_free()
+    # No request came within the idle time: `select` answers with nothing readable.
+    timeouts: list[float | None] = []
+
+    def nothing(_r: list[int], _w: list[int], _x: list[int],
+                timeout: float | None = None) -> tuple[list[int], list[int], list[int]]:
+        timeouts.append(timeout)
+        return [], [], []
+
+    monkeypatch.setattr(forkserver.select, "select", nothing)
+    assert forkserver._requests_ready() is False
+    assert timeouts == [forkserver.FREE_IDLE_SECS]
+    assert served.let_go() and not _Spares.free
+    assert _Spares.current is fresh.spare and not fresh.let_go()
+    assert forkserver._requests_ready() is False
+    assert timeouts[-1] is None  # no free supervisor left: the wait has no timeout
+
+
+def test_the_end_of_the_coordinator_lets_every_supervisor_go() -> None:
+    fresh = Supervisor(1)
+    _Spares.current = fresh.spare
+    waiting, working = busy(2), busy(3)
+    waiting.says_free()
+    _Spares.let_all_go()
+    assert fresh.let_go() and waiting.let_go() and working.let_go()
+    assert _Spares.current is None and not _Spares.free and not _Spares.busy
