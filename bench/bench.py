@@ -23,6 +23,7 @@ with `--before DIR`, also the whole chain of both trees in interleaved rounds).
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import itertools
 import json
@@ -142,11 +143,12 @@ def coordinator_pid(env: dict[str, str]) -> int:
 
 
 def drain(env: dict[str, str], root: Path, count: int, argv: list[str],
-          cpu: dict[str, float] | None = None) -> float:
+          cpu: dict[str, float] | None = None, served: list[int] | None = None) -> float:
     """Queue `count` jobs behind a paused queue (one fan-out), then time from the resume to
     the end of the last job: the rate the coordinator and supervisors sustain, without the
     cost of `count` separate CLI start-ups. With `cpu`, also the CPU milliseconds per job
-    that each kind of process spent in that time (`service_cpu`; Linux only)."""
+    that each kind of process spent in that time (`service_cpu`; Linux only); with `served`,
+    the number of jobs each supervisor process served (from the records)."""
     lines = root / f"lines-{count}.txt"
     lines.write_text("".join(f"{i}\n" for i in range(count)))
     qex(env, "pause", "queue", "--reason", "benchmark")
@@ -157,6 +159,8 @@ def drain(env: dict[str, str], root: Path, count: int, argv: list[str],
     qex(env, "resume", "queue")
     qex(env, "wait", "-q", group, check=False)
     took = time.perf_counter() - start
+    if served is not None:
+        served.extend(supervisors_of(root, group).values())
     if cpu is not None and before is not None:
         time.sleep(0.3)  # the last supervisors' exits, which their fork server counts
         after = service_cpu(root)
@@ -165,10 +169,24 @@ def drain(env: dict[str, str], root: Path, count: int, argv: list[str],
     return took
 
 
+def supervisors_of(root: Path, group: str) -> collections.Counter[int]:
+    """How many jobs of `group` each supervisor pid served, from their records."""
+    served: collections.Counter[int] = collections.Counter()
+    for path in (root / "state" / "qex" / "jobs").glob("*/status.json"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("group") == group and isinstance(record.get("supervisor_pid"), int):
+            served[record["supervisor_pid"]] += 1
+    return served
+
+
 def service_cpu(root: Path) -> dict[str, float] | None:
-    """CPU seconds so far of the coordinator of `root`, of its fork server, and of the
-    processes the fork server has reaped (the supervisors, with their jobs); None without
-    /proc, or while either is missing."""
+    """CPU seconds so far of the coordinator of `root`, of its fork server, and of its
+    supervisors with their jobs: those the server has reaped, and those still alive (a
+    spare, and supervisors that serve job after job, whose CPU would reach the server's
+    count only at their exit); None without /proc, or while either is missing."""
     try:
         coordinator = int((root / "state" / "qex" / "run" / "coordinator.pid")
                           .read_text().split()[0])
@@ -184,10 +202,16 @@ def service_cpu(root: Path) -> dict[str, float] | None:
             return [int(value) / tick for value in fields[11:15]]  # utime stime cutime cstime
 
         own, server = times(coordinator), times(servers[0])
+        alive = 0.0
+        for pid in Path(f"/proc/{servers[0]}/task/{servers[0]}/children").read_text().split():
+            try:
+                alive += sum(times(int(pid)))
+            except OSError:
+                continue  # it exited meanwhile: the server's count has it, or soon will
     except (OSError, ValueError, IndexError):
         return None
     return {"coordinator": own[0] + own[1], "fork server": server[0] + server[1],
-            "supervisors and jobs": server[2] + server[3]}
+            "supervisors and jobs": server[2] + server[3] + alive}
 
 
 def pool_drain(count: int, argv: list[str], workers: int = 2) -> float:
@@ -723,13 +747,17 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     if "drain" in only:
         print(f"-- {label}batch: one fan-out, timed from the resume (load {os.getloadavg()[0]:.2f}) --")
         cpu_per_job: dict[str, float] = {}
-        t_drain = drain(env, root, n_true, ["true"], cpu=cpu_per_job)
+        served: list[int] = []
+        t_drain = drain(env, root, n_true, ["true"], cpu=cpu_per_job, served=served)
         b_drain = pool_drain(n_true, ["true"])
         row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
             "2-worker subprocess pool", ">= 60 jobs/s")
         if cpu_per_job:
             print("  CPU per job: " + ", ".join(f"{kind} {ms:.1f} ms" for kind, ms in cpu_per_job.items())
                   + f"; {sum(cpu_per_job.values()):.1f} ms in all")
+        if served:
+            print(f"  supervisors: {len(served)} processes served the {sum(served)} jobs "
+                  f"(at most {max(served)} each)")
         t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
         ideal = n_50ms * 0.05 / 2
         per = (t_50 - ideal) / n_50ms * 2 * 1000

@@ -197,6 +197,8 @@ class Coordinator:
     _deferred: set[str] = field(default_factory=set)
     #: The ids of queued jobs with a `max_queue_time` (`timed_queued_jobs`), kept by `enqueue`.
     _timed: dict[str, None] = field(default_factory=dict)
+    #: The ids of queued jobs with a `needs` or an `after` (`awaited`), kept by `enqueue`.
+    _dependent: dict[str, None] = field(default_factory=dict)
     _flush_handle: asyncio.TimerHandle | None = None
     #: Records that memory holds and the disk refused (a full disk): written again when
     #: `write_retry_at` comes, with a pause that doubles while the fault lasts.
@@ -263,10 +265,14 @@ class Coordinator:
         asks for their deadlines at every wake-up, and with thousands of jobs queued, nearly
         all without a limit, a walk over the whole queue cost half a millisecond each time.
         A job that left the queue is dropped from the index here, when it is next read."""
-        for job_id in list(self._timed):
+        return self._still_queued(self._timed)
+
+    def _still_queued(self, index: dict[str, None]) -> Iterator[Job]:
+        """The jobs of `index` that are queued; the others leave it."""
+        for job_id in list(index):
             job = self.jobs.get(job_id)
             if job is None or job.record.state != State.QUEUED:
-                self._timed.pop(job_id, None)
+                index.pop(job_id, None)
             else:
                 yield job
 
@@ -418,9 +424,10 @@ class Coordinator:
         self.publish(job)
 
     def awaited(self, job_id: str) -> bool:
-        """True when a queued job names `job_id` in its `needs` or `after`."""
+        """True when a queued job names `job_id` in its `needs` or `after`. Asked as every job
+        ends, so it reads only the queued jobs that name any (an index), not the queue."""
         return any(job_id in job.record.needs or job_id in job.record.after
-                   for job in self.queued_jobs())
+                   for job in self._still_queued(self._dependent))
 
     def finish(self, job: Job, state: State, *, error: str | None, caused_by: str | None = None,
                hook: bool = True) -> None:
@@ -458,6 +465,8 @@ class Coordinator:
         self.jobs.track(job.id)
         if job.max_queue_time is not None:
             self._timed[job.id] = None
+        if job.record.needs or job.record.after:
+            self._dependent[job.id] = None
         if job.id in self.queue:
             return
         # The queue is in that order already (priorities never rise towards its end), so the

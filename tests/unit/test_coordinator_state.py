@@ -126,6 +126,22 @@ def test_the_loop_wakes_for_the_deadline_of_each_timed_job_and_forgets_it_once_g
     assert not list(coord.timed_queued_jobs()) and not coord._timed
 
 
+def test_a_job_is_awaited_while_a_queued_job_names_it(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    first, second = add_job(coord), add_job(coord)
+    for _ in range(3):
+        add_job(coord)  # no dependency: not even looked at
+    needs = add_job(coord, needs=[first.id])
+    after = add_job(coord, after=[second.id])
+    assert list(coord._dependent) == [needs.id, after.id]
+    assert coord.awaited(first.id) and coord.awaited(second.id)
+    assert not coord.awaited(needs.id)
+    coord.queue.remove(needs.id)
+    needs.record.state = "starting"
+    assert not coord.awaited(first.id) and coord.awaited(second.id)
+    assert list(coord._dependent) == [after.id]
+
+
 def test_due_pauses_end_at_their_until(tmp_path: Path) -> None:
     async def scenario() -> None:
         coord = make_coord(tmp_path)

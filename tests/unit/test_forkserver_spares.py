@@ -11,7 +11,6 @@ import pytest
 from qex.supervisor import forkserver
 from qex.supervisor.forkserver import FREE, MAX_FREE, Spare, _Spares
 
-
 #: Every pair a test made, closed after it.
 _MADE: list[socket.socket] = []
 
