@@ -22,6 +22,10 @@ from types import FrameType
 
 from qex.platform import host, procs
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import resource
+
 
 def _ignore(signum: int, frame: FrameType | None) -> None:
     """A Python-level handler must exist for the wakeup descriptor to receive SIGCHLD."""
@@ -65,10 +69,21 @@ def forget_in_child() -> None:
 
 
 class Reaper:
-    """Reaps the job (once) and any orphan that exited; counts the orphans."""
+    """Reaps the job (once) and any orphan that exited; counts the orphans, and keeps the
+    largest resident size that any process it reaped reached (`peak_rss`, bytes).
+
+    Why its own peak and not `getrusage(RUSAGE_CHILDREN)`: that is a high-water mark over
+    every child this process ever reaped, and a supervisor may serve several jobs
+    (`forkserver._serve_jobs`), so a small job would report the peak of a large one before
+    it, and the memory learner would raise its claim. `wait4` gives each reaped process's
+    own figure (with the descendants it waited for)."""
 
     def __init__(self) -> None:
         self.orphans = 0
+        self.peak_rss = 0
+
+    def _waited(self, usage: resource.struct_rusage) -> None:
+        self.peak_rss = max(self.peak_rss, host.maxrss_bytes(usage.ru_maxrss))
 
     def reap(self, pid: int | None, *, kill_leftovers: bool = True) -> int | None:
         """The wait status of `pid` if it ended now (it is then reaped), else None."""
@@ -77,28 +92,29 @@ class Reaper:
             status = self._reap_job(pid, kill_leftovers)
         while True:
             try:
-                child, child_status = os.waitpid(-1, os.WNOHANG)
+                child, child_status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if child == 0:
                 break
+            self._waited(usage)
             if child == pid and status is None:
                 status = child_status
             else:
                 self.orphans += 1
         return status
 
-    @staticmethod
-    def _reap_job(pid: int, kill_leftovers: bool) -> int | None:
+    def _reap_job(self, pid: int, kill_leftovers: bool) -> int | None:
         # The portable implementation takes the macOS path even where waitid exists.
         waitid = getattr(os, "waitid", None) if host.linux() else None
         if waitid is None:  # macOS, or QEX_PLATFORM=portable
             try:
-                done, status = os.waitpid(pid, os.WNOHANG)
+                done, status, usage = os.wait4(pid, os.WNOHANG)
             except ChildProcessError:
                 return None
             if not done:
                 return None
+            self._waited(usage)
             if kill_leftovers:
                 procs.signal_group(pid, signal.SIGKILL)
             return status
@@ -110,5 +126,6 @@ class Reaper:
             return None
         if kill_leftovers:
             procs.signal_group(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
+        self._waited(usage)
         return status

@@ -306,6 +306,7 @@ def _serve_jobs(channel: socket.socket,  # pragma: no cover - forked
         os.dup2(fds[0], 1)
         os.dup2(fds[0], 2)
         os.close(fds[0])
+        qex.supervisor.runner.say_to_new_log()
         verb, job_id, seconds, sender = message.decode().split()
         if verb == "start":
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -83,6 +83,12 @@ SAY_LIMIT_BYTES = 256 * 1024
 _said = [-1]
 
 
+def say_to_new_log() -> None:
+    """Descriptor 2 now writes another job's supervisor.log (a supervisor that serves again):
+    count that file's size from its start, not the last one's."""
+    _said[0] = -1
+
+
 def say(message: str) -> None:
     """A line for supervisor.log (this process's stderr); never raises, never grows past the cap.
 
@@ -439,7 +445,10 @@ class Runner:
         except Exception as exc:
             say(f"the sandbox gave no evidence for this attempt: {exc!r}")
             evidence = Evidence()
-        max_rss, cpu_after = jobprocess.children_usage()
+        # The CPU is a difference, right however many jobs this process served; the peak
+        # is the reaper's, for the processes of this job alone.
+        _, cpu_after = jobprocess.children_usage()
+        max_rss = self.reaper.peak_rss
         exit_code = os.WEXITSTATUS(watched.status) if os.WIFEXITED(watched.status) else None
         signal = os.WTERMSIG(watched.status) if os.WIFSIGNALED(watched.status) else None
         end = verdicts.AttemptEnd(

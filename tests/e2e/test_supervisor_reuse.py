@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -141,3 +142,17 @@ def test_no_supervisor_serves_more_jobs_than_its_bound(qex_env: Env) -> None:
     assert sum(served.values()) == count
     assert max(served.values()) <= JOBS_PER_SUPERVISOR, served
     assert max(served.values()) > 1, served
+
+
+def test_each_job_reports_its_own_peak_memory(qex_env: Env) -> None:
+    # The process-wide high-water mark of reaped children would give a small job the peak of
+    # a large one that the same supervisor served before it.
+    _with_fork_server(qex_env)
+    grow = "b = bytearray(160 << 20); b[::4096] = bytes(len(b) // 4096)"
+    big = _run(qex_env, sys.executable, "-c", grow)
+    peak = qex_env.record(big)["usage"]["max_rss"]
+    assert peak > 150 << 20, qex_env.record(big)["usage"]
+    small = [_run(qex_env, "true") for _ in range(3)]
+    assert _supervisor(qex_env, big) in {_supervisor(qex_env, job) for job in small}
+    for job in small:
+        assert qex_env.record(job)["usage"]["max_rss"] < 64 << 20, qex_env.record(job)["usage"]
