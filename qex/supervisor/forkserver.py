@@ -605,9 +605,12 @@ def _requests_ready() -> bool:
     """Wait until the coordinator wrote (True), taking in what the busy supervisors say
     meanwhile (False after each). With free supervisors the wait ends after
     `FREE_IDLE_SECS` and lets them go; without any it has no timeout."""
-    timeout = FREE_IDLE_SECS if _Spares.free else None
+    timeout = FREE_IDLE_SECS * 1000 if _Spares.free else None
+    poller = select.poll()  # no limit on descriptor numbers, unlike select()
+    for fd in (0, *_Spares.busy):
+        poller.register(fd, select.POLLIN)
     try:
-        readable, _, _ = select.select([0, *_Spares.busy], [], [], timeout)
+        readable = [fd for fd, _event in poller.poll(timeout)]
     except InterruptedError:
         return False
     if not readable:

@@ -103,17 +103,20 @@ def test_after_the_idle_time_the_free_supervisors_go_and_the_spare_stays(
     _Spares.current = fresh.spare
     served = busy(2)
     served.says_free()
-    # No request came within the idle time: `select` answers with nothing readable.
+    # No request came within the idle time: the poll answers with nothing readable.
     timeouts: list[float | None] = []
 
-    def nothing(_r: list[int], _w: list[int], _x: list[int],
-                timeout: float | None = None) -> tuple[list[int], list[int], list[int]]:
-        timeouts.append(timeout)
-        return [], [], []
+    class Quiet:
+        def register(self, fd: int, events: int) -> None:
+            pass
 
-    monkeypatch.setattr(forkserver.select, "select", nothing)
+        def poll(self, timeout: float | None = None) -> list[tuple[int, int]]:
+            timeouts.append(timeout)
+            return []
+
+    monkeypatch.setattr(forkserver.select, "poll", Quiet)
     assert forkserver._requests_ready() is False
-    assert timeouts == [forkserver.FREE_IDLE_SECS]
+    assert timeouts == [forkserver.FREE_IDLE_SECS * 1000]
     assert served.let_go() and not _Spares.free
     assert _Spares.current is fresh.spare and not fresh.let_go()
     assert forkserver._requests_ready() is False
