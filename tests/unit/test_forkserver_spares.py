@@ -48,6 +48,12 @@ class Supervisor:
             return False
 
 
+def fresh_spare() -> Supervisor:
+    supervisor = Supervisor(1)
+    _Spares.current = supervisor.spare
+    return supervisor
+
+
 def busy(pid: int) -> Supervisor:
     supervisor = Supervisor(pid)
     _Spares.busy[supervisor.spare.channel.fileno()] = supervisor.spare
@@ -55,8 +61,7 @@ def busy(pid: int) -> Supervisor:
 
 
 def test_a_supervisor_that_served_comes_before_the_fresh_spare() -> None:
-    fresh = Supervisor(1)
-    _Spares.current = fresh.spare
+    fresh_spare()
     older, newer = busy(2), busy(3)
     older.says_free()
     newer.says_free()
@@ -70,8 +75,7 @@ def test_a_supervisor_that_served_comes_before_the_fresh_spare() -> None:
 def test_a_job_with_a_scope_gets_only_the_fresh_spare() -> None:
     busy(2).says_free()
     assert _Spares.take(False) is None
-    fresh = Supervisor(1)
-    _Spares.current = fresh.spare
+    fresh = fresh_spare()
     assert _Spares.take(False) == (fresh.spare, True)
     assert [spare.pid for spare in _Spares.free] == [2]
 
@@ -99,8 +103,7 @@ def test_a_channel_with_nothing_to_read_stays_busy() -> None:
 
 def test_after_the_idle_time_the_free_supervisors_go_and_the_spare_stays(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    fresh = Supervisor(1)
-    _Spares.current = fresh.spare
+    fresh = fresh_spare()
     served = busy(2)
     served.says_free()
     # No request came within the idle time: the poll answers with nothing readable.
@@ -124,8 +127,7 @@ def test_after_the_idle_time_the_free_supervisors_go_and_the_spare_stays(
 
 
 def test_the_end_of_the_coordinator_lets_every_supervisor_go() -> None:
-    fresh = Supervisor(1)
-    _Spares.current = fresh.spare
+    fresh = fresh_spare()
     waiting, working = busy(2), busy(3)
     waiting.says_free()
     _Spares.let_all_go()
