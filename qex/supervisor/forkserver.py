@@ -338,18 +338,14 @@ class Leftovers:
     directory. Anything else (a descriptor a fault left open, an orphan of the job that it
     adopted as subreaper) would follow the next job, so the supervisor exits instead."""
 
-    def __init__(self, fds: list[str] | None, cgroup: str | None, cwd: str) -> None:
+    def __init__(self, fds: list[str] | None, cgroup: str | None, cwd: str | None) -> None:
         self.fds = fds
         self.cgroup = cgroup
         self.cwd = cwd
 
     @classmethod
     def now(cls) -> Leftovers:
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = ""
-        return cls(_open_fds(), cgroup_of("self"), cwd)
+        return cls(_open_fds(), cgroup_of("self"), _cwd())
 
     def clean(self) -> bool:
         if self.fds is None or _open_fds() != self.fds:
@@ -365,11 +361,15 @@ class Leftovers:
         kept = fastspawn.kept_threads()
         if kept is None or _thread_count() != 1 + kept:
             return False
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            return False
-        return cwd == self.cwd and cgroup_of("self") == self.cgroup
+        cwd = _cwd()
+        return cwd is not None and cwd == self.cwd and cgroup_of("self") == self.cgroup
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def _open_fds() -> list[str] | None:
