@@ -25,7 +25,7 @@ import os
 import select
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from qex.coordinator.log import log
 from qex.core.pyexec import module_argv
@@ -236,9 +236,17 @@ class ForkServer:
         self._parked = (job_id, time.monotonic(), seconds)
         return True
 
-    def release_parked(self, job_id: str) -> Launched | None:
+    def release_parked(self, job_id: str,
+                       before_go: Callable[[int, str | None], None] | None = None
+                       ) -> Launched | None:
         """Send the go to the supervisor parked for `job_id` (its `starting` record is now
-        written). None when there is none to release: the caller starts one another way."""
+        written). None when there is none to release: the caller starts one another way.
+
+        `before_go(pid, token)` runs once the child is known and just before its go: the
+        coordinator names the supervisor on disk there, while nothing else writes into the
+        job's directory (after the go the supervisor creates its files in it at once, and a
+        name created beside them then cost the coordinator about a millisecond of CPU on
+        the directory's lock)."""
         parked = self._parked
         if parked is None:
             return None
@@ -262,6 +270,8 @@ class ForkServer:
                 f"{parked[2]:g}s a parked supervisor waits; a fresh one is started instead")
             child.discard()
             return None
+        if before_go is not None:
+            before_go(pid, token)
         try:
             child.release()
         except OSError:

@@ -9,7 +9,9 @@ Start order for one job: the record says `starting` (with `assigned`, `forced`,
 `started_at`) BEFORE the supervisor touches the job (a parked supervisor is forked
 meanwhile, and released once the record is written), so a crash between the two leaves a
 record that recovery can put back in the queue; after the launch the supervisor is the
-record's writer, and the coordinator keeps its pid in `supervisor.pid`.
+record's writer, and the coordinator keeps its pid in `supervisor.pid` (written before the
+go of a supervisor that waits for one, so no moment exists in which it works on the job
+while the disk names no supervisor).
 """
 
 from __future__ import annotations
@@ -232,7 +234,8 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
             coord.write_problem = None
             log("qex can write its records again; jobs start")
     coord.last_start_at = now
-    forked = plain.release_parked(job.id) if plain is not None and parked else None
+    naming = _SupervisorName(job)
+    forked = plain.release_parked(job.id, naming.write) if plain is not None and parked else None
     if forked is None and plain is not None:
         # A forked supervisor starts in about a millisecond instead of paying for its
         # imports; the fresh process below is the fallback.
@@ -242,7 +245,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     if forked is not None:
         job.supervisor_pid = forked.pid
         job.supervisor_token = forked.start_token
-        _write_supervisor_pid(job, forked.pid, forked.start_token)
+        naming.ensure(forked.pid, forked.start_token)
         from qex.coordinator.reaper import watch_foreign
 
         watch_foreign(coord, job)
@@ -252,7 +255,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     held = coord.forkserver.hold if (coord.forkserver and want_scope) else None
     try:
         launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ),
-                                     fork=held)
+                                     fork=held, announce=naming.write)
     except Exception as exc:
         log(f"qex could not start the supervisor of the job {label(record)}: {exc}")
         coord.finish(job, State.FAILED, error=(
@@ -267,7 +270,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         log(f"the job {label(record)} runs without a scope: {launched.note}")
     elif launched.unit:
         log(f"the job {label(record)} runs in the scope {launched.unit} ({launched.backend})")
-    _write_supervisor_pid(job, launched.pid, launched.start_token)
+    naming.ensure(launched.pid, launched.start_token)
     if launched.forked:
         from qex.coordinator.reaper import watch_foreign
 
@@ -312,15 +315,39 @@ def wait_for_disk(coord: Coordinator, job: Job, queued: JobStatus, cause: str,
     coord.publish(job)
 
 
+class _SupervisorName:
+    """The job's `supervisor.pid`, written once per supervisor: before the go of one that
+    waits for it (`write`, handed to the launch), else once its pid is known (`ensure`)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.named: tuple[int, str | None] | None = None
+
+    def write(self, pid: int, token: str | None) -> None:
+        _write_supervisor_pid(self.job, pid, token)
+        self.named = (pid, token)
+
+    def ensure(self, pid: int, token: str | None) -> None:
+        if self.named != (pid, token):
+            self.write(pid, token)
+
+
 def _write_supervisor_pid(job: Job, pid: int, token: str | None) -> None:
     """`supervisor.pid` lets a later coordinator find the supervisor before its first write.
+
+    A supervisor that waits for a go (parked by the fork server, or in the pystemd
+    handshakes) is named here before the go (`ForkServer.release_parked`,
+    `ScopeLauncher.launch`). Named after it, a `kill -9` of the coordinator between the go
+    and this file left a `starting` record that named no supervisor while one ran the job:
+    recovery took the job for never launched, queued it again, and it ran twice. A
+    supervisor that starts at once (a plain fresh process, systemd-run) is named as soon as
+    its pid is known.
 
     Atomic but not synced: it names a process of this boot, so it only has to survive the
     coordinator's death, which the page cache does. A power cut stops that process too, and
     then the record's boot id decides; until the supervisor's first synced write (moments
-    later, in the same file system journal) the job may come back as never launched, as it
-    could before, when this file was written after the fork. Its two syncs had competed
-    with the new supervisor's first files on every start.
+    later, in the same file system journal) the job may come back as never launched. Its
+    two syncs had competed with the new supervisor's first files on every start.
     """
     text = f"{pid} {token or ''}".rstrip() + "\n"
     try:

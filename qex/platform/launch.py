@@ -82,6 +82,8 @@ class Launched:
 #: Asks the fork server for a supervisor of a job that waits for its go for so many seconds;
 #: (pid, start token), or None when the server cannot give one.
 ForkHeld = Callable[[str, float], "tuple[int, str | None] | None"]
+#: Names a supervisor on the disk (pid, start token) before it gets its go.
+NameSupervisor = Callable[[int, "str | None"], None]
 
 
 class HeldSupervisor(Protocol):
@@ -214,8 +216,11 @@ class ScopeLauncher:
 
     def launch(
         self, job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
-        fork: ForkHeld | None = None,
+        fork: ForkHeld | None = None, announce: NameSupervisor | None = None,
     ) -> Launched:
+        """`announce(pid, token)`, when given, runs just before the go of a supervisor that waits
+        for one (the pystemd handshakes), so the caller can name it on the disk while it has
+        not touched the job yet; a supervisor that starts at once is not announced."""
         argv = supervisor_argv(job_id)
         log = job_dir / "supervisor.log"
         if not want_scope:
@@ -238,8 +243,8 @@ class ScopeLauncher:
         if fork is not None and forks_held(caps, os.environ):
             held = self._hold(fork, job_id)
             if held is not None:
-                return self._pystemd_held(request, held, argv, log, env)
-        return self._pystemd(request, argv, log, scope_env, env)
+                return self._pystemd_held(request, held, argv, log, env, announce=announce)
+        return self._pystemd(request, argv, log, scope_env, env, announce=announce)
 
     def _hold(self, fork: ForkHeld, job_id: str) -> tuple[HeldSupervisor, str | None] | None:
         """A held supervisor from the fork server, or None to start a fresh one instead.
@@ -275,7 +280,8 @@ class ScopeLauncher:
         return None
 
     def _pystemd_held(self, request: ScopeRequest, held: tuple[HeldSupervisor, str | None],
-                      argv: list[str], log: Path, plain_env: Mapping[str, str]) -> Launched:
+                      argv: list[str], log: Path, plain_env: Mapping[str, str], *,
+                      announce: NameSupervisor | None = None) -> Launched:
         """The handshake with a forked supervisor: scope, check, then the go signal."""
         child, token = held
         job_id = argv[-1]
@@ -288,6 +294,8 @@ class ScopeLauncher:
             failure = (f"the user manager took {self.clock() - asked:.1f}s to make the scope "
                        f"{request.unit}, too long for a held supervisor")
         if failure is None:
+            if announce is not None:
+                announce(child.pid, token)
             try:
                 child.release()
             except OSError as exc:
@@ -327,7 +335,8 @@ class ScopeLauncher:
                         unit=request.unit)
 
     def _pystemd(self, request: ScopeRequest, argv: list[str], log: Path,
-                 env: Mapping[str, str], plain_env: Mapping[str, str]) -> Launched:
+                 env: Mapping[str, str], plain_env: Mapping[str, str], *,
+                 announce: NameSupervisor | None = None) -> Launched:
         read_end, write_end = os.pipe()
         child_env = dict(env)
         child_env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
@@ -343,7 +352,10 @@ class ScopeLauncher:
         chaintrace.mark("co.scope.spawned", job_id)
         failure = self._place(request, pid, job_id)
         chaintrace.mark("co.scope.verified", job_id)
+        token = procs.start_token(pid)
         if failure is None:
+            if announce is not None:
+                announce(pid, token)
             try:
                 os.write(write_end, b"1")
             except OSError as exc:
@@ -356,8 +368,7 @@ class ScopeLauncher:
             return self._plain(argv, log, plain_env, note=failure)
         os.close(write_end)
         chaintrace.mark("co.scope.go", job_id)
-        return Launched(pid=pid, start_token=procs.start_token(pid), backend="pystemd",
-                        unit=request.unit)
+        return Launched(pid=pid, start_token=token, backend="pystemd", unit=request.unit)
 
 
 _launcher = ScopeLauncher()
@@ -365,7 +376,7 @@ _launcher = ScopeLauncher()
 
 def launch_supervisor(
     job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
-    fork: ForkHeld | None = None,
+    fork: ForkHeld | None = None, announce: NameSupervisor | None = None,
 ) -> Launched:
     """Start `python -m qex.supervisor <id>`; inside a scope when `want_scope` and possible.
 
@@ -373,6 +384,7 @@ def launch_supervisor(
     to make the scope never fails the job: it runs as a plain process group and
     `Launched.note` says why. `fork`, when given, asks the fork server for a held
     supervisor, which the pystemd backend uses in place of a fresh process (`forked` in the
-    answer then says so).
+    answer then says so). `announce` is called before the go (`ScopeLauncher.launch`).
     """
-    return _launcher.launch(job_id, job_dir, want_scope=want_scope, env=env, fork=fork)
+    return _launcher.launch(job_id, job_dir, want_scope=want_scope, env=env, fork=fork,
+                            announce=announce)

@@ -413,3 +413,61 @@ def test_file_watch_reports_a_rename_over_the_file(tmp_path: Path) -> None:
 
     assert asyncio.run(scenario()) >= 1
     assert FileWatch.start(tmp_path / "missing-dir" / "qex.toml", lambda: None) is None
+
+
+class _ParkingServer:
+    """A fork server whose parked supervisor is the process `child`: at the go it asks the
+    recovery rule what a coordinator started at that moment (after a `kill -9` of this one)
+    would do with the job, from what the disk says."""
+
+    def __init__(self, child: subprocess.Popen[bytes], job_dir: Path) -> None:
+        self.child = child
+        self.job_dir = job_dir
+        self.verdicts: list[str] = []
+
+    def park(self, job_id: str, seconds: float) -> bool:
+        return True
+
+    def release_parked(self, job_id: str, before_go: Any = None) -> Any:
+        from qex.core import recovery_rule
+        from qex.platform import liveness
+        from qex.platform.launch import Launched
+
+        pid, token = self.child.pid, procs.start_token(self.child.pid)
+        if before_go is not None:
+            before_go(pid, token)
+        job_dir = self.job_dir
+        record = job_files.read_status(job_dir)
+        assert record is not None
+        facts = liveness.observe(record.to_dict(), job_files.read_supervisor_pid_file(job_dir),
+                                 lock_free=job_files.supervisor_lock_free(job_dir))
+        self.verdicts.append(recovery_rule.judge(record.state, bool(record.pid), facts).action)
+        return Launched(pid=pid, start_token=token, backend="process-group", forked=True)
+
+
+def test_a_parked_supervisor_is_named_on_the_disk_before_its_go(tmp_path: Path) -> None:
+    # Were the go sent first, a coordinator killed between the go and the name would find a
+    # `starting` record that names no supervisor, put the job back in the queue, and run it
+    # a second time beside the supervisor that already runs it.
+    from qex.coordinator import scheduling
+    from qex.core import recovery_rule
+
+    coord = make_coord(tmp_path)
+    job = add_job(coord)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    server = _ParkingServer(child, job.dir)
+    coord.forkserver = server  # type: ignore[assignment]
+    try:
+        async def scenario() -> None:
+            scheduling.start_job(coord, job, {}, False, None)
+            job.end_watch()
+
+        asyncio.run(scenario())
+        assert server.verdicts == [recovery_rule.ALIVE]
+        assert job.supervisor_pid == child.pid
+        assert job_files.read_supervisor_pid_file(job.dir)[0] == child.pid
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()

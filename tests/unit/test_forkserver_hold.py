@@ -291,6 +291,34 @@ def test_coordinator_side_park_then_release(tmp_path: Path, monkeypatch: pytest.
     assert log.count("no readable spec.json and status.json") == 2
 
 
+def test_coordinator_side_names_the_child_before_its_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The coordinator writes `supervisor.pid` in `before_go`: the child must still wait
+    # then, so that no moment exists in which it works on the job and nothing on the disk
+    # names it (a coordinator killed there would put the job back in the queue, and it
+    # would run twice).
+    job_dir = _job_dir(tmp_path)
+    server = _coordinator_server(tmp_path, monkeypatch)
+    named: list[tuple[int, str | None]] = []
+    started_early: list[bool] = []
+
+    def before_go(pid: int, token: str | None) -> None:
+        named.append((pid, token))
+        time.sleep(0.3)  # a released child would have written its complaint by now
+        started_early.append("no readable" in (job_dir / "supervisor.log").read_text())
+
+    try:
+        assert server.park(JOB, 20)
+        launched = server.release_parked(JOB, before_go)
+        assert launched is not None
+        assert named == [(launched.pid, launched.start_token)]
+        assert started_early == [False]
+        wait_gone(launched.pid, timeout=20.0)
+    finally:
+        _close(server)
+    assert "no readable spec.json and status.json" in (job_dir / "supervisor.log").read_text()
+
+
 def test_coordinator_side_discard_kills_the_parked_child(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handled: list[int]) -> None:
     pids = handled

@@ -408,6 +408,39 @@ def test_held_supervisor_gets_its_go_only_after_the_scope_check(tmp_path: Path) 
     assert server.asked == [(JOB, run.hold_seconds)]
 
 
+def test_a_supervisor_that_waits_is_announced_before_its_go(tmp_path: Path) -> None:
+    # The coordinator writes `supervisor.pid` in `announce`: the supervisor must not have its
+    # go yet, so that the disk names it before it can touch the job.
+    spawner, server = Spawner(), HoldingServer()
+    said: list[str] = []
+    run = held_launcher(FakeScopeManager(), server, spawner)
+    got = run.launch(JOB, tmp_path, want_scope=True, env={}, fork=server,
+                     announce=lambda pid, token: said.append(
+                         f"{pid} {token} {server.handles[-1].events}"))
+    assert said == [f"{got.pid} {got.start_token} []"]
+    assert server.handles[0].events == ["go", "closed"]
+    # The fresh handshake: the go byte is not in the pipe when the supervisor is announced.
+    fresh = launcher(FakeScopeManager(), spawner, caps("pystemd"), [])
+    seen: list[tuple[int, bytes]] = []
+    got = fresh.launch(JOB, tmp_path, want_scope=True, env={},
+                       announce=lambda pid, token: seen.append((pid, spawner.go_byte())))
+    assert seen == [(got.pid, b"")]
+    assert spawner.go_byte() == b"1"
+
+
+@pytest.mark.parametrize("backend", ["pystemd", "held"])
+def test_a_supervisor_killed_before_its_go_is_not_announced(tmp_path: Path,
+                                                            backend: str) -> None:
+    spawner, server = Spawner(), HoldingServer()
+    manager = FakeScopeManager(fail="Access denied")
+    run = held_launcher(manager, server, spawner)
+    said: list[int] = []
+    got = run.launch(JOB, tmp_path, want_scope=True, env={},
+                     fork=server if backend == "held" else None,
+                     announce=lambda pid, token: said.append(pid))
+    assert said == [] and got.backend == "process-group" and got.note
+
+
 @pytest.mark.parametrize("fault", ["refused", "misplaced", "gone", "slow"])
 def test_held_supervisor_is_killed_on_any_fault_and_a_plain_one_runs(
         tmp_path: Path, fault: str) -> None:
