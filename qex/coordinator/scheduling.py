@@ -17,7 +17,7 @@ while the disk names no supervisor).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from qex.coordinator import pausing
@@ -50,19 +50,27 @@ class PassResult:
     external_wait: bool      # a job waits for something outside qex's control (peers, memory)
 
 
-def job_view(job: Job) -> JobView:
-    """The scheduler's view of a job, rebuilt only when a field it shows has changed."""
-    record = job.record
-    key = (id(record), record.state, record.passed_by, record.blocked_since,
-           record.blocked_reason, record.queue_pause_secs, record.cpu, record.mem,
-           record.started_at, record.queue_time_applies, job.priority, job.max_queue_time)
-    cached = job.view_cache
-    if cached is not None and cached[0] == key:
-        view: JobView = cached[1]
-        return view
-    view = _build_view(job)
-    job.view_cache = (key, view)
-    return view
+def job_views(jobs: Iterable[Job]) -> tuple[JobView, ...]:
+    """The scheduler's views of `jobs`, each rebuilt only when a field it shows has changed.
+
+    One loop, not a call per job: a pass takes the view of every queued job, once per job
+    that ends while a long queue drains, so the per-job cost of this check is paid
+    thousands of times (with 2,000 queued, a call per job was a third of the pass)."""
+    views: list[JobView] = []
+    keep = views.append
+    for job in jobs:
+        record = job.record
+        key = (id(record), record.state, record.passed_by, record.blocked_since,
+               record.blocked_reason, record.queue_pause_secs, record.cpu, record.mem,
+               record.started_at, record.queue_time_applies, job.priority, job.max_queue_time)
+        cached = job.view_cache
+        if cached is not None and cached[0] == key:
+            keep(cached[1])
+            continue
+        view = _build_view(job)
+        job.view_cache = (key, view)
+        keep(view)
+    return tuple(views)
 
 
 def known_job(job: Job) -> KnownJob:
@@ -123,8 +131,8 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad) -> Snapshot:
     judging = bool(coord.queue)
     return Snapshot(
         now=now,
-        queue=tuple(job_view(job) for job in coord.queued_jobs()),
-        active=tuple(job_view(job) for job in coord.holding_jobs()),
+        queue=job_views(coord.queued_jobs()),
+        active=job_views(coord.holding_jobs()),
         known=KnownJobs(coord.jobs),
         cpu_budget=coord.cpu_budget(),
         mem_budget=coord.mem_budget(),

@@ -32,6 +32,8 @@ from qex.store.pause import PauseFile
 
 #: How long a queued job's changed reason may wait before its record is written.
 REASON_WRITE_DELAY = 0.5
+#: How many of those records are written in one turn of the loop (`_write_turn`).
+REASON_WRITES_PER_TURN = 8
 #: A record the disk refused is tried again after this pause, doubled up to the maximum.
 WRITE_RETRY_FIRST_SECS = 0.5
 WRITE_RETRY_MAX_SECS = 10.0
@@ -194,12 +196,16 @@ class Coordinator:
     forkserver: ForkServer | None = None
     #: The engines other than this machine's queue, by kind (`qex.engine.base.engine_for`).
     engines: dict[str, Any] = field(default_factory=dict)
-    _deferred: set[str] = field(default_factory=set)
+    #: Queued jobs whose changed reason waits for the next batch (`defer_write`), and those
+    #: of the batch now being written, a few per turn of the loop.
+    _deferred: dict[str, None] = field(default_factory=dict)
+    _due: dict[str, None] = field(default_factory=dict)
     #: The ids of queued jobs with a `max_queue_time` (`timed_queued_jobs`), kept by `enqueue`.
     _timed: dict[str, None] = field(default_factory=dict)
     #: The ids of queued jobs with a `needs` or an `after` (`awaited`), kept by `enqueue`.
     _dependent: dict[str, None] = field(default_factory=dict)
     _flush_handle: asyncio.TimerHandle | None = None
+    _turn_handle: asyncio.Handle | None = None
     #: Records that memory holds and the disk refused (a full disk): written again when
     #: `write_retry_at` comes, with a pause that doubles while the fault lasts.
     unwritten: set[str] = field(default_factory=set)
@@ -293,12 +299,14 @@ class Coordinator:
     def write(self, job: Job, *, sync_dir: bool = True) -> None:
         """Write the record (atomic). Raises OSError; callers decide what a failure means.
 
-        `sync_dir=False` is for the `starting` record alone. Its data is synced before the
-        rename (so a power cut never leaves a torn record), but not the rename itself: a
-        power cut may take the record back to `queued`, and recovery treats a `starting`
-        record whose supervisor left no trace the same way (back to the queue). The next
-        synced write in the file system (the supervisor's `running`, moments later) commits
-        the rename with it.
+        `sync_dir=False` syncs the data before the rename (so a power cut never leaves a
+        torn record), but not the rename itself, so a power cut may bring back the record
+        before it. Two writes may lose that way: the `starting` record (recovery treats a
+        `starting` record whose supervisor left no trace as `queued`, back to the queue; the
+        next synced write in the file system, the supervisor's `running` moments later,
+        commits the rename with it), and the deferred writes of a queued job's reason and
+        pause credit (`flush_deferred`), which only ever replace one queued record with
+        another.
         """
         job_files.write_status(job.dir, job.record, sync_dir=sync_dir)
 
@@ -309,29 +317,63 @@ class Coordinator:
         coordinator answers for queued jobs from memory, so their records on disk may lag
         by a moment. Batching those writes keeps a drain from being a storm of fsyncs.
         """
-        self._deferred.add(job.id)
+        if job.id in self._due:
+            return  # written in one of the next turns, as the record is then
+        self._deferred[job.id] = None
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            self._flush_handle = loop.call_later(REASON_WRITE_DELAY, self.flush_deferred)
+            self._flush_handle = loop.call_later(REASON_WRITE_DELAY, self._start_batch)
+
+    def _start_batch(self) -> None:
+        """The batch is due: write it `REASON_WRITES_PER_TURN` records at a time."""
+        self._flush_handle = None
+        self._due.update(self._deferred)
+        self._deferred = {}
+        self._write_turn()
+
+    def _write_turn(self) -> None:
+        """Write a few records of the batch, and leave the rest to the next turn of the loop,
+        after the answers and starts that arrived meanwhile. The resume of a queue of 500
+        changes every reason at once, and writing them in one go held the loop for 50 to
+        75 ms at a time (each is about a millisecond of syncs here)."""
+        self._turn_handle = None
+        for _ in range(min(REASON_WRITES_PER_TURN, len(self._due))):
+            job_id = next(iter(self._due))
+            del self._due[job_id]
+            self._write_deferred(job_id)
+        if self._due:
+            self._turn_handle = asyncio.get_running_loop().call_soon(self._write_turn)
 
     def flush_deferred(self) -> None:
-        """Write every deferred record of a job that is still queued."""
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        pending, self._deferred = self._deferred, set()
+        """Write every deferred record of a job that is still queued, now (the coordinator
+        stops, or a test wants them on the disk)."""
+        for handle in (self._flush_handle, self._turn_handle):
+            if handle is not None:
+                handle.cancel()
+        self._flush_handle = self._turn_handle = None
+        pending = [*self._due, *self._deferred]
+        self._due, self._deferred = {}, {}
         for job_id in pending:
-            job = self.jobs.get(job_id)
-            if job is not None and job.record.state == State.QUEUED.value:
-                self.write_logged(job)
+            self._write_deferred(job_id)
 
-    def write_logged(self, job: Job) -> bool:
+    def _write_deferred(self, job_id: str) -> None:
+        """Without the directory's sync: each is a queued record that replaces a queued one
+        (a new reason, a pause credit of a job without a queue time limit), and the older
+        one, should a power cut bring it back, tells as much of the truth as a stale reason
+        does. That second sync was a quarter of each such write here (0.56 against 0.40 ms
+        for a record of 1.2 KB)."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.record.state == State.QUEUED.value:
+            self.write_logged(job, sync_dir=False)
+
+    def write_logged(self, job: Job, *, sync_dir: bool = True) -> bool:
         """Write the record; a failure keeps it in memory and schedules another try.
 
         The log hears of a fault once per change of its cause, and once when writes work again.
+        `sync_dir`: as for `write`.
         """
         try:
-            self.write(job)
+            self.write(job, sync_dir=sync_dir)
         except OSError as exc:
             cause = _why(exc)
             self.unwritten.add(job.id)

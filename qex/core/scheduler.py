@@ -309,11 +309,10 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     cause: dict[str, str] = {}
     starts: list[Start] = []
     started: set[str] = set()
+    # Jobs whose queue time is over (none while paused, none that is skipped). Found in the
+    # walk itself, before any rule passes a job over: each test reads the job alone, and
+    # the walk runs over the whole queue at every job's end.
     expiring: set[str] = set()
-    if not paused:
-        for job in snap.queue:
-            if queue_time.expired(job, job.max_queue_time, now) and job.id not in deps.skips:
-                expiring.add(job.id)
 
     head: JobView | None = None
     head_verdict = _Verdict()
@@ -322,6 +321,9 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     for job in snap.queue:
         if job.id in deps.skips:
             continue
+        if (not paused and job.max_queue_time is not None
+                and queue_time.expired(job, job.max_queue_time, now)):
+            expiring.add(job.id)
         waiting = deps.waiting.get(job.id)
         if waiting is not None:
             new_reason[job.id], cause[job.id] = waiting, words.CAUSE_DEPENDENCY

@@ -471,3 +471,47 @@ def test_a_parked_supervisor_is_named_on_the_disk_before_its_go(tmp_path: Path) 
         assert child.stdin is not None
         child.stdin.close()
         child.wait()
+
+
+def test_deferred_reasons_are_written_a_few_per_turn_without_the_directory_sync(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The resume of a long queue changes every reason at once: the loop must get to its
+    # answers and starts between the writes, and a reason needs no sync of its directory.
+    from qex.coordinator import state as state_module
+
+    monkeypatch.setattr(state_module, "REASON_WRITES_PER_TURN", 3)
+    written: list[tuple[str, bool]] = []
+    real = job_files.write_status
+
+    def counting(job_dir: Path, status: JobStatus, *, sync_dir: bool = True) -> Any:
+        written.append((job_dir.name, sync_dir))
+        return real(job_dir, status, sync_dir=sync_dir)
+
+    async def scenario() -> None:
+        coord = make_coord(tmp_path)
+        jobs = [add_job(coord) for _ in range(8)]
+        monkeypatch.setattr(job_files, "write_status", counting)
+        for job in jobs:
+            job.record.blocked_reason = "a new reason"
+            coord.defer_write(job)
+        coord.defer_write(jobs[0])  # once is enough
+        jobs[5].record.state = "starting"  # it left the queue: its own writer has it
+        coord._start_batch()
+        assert len(written) == 3
+        coord.defer_write(jobs[7])  # due already: written once, as it is then
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert sorted(name for name, _sync in written) == sorted(
+            job.id for n, job in enumerate(jobs) if n != 5)
+        assert {sync for _name, sync in written} == {False}
+        assert all(job_files.read_status(job.dir).blocked_reason == "a new reason"  # type: ignore[union-attr]
+                   for n, job in enumerate(jobs) if n != 5)
+        # At the stop everything left is written at once.
+        written.clear()
+        jobs[1].record.blocked_reason = "the last reason"
+        coord.defer_write(jobs[1])
+        coord.flush_deferred()
+        assert written == [(jobs[1].id, False)]
+        assert coord.write_logged(jobs[1]) and written[-1] == (jobs[1].id, True)
+
+    asyncio.run(scenario())
