@@ -564,9 +564,26 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
     listed = (rss_listed - rss_10) / (queued - 10)
     print(f"{'  the same after list --json':<34} {listed:>8.2f} KB  (target < 10 KB)")
+    longest, typical = answers_after_resume(env)
+    print(f"{'info --json after the resume':<34} {longest:>8.1f} ms  (the longest in 1.5 s; "
+          f"median {typical:.1f} ms: every queued job's reason changes at once)")
     stop_coordinator(env, root)
     shutil.rmtree(root / "state" / "qex", ignore_errors=True)
     qex(env, "info", "--json")
+
+
+def answers_after_resume(env: dict[str, str], window: float = 1.5) -> tuple[float, float]:
+    """The longest and the median time (ms) of `qex info --json`, asked again and again for
+    `window` seconds after `resume` ends a pause of the whole queue: how long the
+    coordinator keeps a person waiting while it gives each queued job its new reason and
+    writes those records."""
+    qex(env, "resume", "queue")
+    argv = [*prog(env), "info", "--json"]
+    times: list[float] = []
+    end = time.perf_counter() + window
+    while time.perf_counter() < end:
+        times.append(timed(argv, env) * 1000.0)
+    return max(times), statistics.median(times)
 
 
 #: The chain from one job's end to the next job's exec, as `qex.platform.chaintrace` marks it:
@@ -579,7 +596,8 @@ CHAIN_STEPS = (
     ("coordinator: loop wakes", "prev", "co.ending", "tick", "co.tick"),
     ("coordinator: pass until start", "tick", "co.tick", "next", "co.start"),
     ("coordinator: `starting` written", "next", "co.start", "next", "co.starting.written"),
-    ("coordinator: go to the parked child", "next", "co.starting.written", "next", "co.launched"),
+    ("coordinator: pid file, go to the parked child", "next", "co.starting.written", "next",
+     "co.launched"),
     ("supervisor: released", "next", "co.launched", "next", "sup.held.go"),
     ("supervisor: record read", "next", "sup.held.go", "next", "sup.read"),
     ("supervisor: lock", "next", "sup.read", "next", "sup.locked"),
@@ -592,7 +610,7 @@ CHAIN_STEPS = (
 SIDE_STEPS = (
     ("fork server: hand-out (while `starting` syncs)", "next", "fs.fork", "next", "fs.answered"),
     ("supervisor: spec and config read (parked)", "next", "sup.start", "next", "sup.config"),
-    ("coordinator: after the go (pid file)", "next", "co.launched", "next", "co.pidfile"),
+    ("coordinator: after the go (event, watch)", "next", "co.launched", "next", "co.pidfile"),
     ("supervisor: `running` written", "next", "sup.write.running", "next", "sup.written.running"),
     ("supervisor: `running` note answered", "next", "sup.written.running", "next",
      "sup.noted.running"),

@@ -257,6 +257,8 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         from qex.coordinator.reaper import watch_foreign
 
         watch_foreign(coord, job)
+        # The mark keeps the name it had when the pid file was written here, after the go,
+        # so that `bench.py --before` can set older trees beside this one.
         chaintrace.mark("co.pidfile", job.id)
         return
     # With a scope, the pystemd backend can take a held supervisor from the same server.
