@@ -243,10 +243,9 @@ class ForkServer:
         written). None when there is none to release: the caller starts one another way.
 
         `before_go(pid, token)` runs once the child is known and just before its go: the
-        coordinator names the supervisor on disk there, while nothing else writes into the
-        job's directory (after the go the supervisor creates its files in it at once, and a
-        name created beside them then cost the coordinator about a millisecond of CPU on
-        the directory's lock)."""
+        coordinator names the supervisor on the disk there, so that no moment exists in
+        which the child works on the job while the disk names no supervisor (see
+        `qex.coordinator.scheduling._write_supervisor_pid`)."""
         parked = self._parked
         if parked is None:
             return None

@@ -333,9 +333,9 @@ class Coordinator:
 
     def _write_turn(self) -> None:
         """Write a few records of the batch, and leave the rest to the next turn of the loop,
-        after the answers and starts that arrived meanwhile. The resume of a queue of 500
-        changes every reason at once, and writing them in one go held the loop for 50 to
-        75 ms at a time (each is about a millisecond of syncs here)."""
+        after the answers and starts that arrived meanwhile. The resume of a long queue
+        changes every reason at once, and writing them in one go held the loop for about
+        0.45 s with 500 jobs queued and 2 s with 2,000 (each write syncs its data)."""
         self._turn_handle = None
         for _ in range(min(REASON_WRITES_PER_TURN, len(self._due))):
             job_id = next(iter(self._due))
