@@ -25,7 +25,7 @@ import os
 import select
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from qex.coordinator.log import log
 from qex.core.pyexec import module_argv
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from qex.core.config import Config
-    from qex.platform.launch import Launched
+    from qex.platform.launch import Launched, NameSupervisor
 
 #: How long one answer may take before the server is declared broken.
 ANSWER_TIMEOUT = 5.0
@@ -237,8 +237,7 @@ class ForkServer:
         return True
 
     def release_parked(self, job_id: str,
-                       before_go: Callable[[int, str | None], None] | None = None
-                       ) -> Launched | None:
+                       before_go: NameSupervisor | None = None) -> Launched | None:
         """Send the go to the supervisor parked for `job_id` (its `starting` record is now
         written). None when there is none to release: the caller starts one another way.
 

@@ -305,7 +305,7 @@ class Coordinator:
         `starting` record whose supervisor left no trace as `queued`, back to the queue; the
         next synced write in the file system, the supervisor's `running` moments later,
         commits the rename with it), and the deferred writes of a queued job's reason and
-        pause credit (`flush_deferred`), which only ever replace one queued record with
+        pause credit (`_write_deferred`), which only ever replace one queued record with
         another.
         """
         job_files.write_status(job.dir, job.record, sync_dir=sync_dir)
