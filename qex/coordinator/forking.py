@@ -208,15 +208,18 @@ class ForkServer:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
-    def launch(self, job_id: str) -> Launched | None:
-        """A supervisor for `job_id` forked by the server, or None to use a fresh process."""
-        answer = self._ask(f"start {job_id}", job_id)
-        if answer is None:
+    def launch(self, job_id: str, seconds: float,
+               before_go: NameSupervisor | None = None) -> Launched | None:
+        """A supervisor for `job_id` forked by the server, named (`before_go`) and then let go;
+        None to use a fresh process. The start of a job whose park could not be sent or
+        released: it waits for the server's answer, where a park overlapped it with the
+        `starting` record's sync. The child waits for its go like a parked one, so that it
+        is named on the disk before it can touch the job."""
+        self.discard_parked()  # a park's answer comes first: never take it for this request
+        if not self._send(f"park {job_id} {seconds:g}"):
             return None
-        from qex.platform.launch import Launched
-
-        return Launched(pid=answer[0], start_token=answer[1], backend="process-group",
-                        forked=True)
+        self._parked = (job_id, time.monotonic(), seconds)
+        return self.release_parked(job_id, before_go)
 
     def park(self, job_id: str, seconds: float) -> bool:
         """Ask for a supervisor of `job_id` that waits for its go, and return at once.

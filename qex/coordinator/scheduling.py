@@ -248,7 +248,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     if forked is None and plain is not None:
         # A forked supervisor starts in about a millisecond instead of paying for its
         # imports; the fresh process below is the fallback.
-        forked = plain.launch(job.id)
+        forked = plain.launch(job.id, HOLD_SECONDS, naming.write)
     chaintrace.mark("co.launched", job.id)
     coord.publish(job)
     if forked is not None:

@@ -23,6 +23,16 @@ transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
   the supervisor in place once the scope exists, so the pid we get is the supervisor's and
   it is in the scope from its first instruction.
 
+Every fresh supervisor waits for a go byte on its pipe (`GO_FD`), also the plain one and the
+one behind systemd-run (which execs it with our descriptors): the caller's `announce` names
+it on the disk first, and only then is the byte written. A coordinator killed before the go
+closes the pipe, and the supervisor that reads end-of-file leaves the job untouched for the
+next coordinator to queue again (`qex.supervisor.main`). Without the pipe, a coordinator
+killed between the start and the name left a `starting` record that named nobody while a
+supervisor ran the job, and recovery queued it a second time. Where the supervisor starts
+at once the byte follows its pid by microseconds and is waiting in the pipe long before the
+new interpreter has imported enough to read it.
+
 `QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both), and
 `QEX_SCOPE_FORK=0` makes the pystemd backend start every supervisor fresh (tests/vm/measure.py
 compares the two; it is also a way out should a system mishandle the held supervisors).
@@ -218,18 +228,18 @@ class ScopeLauncher:
         self, job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
         fork: ForkHeld | None = None, announce: NameSupervisor | None = None,
     ) -> Launched:
-        """`announce(pid, token)`, when given, runs just before the go of a supervisor that waits
-        for one (the pystemd handshakes), so the caller can name it on the disk while it has
-        not touched the job yet; a supervisor that starts at once is not announced."""
+        """`announce(pid, token)`, when given, runs just before the go of the supervisor (each
+        one waits for it), so the caller can name it on the disk while it has not touched the
+        job yet."""
         argv = supervisor_argv(job_id)
         log = job_dir / "supervisor.log"
         if not want_scope:
-            return self._plain(argv, log, env, note=None)
+            return self._plain(argv, log, env, note=None, announce=announce)
         caps = self.capabilities()
         backend = caps.scope_backend
         if not caps.enforcement_possible or backend is None:
             reason = caps.reason or "this machine cannot make a scope"
-            return self._plain(argv, log, env, note=reason)
+            return self._plain(argv, log, env, note=reason, announce=announce)
         request = ScopeRequest(
             unit=unit_name(job_id, _next_sequence(job_dir)),
             description=f"qex job {job_id}",
@@ -239,7 +249,7 @@ class ScopeLauncher:
             if name not in scope_env and name in os.environ:
                 scope_env[name] = os.environ[name]
         if backend == "systemd-run":
-            return self._systemd_run(request, argv, log, scope_env)
+            return self._systemd_run(request, argv, log, scope_env, announce=announce)
         if fork is not None and forks_held(caps, os.environ):
             held = self._hold(fork, job_id)
             if held is not None:
@@ -303,36 +313,55 @@ class ScopeLauncher:
                            f"({exc.strerror or exc})")
         if failure is not None:
             child.discard()
-            return self._plain(argv, log, plain_env, note=failure)
+            return self._plain(argv, log, plain_env, note=failure, announce=announce)
         child.close()
         chaintrace.mark("co.scope.go", job_id)
         return Launched(pid=child.pid, start_token=token, backend="pystemd", unit=request.unit,
                         forked=True)
 
-    def _plain(
-        self, argv: list[str], log: Path, env: Mapping[str, str], note: str | None
-    ) -> Launched:
+    def _plain(self, argv: list[str], log: Path, env: Mapping[str, str], note: str | None, *,
+               announce: NameSupervisor | None = None) -> Launched:
         child_env = dict(env)
-        child_env.pop("QEX_SUPERVISOR_GO_FD", None)
         if note:
             child_env["QEX_SCOPE_NOTE"] = note
-        pid = self.spawn(argv, log, child_env)
-        return Launched(pid=pid, start_token=procs.start_token(pid), backend="process-group",
-                        note=note)
+        pid, token = self._started_then_named(argv, log, child_env, announce)
+        return Launched(pid=pid, start_token=token, backend="process-group", note=note)
 
     def _systemd_run(self, request: ScopeRequest, argv: list[str], log: Path,
-                     env: Mapping[str, str]) -> Launched:
+                     env: Mapping[str, str], *,
+                     announce: NameSupervisor | None = None) -> Launched:
         child_env = dict(env)
-        child_env.pop("QEX_SUPERVISOR_GO_FD", None)
         child_env.pop("QEX_SCOPE_NOTE", None)
         line = systemd_run_argv(request, argv, self.systemd_run)
         try:
-            pid = self.spawn(line, log, child_env)
+            pid, token = self._started_then_named(line, log, child_env, announce)
         except OSError as exc:
             note = f"systemd-run could not start ({exc})"
-            return self._plain(argv, log, env, note=note)
-        return Launched(pid=pid, start_token=procs.start_token(pid), backend="systemd-run",
-                        unit=request.unit)
+            return self._plain(argv, log, env, note=note, announce=announce)
+        return Launched(pid=pid, start_token=token, backend="systemd-run", unit=request.unit)
+
+    def _started_then_named(self, argv: list[str], log: Path, env: dict[str, str],
+                            announce: NameSupervisor | None) -> tuple[int, str | None]:
+        """Spawn a supervisor that waits for its go, name it (`announce`), then send the go;
+        (pid, start token). The go is sent even when the name could not be written: the
+        caller has logged that, and the job must not wait for a disk that refused a file."""
+        read_end, write_end = os.pipe()
+        env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
+        try:
+            try:
+                pid = self.spawn(argv, log, env, go_fd=read_end)
+            finally:
+                os.close(read_end)
+            token = procs.start_token(pid)
+            if announce is not None:
+                announce(pid, token)
+            try:
+                os.write(write_end, b"1")
+            except OSError:
+                pass  # it is gone already: its exit is reaped and judged like any other
+        finally:
+            os.close(write_end)
+        return pid, token
 
     def _pystemd(self, request: ScopeRequest, argv: list[str], log: Path,
                  env: Mapping[str, str], plain_env: Mapping[str, str], *,
@@ -365,7 +394,7 @@ class ScopeLauncher:
             # as failed, and the plain supervisor below must find it still `starting`.
             self.kill(pid)
             os.close(write_end)
-            return self._plain(argv, log, plain_env, note=failure)
+            return self._plain(argv, log, plain_env, note=failure, announce=announce)
         os.close(write_end)
         chaintrace.mark("co.scope.go", job_id)
         return Launched(pid=pid, start_token=token, backend="pystemd", unit=request.unit)

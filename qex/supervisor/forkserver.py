@@ -7,8 +7,7 @@ and on two cores it is also stolen from the jobs. A forked child starts with the
 done, and its pages are shared with the server until written.
 
 Protocol, over the server's stdin/stdout pipes (the coordinator holds the other ends):
-    coordinator -> server   `start <job-id>\\n`, `hold <job-id> <seconds>\\n`
-                            or `park <job-id> <seconds>\\n`
+    coordinator -> server   `hold <job-id> <seconds>\\n`   or   `park <job-id> <seconds>\\n`
     server -> coordinator   `<pid> <start-token>\\n`   or   `error <sentence>\\n`
 The child leads its own session (so it outlives both the server and the coordinator), reads
 nothing from the pipes, and writes its own messages to the job's `supervisor.log`.
@@ -49,10 +48,12 @@ PID 1 does not reap. When the coordinator goes away (end of file on stdin) the s
 its spare and its free supervisors go and stays until its last supervisor has exited, still
 reaping, then exits.
 
-Used for every job without a systemd scope (`park`, or `start` when the coordinator cannot
-hold a handle on the child), and (`hold`) for jobs whose scope the user manager makes
-through pystemd. The systemd-run backend cannot use it: systemd-run makes its scope
-around its own new process, so the supervisor must be a fresh exec there.
+Every child waits for its go: the coordinator names it in the job's `supervisor.pid` before
+it sends the go, so that a coordinator killed at any moment leaves a disk that names every
+supervisor that may touch a job. Used for every job without a systemd scope (`park`), and
+(`hold`) for jobs whose scope the user manager makes through pystemd. The systemd-run
+backend cannot use it: systemd-run makes its scope around its own new process, so the
+supervisor must be a fresh exec there.
 """
 
 from __future__ import annotations
@@ -143,8 +144,8 @@ Hold = tuple[int, float, "set[int | signal.Signals]", bool]
 
 
 def _child(paths: Paths, job_id: str, log_fd: int,  # pragma: no cover - forked
-           hold: Hold | None = None) -> None:
-    """Become the supervisor of `job_id` (after the go, when held); never returns."""
+           hold: Hold) -> None:
+    """Become the supervisor of `job_id` after its go; never returns."""
     code = 1
     try:
         _detach()
@@ -172,15 +173,13 @@ def _detach() -> None:  # pragma: no cover - forked
         os.close(null)
 
 
-def _supervise(paths: Paths, job_id: str, hold: Hold | None) -> int:  # pragma: no cover
+def _supervise(paths: Paths, job_id: str, hold: Hold) -> int:  # pragma: no cover
     return _supervise_one(paths, job_id, hold)[0]
 
 
 def _supervise_one(paths: Paths, job_id: str,  # pragma: no cover - forked
-                   hold: Hold | None) -> tuple[int, bool]:
+                   hold: Hold) -> tuple[int, bool]:
     """The exit code, and whether the job ended settled (`qex.supervisor.main.run_job`)."""
-    if hold is None:
-        return qex.supervisor.main.run_job(paths, job_id)
     sender, seconds, mask, scoped = hold
     return qex.supervisor.main.run_job(
         paths, job_id, gate=lambda: _released(sender, seconds, mask, job_id, scoped),
@@ -308,12 +307,8 @@ def _serve_jobs(channel: socket.socket,  # pragma: no cover - forked
         os.close(fds[0])
         qex.supervisor.runner.say_to_new_log()
         verb, job_id, seconds, sender = message.decode().split()
-        if verb == "start":
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            code, settled = _supervise_one(paths, job_id, None)
-        else:
-            code, settled = _supervise_one(
-                paths, job_id, (int(sender), float(seconds), mask, verb == "hold"))
+        code, settled = _supervise_one(
+            paths, job_id, (int(sender), float(seconds), mask, verb == "hold"))
         served += 1
         if verb == "hold" or not settled or served >= JOBS_PER_SUPERVISOR:
             return code  # a scope is its job's alone; a fault or a hand-back is the server's
@@ -450,15 +445,14 @@ def _open_log(paths: Paths, job_id: str) -> int | None:
         return None
 
 
-def _start(paths: Paths, job_id: str, hold_seconds: float | None = None,
-           scoped: bool = True) -> None:
+def _start(paths: Paths, job_id: str, hold_seconds: float, scoped: bool) -> None:
     log_fd = _open_log(paths, job_id)
     if log_fd is None:
         return
     qex.supervisor.main.remember_config(paths)
     chaintrace.mark("fs.fork", job_id)
-    verb = "start" if hold_seconds is None else "hold" if scoped else "park"
-    request = f"{verb} {job_id} {hold_seconds or 0:g} {os.getppid()}"
+    verb = "hold" if scoped else "park"
+    request = f"{verb} {job_id} {hold_seconds:g} {os.getppid()}"
     handed = False
     while not handed and (taken := _Spares.take(verb != "hold")) is not None:
         spare, fresh = taken
@@ -478,27 +472,23 @@ def _start(paths: Paths, job_id: str, hold_seconds: float | None = None,
         chaintrace.mark("fs.spare", job_id)
 
 
-def _fork_child(paths: Paths, job_id: str, log_fd: int, hold_seconds: float | None,
+def _fork_child(paths: Paths, job_id: str, log_fd: int, hold_seconds: float,
                 scoped: bool) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    hold: Hold | None = None
-    if hold_seconds is not None:
-        # Blocked before the fork, so the child cannot miss (or die of) an early go.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {GO_SIGNAL})
-        hold = (os.getppid(), hold_seconds, mask, scoped)
+    # Blocked before the fork, so the child cannot miss (or die of) an early go.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {GO_SIGNAL})
+    hold: Hold = (os.getppid(), hold_seconds, mask, scoped)
     try:
         pid = os.fork()
     except OSError as exc:
-        if hold is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, hold[2])
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(log_fd)
         _answer(f"error qex could not fork a supervisor: {exc.strerror}")
         return
     if pid == 0:  # pragma: no cover - the child
         _child(paths, job_id, log_fd, hold)
-    if hold is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, hold[2])
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(log_fd)
     _answer(f"{pid} {procs.start_token(pid) or ''}")
     chaintrace.mark("fs.answered", job_id)
@@ -649,12 +639,9 @@ def serve() -> int:
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             words = line.decode("utf-8", "replace").split()
-            if len(words) == 2 and words[0] == "start" and is_uuid(words[1]):
-                _start(paths, words[1].lower())
-            elif (len(words) == 3 and words[0] in ("hold", "park") and is_uuid(words[1])
-                  and _hold_seconds(words[2]) is not None):
-                _start(paths, words[1].lower(), _hold_seconds(words[2]),
-                       scoped=words[0] == "hold")
+            verb, seconds = (words[0], _hold_seconds(words[2])) if len(words) == 3 else ("", None)
+            if verb in ("hold", "park") and is_uuid(words[1]) and seconds is not None:
+                _start(paths, words[1].lower(), seconds, scoped=verb == "hold")
             elif words:
                 _answer(f"error the fork server does not know the request `{line[:80]!r}`")
     # The coordinator is gone. Let the spare and the free supervisors go (a busy one exits

@@ -11,10 +11,12 @@ Start-up, in order, before the job is touched:
    is asked for, and the config is read for this start either way;
 2. pass the gate, when there is one (a held or parked child of the fork server);
 3. read status.json (a record that is not `starting` is left alone);
-4. when `QEX_SUPERVISOR_GO_FD` is set, wait for one byte on it: the coordinator sends it once
-   this process sits in its systemd scope; end-of-file instead means the scope could not be
-   made, and the job becomes `failed` without running, because running it unconfined would
-   break the promise of `[enforce] mode`;
+4. when `QEX_SUPERVISOR_GO_FD` is set (every supervisor the coordinator starts fresh), wait
+   for one byte on it: the coordinator sends it once it has named this process in
+   `supervisor.pid`, and with a pystemd scope once this process sits in it. End-of-file
+   means the coordinator stopped before the go: the job is left as it is, `starting` and
+   untouched, and the next coordinator queues it again (a scope that could not be made
+   never comes here: the coordinator kills this process before it closes the pipe);
 5. take `supervisor.lock` in the job directory, so two supervisors never write one record;
 6. open the sandbox of the job (`QEX_TEST_SANDBOX` replaces it in tests only).
 
@@ -131,7 +133,10 @@ def run_job(paths: Paths, job_id: str, *,
             "leaves it alone")
         return 1, False
     chaintrace.mark("sup.read", job_id)
-    go = _wait_for_go()
+    if _wait_for_go() is False:
+        say(f"the coordinator stopped before it let this supervisor start the job {job_id}; "
+            "the job was not touched, and the next coordinator queues it again")
+        return GATE_CLOSED, False
     chaintrace.mark("sup.go", job_id)
     lock = _take_lock(job_dir)
     if lock is None:
@@ -142,15 +147,6 @@ def run_job(paths: Paths, job_id: str, *,
         notes = config_notes
     else:
         notes[:0] = config_notes
-    if go is False:
-        runner = Runner(paths, spec, status, config, notes=notes,
-                        sandbox=_fallback_sandbox("no scope"))
-        runner.fail_before_start(
-            "qex could not place this job in a systemd scope of its own, so it did not start it; "
-            "run `qex config show` to see why enforcement is not available, or set "
-            "`[enforce] mode` = \"off\" to run jobs without a memory limit"
-        )
-        return 0, False
     sandbox = (open_sandbox or _open_sandbox)(job_id, config)
     runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox,
                     env_overrides=env_overrides)

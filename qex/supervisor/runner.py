@@ -290,17 +290,6 @@ class Runner:
         except Exception as exc:  # the hook must never cost the job its result
             say(f"the stop hook failed inside qex: {exc!r}")
 
-    def fail_before_start(self, sentence: str) -> None:
-        """Make the job `failed` without running it (no scope, a broken spec) and tell everyone."""
-        status = self.status
-        status.state = State.FAILED
-        status.supervisor_pid = os.getpid()
-        status.supervisor_start_token = procs.start_token(os.getpid())
-        status.finished_at = self.now()
-        status.error = self._error(sentence)
-        self.save_final()
-        self.run_hook()
-
     def abort(self, exc: BaseException) -> None:
         """A fault inside the supervisor: stop the job, record why, keep the result honest."""
         import traceback

@@ -386,14 +386,24 @@ def test_a_record_that_is_not_starting_is_left_alone(qex_env: Env) -> None:
 def test_the_go_signal(qex_env: Env) -> None:
     ran = qex_env.root / "ran"
     job_id = make_job(qex_env, ["touch", str(ran)])
+    before = (job_dir(qex_env, job_id) / "status.json").read_bytes()
     read_end, write_end = os.pipe()
-    os.close(write_end)  # no byte: the scope could not be made
-    supervise(qex_env, job_id, extra_env={"QEX_SUPERVISOR_GO_FD": str(read_end)},
-              pass_fds=(read_end,))
+    os.close(write_end)  # no byte: the coordinator stopped before it let the supervisor go
+    done = supervise(qex_env, job_id, extra_env={"QEX_SUPERVISOR_GO_FD": str(read_end)},
+                     pass_fds=(read_end,))
     os.close(read_end)
-    record = qex_env.record(job_id)
-    assert record["state"] == "failed" and "scope" in record["error"]
+    assert done.returncode == 3 and "coordinator stopped" in done.stderr
+    # Untouched: the record as the coordinator left it, no lock taken, nothing run.
+    assert (job_dir(qex_env, job_id) / "status.json").read_bytes() == before
+    assert not (job_dir(qex_env, job_id) / "supervisor.lock").exists()
     assert not ran.exists()
+    # The next coordinator finds a `starting` record that names no supervisor, queues the
+    # job again, and runs it once.
+    done = qex_env.run("wait", job_id, "--timeout", "60")
+    assert done.returncode == 0, done.stderr
+    record = qex_env.record(job_id)
+    assert record["state"] == "completed" and record["attempts"] == 1 and ran.exists()
+    ran.unlink()
     go_id = make_job(qex_env, ["touch", str(ran)])
     read_end, write_end = os.pipe()
     os.write(write_end, b"1")

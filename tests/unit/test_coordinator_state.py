@@ -515,3 +515,55 @@ def test_deferred_reasons_are_written_a_few_per_turn_without_the_directory_sync(
         assert coord.write_logged(jobs[1]) and written[-1] == (jobs[1].id, True)
 
     asyncio.run(scenario())
+
+
+_GO_CHECKER = """
+import os, sys
+from pathlib import Path
+from qex.core import recovery_rule
+from qex.platform import liveness
+from qex.store import jobs as job_files
+got = os.read(int(os.environ["QEX_SUPERVISOR_GO_FD"]), 1)
+job_dir = Path(sys.argv[1])
+record = job_files.read_status(job_dir)
+facts = liveness.observe(record.to_dict(), job_files.read_supervisor_pid_file(job_dir),
+                         lock_free=job_files.supervisor_lock_free(job_dir))
+print(got.decode(), recovery_rule.judge(record.state, bool(record.pid), facts).action)
+"""
+
+
+def test_a_fresh_supervisor_is_named_on_the_disk_before_its_go(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a fork server (macOS, or a server that is off) the supervisor is a new
+    # process. It started at once before, and was named after: a coordinator killed in
+    # between left a `starting` record that named nobody while the supervisor ran the job,
+    # and the job ran twice. The stand-in supervisor asks the recovery rule, at its go,
+    # what a coordinator started at that moment would do from what the disk says.
+    from qex.coordinator import scheduling
+    from qex.platform import launch
+
+    coord = make_coord(tmp_path)
+    assert coord.forkserver is None and coord.config.enforce.mode == "off"
+    job = add_job(coord)
+    started: list[int] = []
+
+    def spawn(argv: list[str], log: Path, env: dict[str, str], *,
+              go_fd: int | None = None) -> int:
+        assert argv[-1] == job.id
+        pid = launch.spawn_logged([sys.executable, "-c", _GO_CHECKER, str(job.dir)], log,
+                                  {**env, "PYTHONPATH": os.pathsep.join(sys.path)}, go_fd=go_fd)
+        started.append(pid)
+        return pid
+
+    monkeypatch.setattr(launch, "_launcher", launch.ScopeLauncher(spawn=spawn))
+
+    async def scenario() -> None:
+        scheduling.start_job(coord, job, {}, False, None)
+
+    asyncio.run(scenario())
+    assert started and job.supervisor_pid == started[0]
+    _, status = os.waitpid(started[0], 0)
+    said = (job.dir / "supervisor.log").read_text()
+    assert os.waitstatus_to_exitcode(status) == 0, said
+    assert said.split() == ["1", "alive"]
+    assert job_files.read_supervisor_pid_file(job.dir)[0] == started[0]

@@ -281,18 +281,19 @@ def test_coordinator_side_park_then_release(tmp_path: Path, monkeypatch: pytest.
         wait_gone(launched.pid, timeout=20.0)
         # A plain start while a park is outstanding gets its own answer, not the park's.
         assert server.park(JOB, 20)
-        started = server.launch(JOB)
-        assert started is not None and started.pid != pids[-1]
+        started = server.launch(JOB, 20)
+        assert started is not None and started.pid == pids[-1] != pids[-2]
         wait_gone(started.pid, timeout=20.0)
-        wait_gone(pids[-1], timeout=20.0)  # the parked one was killed
+        wait_gone(pids[-2], timeout=20.0)  # the parked one was killed
     finally:
         _close(server)
     log = (job_dir / "supervisor.log").read_text()
     assert log.count("no readable spec.json and status.json") == 2
 
 
+@pytest.mark.parametrize("start", ["park", "launch"])
 def test_coordinator_side_names_the_child_before_its_go(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str) -> None:
     # The coordinator writes `supervisor.pid` in `before_go`: the child must still wait
     # then, so that no moment exists in which it works on the job and nothing on the disk
     # names it (a coordinator killed there would put the job back in the queue, and it
@@ -308,8 +309,11 @@ def test_coordinator_side_names_the_child_before_its_go(
         started_early.append("no readable" in (job_dir / "supervisor.log").read_text())
 
     try:
-        assert server.park(JOB, 20)
-        launched = server.release_parked(JOB, before_go)
+        if start == "park":
+            assert server.park(JOB, 20)
+            launched = server.release_parked(JOB, before_go)
+        else:  # the start that follows a park that could not be sent or released
+            launched = server.launch(JOB, 20, before_go)
         assert launched is not None
         assert named == [(launched.pid, launched.start_token)]
         assert started_early == [False]

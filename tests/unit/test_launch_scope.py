@@ -136,7 +136,8 @@ def test_pystemd_refusal_kills_the_waiting_supervisor_and_runs_plain(tmp_path: P
     assert got.backend == "process-group" and got.pid == second["pid"]
     assert got.note is not None and "Access denied" in got.note
     assert second["env"]["QEX_SCOPE_NOTE"] == got.note
-    assert "QEX_SUPERVISOR_GO_FD" not in second["env"] and second["go_fd"] is None
+    # The replacement waits for its own go, on a pipe of its own.
+    assert second["env"]["QEX_SUPERVISOR_GO_FD"] == str(GO_FD) and spawner.go_byte(1) == b"1"
 
 
 def test_scope_that_did_not_take_the_pid_is_caught(tmp_path: Path) -> None:
@@ -181,7 +182,9 @@ def test_systemd_run_wraps_the_supervisor(tmp_path: Path) -> None:
     assert tail[1:] == ["-P", "-m", "qex.supervisor", JOB]
     assert got.backend == "systemd-run" and got.unit == "qex-1a2b3c4d-1.scope"
     assert "QEX_SCOPE_NOTE" not in spawner.calls[0]["env"]
-    assert spawner.calls[0]["go_fd"] is None
+    # systemd-run execs the supervisor with our descriptors: it waits for its go like any.
+    assert spawner.calls[0]["env"]["QEX_SUPERVISOR_GO_FD"] == str(GO_FD)
+    assert spawner.go_byte() == b"1"
 
 
 def test_systemd_run_missing_falls_back(tmp_path: Path) -> None:
@@ -438,7 +441,9 @@ def test_a_supervisor_killed_before_its_go_is_not_announced(tmp_path: Path,
     got = run.launch(JOB, tmp_path, want_scope=True, env={},
                      fork=server if backend == "held" else None,
                      announce=lambda pid, token: said.append(pid))
-    assert said == [] and got.backend == "process-group" and got.note
+    # Only the plain supervisor that replaces it is named.
+    assert said == [got.pid] and got.backend == "process-group" and got.note
+    assert got.pid == spawner.calls[-1]["pid"]
 
 
 @pytest.mark.parametrize("fault", ["refused", "misplaced", "gone", "slow"])
@@ -463,7 +468,7 @@ def test_held_supervisor_is_killed_on_any_fault_and_a_plain_one_runs(
     assert not got.forked and got.backend == "process-group" and got.note
     plain = spawner.calls[-1]
     assert got.pid == plain["pid"] and plain["env"]["QEX_SCOPE_NOTE"] == got.note
-    assert plain["go_fd"] is None and "QEX_SUPERVISOR_GO_FD" not in plain["env"]
+    assert plain["go_fd"] is not None and spawner.go_byte() == b"1"
 
 
 def test_no_held_supervisor_means_the_fresh_handshake(tmp_path: Path) -> None:
@@ -512,3 +517,52 @@ def test_scope_fork_0_starts_the_supervisor_fresh(tmp_path: Path,
     got = held_launcher(manager, server, spawner).launch(JOB, tmp_path, want_scope=True,
                                                          env={}, fork=server)
     assert server.asked == [] and not got.forked and spawner.go_byte() == b"1"
+
+
+@pytest.mark.parametrize("backend", [None, "unusable", "systemd-run", "systemd-run-missing"])
+def test_a_supervisor_that_starts_fresh_is_named_before_its_go(tmp_path: Path,
+                                                               backend: str | None) -> None:
+    # A coordinator killed between the start of a supervisor and its name on the disk left a
+    # `starting` record that named nobody while the supervisor ran the job: recovery queued
+    # it again and it ran twice. Every fresh supervisor now waits for a go that follows its
+    # name; at end-of-file (the coordinator gone) it leaves the job alone.
+    spawner = Spawner()
+    if backend == "systemd-run-missing":
+        real = spawner
+
+        def spawner_without_systemd_run(argv: list[str], log: Path, env: dict[str, str], *,
+                                        go_fd: int | None = None) -> int:
+            if argv[0] == "systemd-run":
+                raise FileNotFoundError("`systemd-run` is not on PATH")
+            return real(argv, log, env, go_fd=go_fd)
+
+        spawn: Any = spawner_without_systemd_run
+    else:
+        spawn = spawner
+    capabilities = (caps("systemd-run") if backend and backend.startswith("systemd-run")
+                    else caps(None, False, "no user manager"))
+    run = launcher(FakeScopeManager(), spawner, capabilities, [])
+    run.spawn = spawn
+    seen: list[tuple[int, str | None, bytes]] = []
+    got = run.launch(JOB, tmp_path, want_scope=backend is not None, env={},
+                     announce=lambda pid, token: seen.append((pid, token, spawner.go_byte())))
+    assert seen == [(got.pid, got.start_token, b"")]  # named while it waits
+    assert spawner.go_byte() == b"1"  # and then let go
+    assert len(spawner.calls) == 1 and spawner.calls[0]["go_fd"] is not None
+    assert spawner.calls[0]["env"]["QEX_SUPERVISOR_GO_FD"] == str(GO_FD)
+
+
+def test_a_supervisor_gone_before_its_go_costs_no_error(tmp_path: Path) -> None:
+    # The go meets a closed pipe: the launch still answers, and the reaper judges the exit.
+    spawner = Spawner()
+
+    def spawn_and_die(argv: list[str], log: Path, env: dict[str, str], *,
+                      go_fd: int | None = None) -> int:
+        pid = spawner(argv, log, env, go_fd=go_fd)
+        os.close(spawner.go_fds.pop())
+        return pid
+
+    run = launcher(FakeScopeManager(), spawner, caps(), [])
+    run.spawn = spawn_and_die
+    got = run.launch(JOB, tmp_path, want_scope=False, env={})
+    assert got.pid == spawner.calls[0]["pid"] and got.backend == "process-group"

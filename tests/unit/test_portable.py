@@ -327,7 +327,7 @@ def test_no_fork_server_under_portable(portable: None, tmp_path: Path) -> None:
     from qex.coordinator.forking import ForkServer
 
     server = ForkServer(tmp_path / "daemon.log")
-    assert server.launch("job") is None and server.pid is None
+    assert server.launch("job", 20) is None and server.pid is None
 
 
 @pytest.mark.parametrize("ends_by", ["exit", "lock"])
