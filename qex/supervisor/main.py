@@ -134,6 +134,7 @@ def run_job(paths: Paths, job_id: str, *,
         return 1, False
     chaintrace.mark("sup.read", job_id)
     if _wait_for_go() is False:
+        _unname(job_dir)
         say(f"the coordinator stopped before it let this supervisor start the job {job_id}; "
             "the job was not touched, and the next coordinator queues it again")
         return GATE_CLOSED, False
@@ -200,6 +201,21 @@ def _wait_for_go() -> bool | None:
     except OSError:
         pass
     return bool(byte)
+
+
+def _unname(job_dir: os.PathLike[str]) -> None:
+    """Remove `supervisor.pid` when it names this process, which never got its go: the
+    coordinator writes the name just before the go, so a coordinator killed between the two
+    left a name whose process exits untouched, and recovery would fail the job for a
+    supervisor that died. Without the name it queues the job again, as it should."""
+    path = os.path.join(job_dir, jobs.SUPERVISOR_PID)
+    try:
+        with open(path, encoding="utf-8") as named:
+            words = named.read().split()
+        if words[:1] == [str(os.getpid())]:
+            os.unlink(path)
+    except (OSError, ValueError):
+        pass  # no name, or one that is not ours: nothing to take back
 
 
 def _take_lock(job_dir: os.PathLike[str]) -> int | None:

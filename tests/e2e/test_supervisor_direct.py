@@ -388,14 +388,20 @@ def test_the_go_signal(qex_env: Env) -> None:
     job_id = make_job(qex_env, ["touch", str(ran)])
     before = (job_dir(qex_env, job_id) / "status.json").read_bytes()
     read_end, write_end = os.pipe()
-    os.close(write_end)  # no byte: the coordinator stopped before it let the supervisor go
-    done = supervise(qex_env, job_id, extra_env={"QEX_SUPERVISOR_GO_FD": str(read_end)},
-                     pass_fds=(read_end,))
+    waiting = subprocess.Popen([*SUPERVISOR, job_id], cwd=str(qex_env.root), pass_fds=(read_end,),
+                               env={**qex_env.env, "QEX_SUPERVISOR_GO_FD": str(read_end)},
+                               stderr=subprocess.PIPE, text=True)
     os.close(read_end)
-    assert done.returncode == 3 and "coordinator stopped" in done.stderr
-    # Untouched: the record as the coordinator left it, no lock taken, nothing run.
+    # The coordinator named it, and stopped before the go: the pipe ends without a byte.
+    (job_dir(qex_env, job_id) / "supervisor.pid").write_text(f"{waiting.pid} 1\n")
+    os.close(write_end)
+    _, stderr = waiting.communicate(timeout=120)
+    assert waiting.returncode == 3 and "coordinator stopped" in stderr
+    # Untouched: the record as the coordinator left it, no lock taken, nothing run; and the
+    # name taken back, so that recovery queues the job instead of failing it.
     assert (job_dir(qex_env, job_id) / "status.json").read_bytes() == before
     assert not (job_dir(qex_env, job_id) / "supervisor.lock").exists()
+    assert not (job_dir(qex_env, job_id) / "supervisor.pid").exists()
     assert not ran.exists()
     # The next coordinator finds a `starting` record that names no supervisor, queues the
     # job again, and runs it once.

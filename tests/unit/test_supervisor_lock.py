@@ -82,3 +82,16 @@ def test_a_supervisor_start_gives_up_when_another_holds_the_lock(tmp_path: Path)
         assert supervisor_main._take_lock(tmp_path) is None
     finally:
         os.close(other)
+
+
+def test_a_supervisor_without_its_go_takes_back_only_its_own_name(tmp_path: Path) -> None:
+    from qex.supervisor.main import _unname
+
+    named = tmp_path / "supervisor.pid"
+    named.write_text(f"{os.getpid() + 1} 7\n")  # another supervisor's: kept
+    _unname(tmp_path)
+    assert named.exists()
+    named.write_text(f"{os.getpid()} 7\n")
+    _unname(tmp_path)
+    assert not named.exists()
+    _unname(tmp_path)  # no name at all: nothing to do
