@@ -44,12 +44,21 @@ def spawn_detached(argv: list[str], log_fd: int, env: Mapping[str, str] | None =
         (os.POSIX_SPAWN_DUP2, log_fd, 2),
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
     ]
+    spare = None
     if pass_fd is not None:
-        # dup2 onto a fixed number clears close-on-exec there (also when the numbers match).
+        if pass_fd == PASSED_FD:
+            # A dup2 onto its own number clears close-on-exec only where the C library
+            # follows the newest POSIX (glibc does; macOS needs its own call): take another
+            # number first, so the dup2 always copies.
+            pass_fd = spare = os.dup(pass_fd)
         actions.append((os.POSIX_SPAWN_DUP2, pass_fd, PASSED_FD))
     environ = dict(os.environ if env is None else env)
-    return os.posix_spawn(_executable(argv[0], environ), argv, environ, file_actions=actions,
-                          setsid=True)
+    try:
+        return os.posix_spawn(_executable(argv[0], environ), argv, environ,
+                              file_actions=actions, setsid=True)
+    finally:
+        if spare is not None:
+            os.close(spare)
 
 
 def _executable(name: str, env: Mapping[str, str]) -> str:

@@ -7,6 +7,7 @@ test of `spawn_logged` itself, which starts a real child to prove the go pipe ar
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -566,3 +567,49 @@ def test_a_supervisor_gone_before_its_go_costs_no_error(tmp_path: Path) -> None:
     run.spawn = spawn_and_die
     got = run.launch(JOB, tmp_path, want_scope=False, env={})
     assert got.pid == spawner.calls[0]["pid"] and got.backend == "process-group"
+
+
+def test_the_go_pipe_reaches_its_number_even_from_that_number(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pipe end that already has the number the child expects must still be copied there:
+    # a dup2 of a descriptor onto itself keeps close-on-exec on macOS, and the supervisor
+    # would read no go. The real spawn runs in a child process that owns its descriptor 3.
+    from qex.platform import detach
+
+    seen: list[list[tuple[Any, ...]]] = []
+    monkeypatch.setattr(detach.os, "posix_spawn",
+                        lambda path, argv, env, file_actions, setsid: seen.append(
+                            file_actions) or 4242)
+    read_end, write_end = os.pipe()
+    try:
+        os.fstat(detach.PASSED_FD)  # open in this process (pytest's own files)
+        detach.spawn_detached(["/bin/true"], write_end, {}, pass_fd=detach.PASSED_FD)
+        copies = [action[1] for action in seen[-1]
+                  if action[0] == os.POSIX_SPAWN_DUP2 and action[2] == detach.PASSED_FD]
+        assert len(copies) == 1 and copies[0] != detach.PASSED_FD
+        with pytest.raises(OSError):
+            os.fstat(copies[0])  # the spare number is closed again
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    monkeypatch.undo()
+    script = f"""
+import os, sys
+from qex.platform import detach
+r, w = os.pipe()
+if r != {detach.PASSED_FD}:  # a fresh interpreter's first pipe has it already
+    os.dup2(r, {detach.PASSED_FD}, inheritable=False)
+    os.close(r)
+assert not os.get_inheritable({detach.PASSED_FD})
+log = os.open({str(tmp_path / 'log')!r}, os.O_WRONLY | os.O_CREAT, 0o600)
+pid = detach.spawn_detached([sys.executable, "-c",
+                             "import os; print(os.read({detach.PASSED_FD}, 1).decode())"],
+                            log, pass_fd={detach.PASSED_FD})
+os.write(w, b"1")
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "log").read_text().strip() == "1"
