@@ -46,7 +46,8 @@ def test_launch_wanting_a_scope_runs_plain_and_says_why(tmp_path: Path) -> None:
     spawned: list[dict[str, str]] = []
 
     def spawn(argv: list[str], log: Path, env: dict[str, str], *, go_fd: int | None = None) -> int:
-        assert go_fd is None and argv[0] != "systemd-run"
+        # A plain supervisor, which (as every fresh one) waits for its go on a pipe.
+        assert go_fd is not None and argv[0] != "systemd-run"
         spawned.append(dict(env))
         return 1
 
