@@ -1,5 +1,5 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
-`cancel`, `pipeline` (and `daemon`, so that a coordinator never loads click).
+`cancel`, `info`, `pipeline` (and `daemon`, so that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -380,6 +380,12 @@ def _pipeline(p: dict[str, Any]) -> int | None:
                                       as_json=p["as_json"])
 
 
+def _info(p: dict[str, Any]) -> int | None:
+    from qex.cli.info_core import show_info
+
+    return show_info(as_json=p["as_json"], no_start=p["no_start"])
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -389,5 +395,5 @@ def _daemon(p: dict[str, Any]) -> int | None:
 
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
-    "kill": _kill, "cancel": _cancel, "daemon": _daemon, "pipeline": _pipeline,
+    "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
 }

@@ -291,6 +291,18 @@ TABLE: dict[str, dict[str, Any]] = {
             'jobs': None,
         },
     },
+    'info': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+            '--no-start': ('no_start', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+            'no_start': False,
+        },
+    },
     'daemon': {
         'interspersed': True,
         'options': {

@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: The commands that have a fast path (the ones users and agents repeat, `pipeline`, which a
-#: CI harness runs per change, and `daemon`, so that a coordinator never imports click).
-HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "daemon",
+#: The commands that have a fast path (the ones users and agents repeat, `info`, which an
+#: agent asks to see whether the machine has room, `pipeline`, which a CI harness runs per
+#: change, and `daemon`, so that a coordinator never imports click).
+HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "info", "daemon",
        "pipeline")
 
 TABLE_PATH = Path(__file__).with_name("fast_table.py")

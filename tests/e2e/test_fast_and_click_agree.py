@@ -1181,3 +1181,37 @@ def test_pipeline_submissions_agree(qex_env: Env) -> None:
             ids = [m.group(0) for m in groups if m]
             assert _pipeline_specs(qex_env, ids[0]) == _pipeline_specs(qex_env, ids[1]), args
     assert not _imported(qex_env, "pipeline", "ci.toml") & _HEAVY
+
+
+#: `info --json` fields that count the coordinator's wake-ups up to the moment of the answer.
+_INFO_MOMENT = {"wakeups"}
+#: How long ago something happened, as `info` words it: it moves between two runs.
+_AGO = re.compile(r"\b[0-9][0-9.]*(ms|s|m|h|d) ago\b")
+
+
+def _info_text(text: str) -> str:
+    return _AGO.sub("<t> ago", text)
+
+
+def test_info_agrees_and_stays_lean(qex_env: Env) -> None:
+    """`qex info`, which an agent asks to see whether the machine has room, answers on the
+    lean path with what the click command prints, with and without a coordinator."""
+    done = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "true")
+    qex_env.run("wait", done, check=True)
+    fast, slow = _both(qex_env, "info", "--json")
+    assert fast.returncode == slow.returncode == 0, (fast.stderr, slow.stderr)
+    documents = [json.loads(_info_text(run.stdout)) for run in (fast, slow)]
+    for document in documents:
+        for key in _INFO_MOMENT:
+            document.pop(key)
+    assert documents[0] == documents[1]
+    fast, slow = _both(qex_env, "info")
+    assert (fast.returncode, _info_text(fast.stdout), fast.stderr) == (
+        slow.returncode, _info_text(slow.stdout), slow.stderr)
+    for args in (["info", "--json"], ["info"]):
+        assert not _imported(qex_env, *args) & _HEAVY, args
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    for args in (["info", "--no-start"], ["info", "--no-start", "--json"], ["info", "--bogus"]):
+        _same(qex_env, *args)
+    assert qex_env.coordinator_pid() is None

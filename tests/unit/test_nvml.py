@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from qex.cli.commands import info as info_cmd
+from qex.cli import info_core as info_cmd
 from qex.cli.commands.pool import PLACEHOLDER
 from qex.cli.commands.pool import command as pool_command
 from qex.cli.top_page import page
-from qex.platform.devices import discover, gpu_use_lines, nvml_gpus, sysfs_address
+from qex.platform.devices import discover
+from qex.platform.nvml import gpu_use_lines, nvml_gpus, sysfs_address
 
 GIB = 1024**3
 

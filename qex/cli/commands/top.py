@@ -109,7 +109,7 @@ def _render(feed: _Feed, *, width: int | None, color: bool) -> list[str]:
     if feed.timed_out and info is None:
         note = "the coordinator did not answer in time, so this page comes from disk"
     budget = feed.disk_budget() if info is None else None
-    from qex.cli.commands.info import local_gpu_lines, pool_lines
+    from qex.cli.info_core import local_gpu_lines, pool_lines
 
     extra = tuple(pool_lines(info.get("pools") if info else None) + local_gpu_lines())
     return page(records, live, info, pauses, width=width, color=color, note=note, budget=budget,
