@@ -324,6 +324,8 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "cancel ID (finished: refused)": [*prog(env), "cancel", done],
         "kill --signal INT ID ID ID (refused)": [*prog(env), "kill", "--signal", "INT", done,
                                                  *more],
+        "info --json": [*prog(env), "info", "--json"],
+        "info": [*prog(env), "info"],
     }
 
 
