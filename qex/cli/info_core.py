@@ -105,7 +105,7 @@ def pool_lines(pools: Any) -> list[str]:
 
 
 def local_gpus() -> list[Any]:
-    """This machine's NVIDIA GPUs through NVML, [] when NVML cannot answer (see devices)."""
+    """This machine's NVIDIA GPUs through NVML, [] when NVML cannot answer here."""
     from qex.platform.nvml import nvml_gpus
 
     return nvml_gpus() or []
