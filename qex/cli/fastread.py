@@ -2,8 +2,8 @@
 
 `qex status WORD` (with `--json`, `--wait`, `--no-logs`, a stream and one range of its
 logs), `qex list` (with its filters), `qex kill WORD ...` and `qex cancel WORD ...` (a job or
-a group's stages) need a request or two and a few lines of output, but the full bodies
-import the client, paths, typed records and enums, which cost several times the
+a group's stages) and `qex info` need a request or two and a few lines of output, but the
+full bodies import the client, paths, typed records and enums, which cost several times the
 interpreter's start-up. Here each asks the coordinator over `wire` (C modules only) and
 prints with the same functions as the full bodies: `render_status` and `render_table` on a
 `record_view.JobView`, `record_json` and `jsontext` for JSON, `stop_core`'s sentences.
@@ -194,6 +194,23 @@ def record_shown(record: dict[str, Any], *, as_json: bool, no_logs: bool,
 
     return status_text(JobView(record), now=time.time(),
                        excerpts=[e.as_text() for e in excerpts])
+
+
+def info_answer(*, start: bool) -> dict[str, Any] | None:
+    """The coordinator's `info` answer (`qex info`), or None for the full client: nobody
+    listens and none may be started, the socket path is unusual, or the answer was slow or
+    not the plain one (the full client then asks again and says why). `start`: when nobody
+    listens, start a coordinator, as the full client would."""
+    from qex.cli.wire import Wire
+
+    wire = Wire.connect(start=start)
+    if wire is None:
+        return None
+    try:
+        answer = _ask(wire, {"op": "info"})  # protocol.info()
+    finally:
+        wire.close()
+    return answer if answer is not None and answer.get("result") == "info" else None
 
 
 def list_json() -> int | None:

@@ -20,9 +20,10 @@ def show_info(*, as_json: bool, no_start: bool) -> int:
     """Print the answer; the exit code (1 when `no_start` and no coordinator operates)."""
     from qex import __version__
     from qex.cli.common import print_json, warn
+    from qex.cli.fastread import info_answer
     from qex.cli.queue_lines import health_line
 
-    info = _asked_on_the_wire(start=not no_start)
+    info = info_answer(start=not no_start)
     if info is None:
         from qex.cli.common import get_paths
         from qex.cli.reach import open_connection
@@ -53,25 +54,6 @@ def show_info(*, as_json: bool, no_start: bool) -> int:
         return 0
     sys.stdout.write("\n".join(text_lines(info, now) + local_gpu_lines()) + "\n")
     return 0
-
-
-def _asked_on_the_wire(*, start: bool) -> dict[str, Any] | None:
-    """The coordinator's `info` answer over the lean wire (`qex.cli.wire`), or None for the
-    full client: nobody listens and none may be started, the socket path is unusual, or the
-    answer was slow or not the plain answer (the full client then says why)."""
-    from qex.cli.wire import Wire
-
-    wire = Wire.connect(start=start)
-    if wire is None:
-        return None
-    try:
-        answer = wire.request({"op": "info"})  # protocol.info()
-    finally:
-        wire.close()
-    if not isinstance(answer, dict):
-        answer.close()  # a slow answer: the full client asks again, with its waiting lines
-        return None
-    return answer if answer.get("result") == "info" else None  # protocol.Result.INFO
 
 
 def pool_lines(pools: Any) -> list[str]:

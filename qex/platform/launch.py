@@ -342,9 +342,10 @@ class ScopeLauncher:
 
     def _started_then_named(self, argv: list[str], log: Path, env: dict[str, str],
                             announce: NameSupervisor | None) -> tuple[int, str | None]:
-        """Spawn a supervisor that waits for its go, name it (`announce`), then send the go;
-        (pid, start token). The go is sent even when the name could not be written: the
-        caller has logged that, and the job must not wait for a disk that refused a file."""
+        """Spawn a supervisor that waits for its go (`env`, the child's own copy, gets the
+        pipe's variable), name it (`announce`), then send the go; (pid, start token). The go
+        is sent even when the name could not be written: the caller has logged that, and the
+        job must not wait for a disk that refused a file."""
         read_end, write_end = os.pipe()
         env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
         try:

@@ -44,6 +44,8 @@ from qex.supervisor.spawn import prepare
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from qex.core.records import JobSpec
 
 USAGE = (
@@ -203,19 +205,17 @@ def _wait_for_go() -> bool | None:
     return bool(byte)
 
 
-def _unname(job_dir: os.PathLike[str]) -> None:
+def _unname(job_dir: Path) -> None:
     """Remove `supervisor.pid` when it names this process, which never got its go: the
     coordinator writes the name just before the go, so a coordinator killed between the two
     left a name whose process exits untouched, and recovery would fail the job for a
     supervisor that died. Without the name it queues the job again, as it should."""
-    path = os.path.join(job_dir, jobs.SUPERVISOR_PID)
+    if jobs.read_supervisor_pid_file(job_dir)[0] != os.getpid():
+        return  # no name, or one that is not ours: nothing to take back
     try:
-        with open(path, encoding="utf-8") as named:
-            words = named.read().split()
-        if words[:1] == [str(os.getpid())]:
-            os.unlink(path)
-    except (OSError, ValueError):
-        pass  # no name, or one that is not ours: nothing to take back
+        os.unlink(job_dir / jobs.SUPERVISOR_PID)
+    except OSError:
+        pass  # gone already
 
 
 def _take_lock(job_dir: os.PathLike[str]) -> int | None:
