@@ -32,10 +32,10 @@ def verdict_for(job_dir: Path, record: dict[str, Any]) -> recovery_rule.Verdict 
     if record.get("state") not in _ACTIVE:
         return None
     from qex.platform import liveness
-    from qex.store.jobs import read_supervisor_pid_file, supervisor_lock_free, supervisor_log_tail
+    from qex.store.jobs import read_supervisor_pid_file, supervisor_lock, supervisor_log_tail
 
     facts = liveness.observe(record, read_supervisor_pid_file(job_dir),
-                             lock_free=supervisor_lock_free(job_dir))
+                             lock=supervisor_lock(job_dir))
     if facts.supervisor_alive:
         return recovery_rule.Verdict(recovery_rule.ALIVE)
     said = supervisor_log_tail(job_dir)

@@ -24,9 +24,10 @@ import signal
 
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
+from qex.core import recovery_rule
 from qex.core.records import JobStatus
 from qex.core.states import State
-from qex.platform import host, procs
+from qex.platform import host, liveness, procs
 from qex.store import jobs as job_files
 from qex.store.jobs import supervisor_log_tail
 
@@ -127,14 +128,57 @@ def supervisor_gone(coord: Coordinator, job: Job) -> None:
     if disk is not None and disk.state == State.QUEUED and job.state != State.QUEUED:
         requeue_after_oom(coord, job, disk)
         return
+    if job.inherited and disk is not None and never_passed_go(coord, job, disk):
+        job.record = disk
+        requeue_untouched(coord, job)
+        coord.publish(job)
+        log(f"the supervisor that an earlier coordinator started for the job {label(disk)} "
+            "exited before its go, and the job was not touched; it is queued again")
+        coord.kick()
+        return
     fail_without_result(coord, job, disk,
                         cause="the supervisor of this job stopped without a result")
+
+
+def never_passed_go(coord: Coordinator, job: Job, disk: JobStatus) -> bool:
+    """True when the recovery rule, asked again now that the supervisor has exited, finds the
+    job never launched: a `starting` record with no job pid, whose supervisor took back its
+    name or never took the job's lock.
+
+    Only for a supervisor inherited from an earlier coordinator, which may have stopped
+    between the name and the go: recovery found the waiting supervisor alive and watched it,
+    and it then exits untouched. A supervisor that this coordinator let go and that dies
+    before its lock has failed (its log says why), and queueing the job again would only
+    repeat the fault.
+    """
+    pid_file = job_files.read_supervisor_pid_file(job.dir)
+    facts = liveness.observe(disk.to_dict(), pid_file, coord.boot_id,
+                             lock=job_files.supervisor_lock(job.dir))
+    verdict = recovery_rule.judge(disk.state, bool(disk.pid), facts)
+    return verdict.action == recovery_rule.REQUEUE
+
+
+def requeue_untouched(coord: Coordinator, job: Job) -> None:
+    """Put back in the queue a `starting` job that no supervisor touched, as if it had never
+    been admitted (the same id, its place by submission time)."""
+    record = job.record
+    record.back_to_queue()
+    record.started_at = None
+    record.error = None
+    record.assigned = {}
+    record.forced = False
+    record.forced_reason = None
+    job.inherited = False
+    job_files.forget_supervisor_lock(job.dir)
+    coord.write_logged(job)
+    coord.enqueue(job)
 
 
 def requeue_after_oom(coord: Coordinator, job: Job, disk: JobStatus) -> None:
     """The supervisor raised the claim after a proven OOM and gave the job back to the queue."""
     disk.back_to_queue()
     job.record = disk
+    job_files.forget_supervisor_lock(job.dir)
     coord.enqueue(job)
     coord.write_logged(job)
     coord.publish(job)

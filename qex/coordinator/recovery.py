@@ -14,7 +14,7 @@ from pathlib import Path
 
 from qex.coordinator import pausing
 from qex.coordinator.log import log
-from qex.coordinator.reaper import stop_job_group, watch_foreign
+from qex.coordinator.reaper import requeue_untouched, stop_job_group, watch_foreign
 from qex.coordinator.state import Coordinator, Job, label
 from qex.core import recovery_rule
 from qex.core.states import ACTIVE, FINAL, State
@@ -118,26 +118,20 @@ def _judge_active(coord: Coordinator, job: Job) -> None:
     record = job.record
     pid_file = job_files.read_supervisor_pid_file(job.dir)
     facts = liveness.observe(record.to_dict(), pid_file, coord.boot_id,
-                            lock_free=job_files.supervisor_lock_free(job.dir))
+                            lock=job_files.supervisor_lock(job.dir))
     verdict = recovery_rule.judge(record.state, bool(record.pid), facts,
                                   job_files.supervisor_log_tail(job.dir))
     if verdict.action == recovery_rule.ALIVE:
         sup_pid, sup_token = liveness.supervisor_of(record.to_dict(), pid_file)
         job.supervisor_pid = sup_pid
         job.supervisor_token = sup_token or procs.start_token(int(sup_pid or 0))
+        job.inherited = True
         log(f"the supervisor (pid {sup_pid}) of the job {label(record)} still operates; "
             "qex watches it")
         watch_foreign(coord, job)
         return
     if verdict.action == recovery_rule.REQUEUE:
-        record.back_to_queue()
-        record.started_at = None
-        record.error = None
-        record.assigned = {}
-        record.forced = False
-        record.forced_reason = None
-        coord.write_logged(job)
-        coord.enqueue(job)
+        requeue_untouched(coord, job)
         log(f"the job {label(record)} had not started when the coordinator stopped; "
             "it is queued again")
         return

@@ -275,6 +275,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         return
     job.supervisor_pid = launched.pid
     job.supervisor_token = launched.start_token
+    job.inherited = False
     if not launched.forked:
         coord.children[launched.pid] = job.id
     if launched.note:

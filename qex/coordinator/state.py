@@ -101,6 +101,9 @@ class Job:
     #: once the job is final: the watch only judges a job that is not, and a forked
     #: supervisor may live on to serve other jobs.
     unwatch: Callable[[], None] | None = None
+    #: The supervisor was started by an earlier coordinator (recovery found it alive): when
+    #: it exits with the job untouched, the job goes back to the queue (`reaper.supervisor_gone`).
+    inherited: bool = False
     #: The scheduler's last view of this job, and the record fields it was built from:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None

@@ -18,6 +18,13 @@ ALIVE = "alive"          # a process of the job still runs under a supervisor: t
 REQUEUE = "requeue"      # the job was never launched: it goes back to the queue
 FAIL = "fail"            # nothing will ever write the result: the job failed
 
+#: What a probe of a job's `supervisor.lock` found (`qex.store.jobs.supervisor_lock`). A
+#: supervisor takes that lock after its go and before it touches anything of the job, so a
+#: lock that was never made is proof that no supervisor of this job ever passed its go.
+LOCK_MISSING = "missing"  # no such file: no supervisor of this job has passed its go
+LOCK_FREE = "free"        # the file is there and nobody holds it: its supervisor has ended
+LOCK_HELD = "held"        # held, or it could not be probed: no evidence either way
+
 
 @dataclass(frozen=True)
 class Facts:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from qex.core.recovery_rule import Facts
+from qex.core.recovery_rule import LOCK_FREE, LOCK_MISSING, Facts
 from qex.platform import procs
 
 
@@ -24,12 +24,16 @@ def _text(value: object) -> str | None:
 
 
 def observe(record: Mapping[str, Any], pid_file: tuple[int | None, str | None, bool],
-            boot_id: str | None = None, lock_free: bool = False) -> Facts:
+            boot_id: str | None = None, lock: str | None = None) -> Facts:
     """Facts for `record` (a status record as a dict); `pid_file` is the job directory's
     `supervisor.pid` as (pid, token, exists), which names the supervisor until its first write.
-    `lock_free` says that nobody holds `supervisor.lock` (`qex.store.jobs.supervisor_lock_free`):
-    once the record names its supervisor, that supervisor held the lock, so a free lock means
-    it ended even where a reused pid passes the start-time test."""
+
+    `lock` is what `qex.store.jobs.supervisor_lock` found (None: not probed). Free: once the
+    record names its supervisor, that supervisor held the lock, so a free lock means it ended
+    even where a reused pid passes the start-time test. Missing: a supervisor named in
+    `supervisor.pid` that is gone never passed its go (it takes the lock first), so the job
+    was never launched; its coordinator stopped between the name and the go.
+    """
     recorded_boot = _text(record.get("boot_id"))
     same_boot = recorded_boot is None or recorded_boot == (boot_id or procs.boot_id())
     pid = _int(record.get("pid"))
@@ -40,10 +44,10 @@ def observe(record: Mapping[str, Any], pid_file: tuple[int | None, str | None, b
     sup_pid, sup_token = supervisor_of(record, pid_file)
     wrote_record = _int(record.get("supervisor_pid")) is not None
     supervisor_alive = bool(
-        same_boot and sup_pid and not (wrote_record and lock_free)
+        same_boot and sup_pid and not (wrote_record and lock == LOCK_FREE)
         and procs.same_process(sup_pid, sup_token)
     )
-    launched = wrote_record or pid_file[2]
+    launched = wrote_record or (pid_file[2] and (supervisor_alive or lock != LOCK_MISSING))
     return Facts(same_boot=same_boot, supervisor_alive=supervisor_alive, job_alive=job_alive,
                  launched=launched)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from qex.core.names import is_uuid
 from qex.core.records import JobSpec, JobStatus
+from qex.core.recovery_rule import LOCK_FREE, LOCK_HELD, LOCK_MISSING
 from qex.store import atomic
 from qex.store.paths import Paths
 
@@ -129,9 +130,9 @@ def read_supervisor_pid_file(job_dir: Path) -> tuple[int | None, str | None, boo
     return pid, token, True
 
 
-def supervisor_lock_free(job_dir: Path) -> bool:
-    """True when `supervisor.lock` exists and no process holds it: the supervisor that took
-    it has ended, whatever process its recorded pid names now.
+def supervisor_lock(job_dir: Path) -> str:
+    """What `supervisor.lock` says of the job's supervisors, as `recovery_rule.LOCK_MISSING`,
+    `LOCK_FREE` or `LOCK_HELD`.
 
     Pid and start time can mistake a reused pid for the supervisor (the portable start time
     has one-second steps); a lock dies with its holder. The probe takes a shared lock for an
@@ -141,14 +142,45 @@ def supervisor_lock_free(job_dir: Path) -> bool:
 
     try:
         fd = os.open(job_dir / SUPERVISOR_LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return LOCK_MISSING
     except OSError:
-        return False
+        return LOCK_HELD
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        return False
+        return LOCK_HELD
     else:
-        return True
+        return LOCK_FREE
+    finally:
+        os.close(fd)
+
+
+def supervisor_lock_free(job_dir: Path) -> bool:
+    """True when `supervisor.lock` exists and no process holds it: the supervisor that took
+    it has ended, whatever process its recorded pid names now."""
+    return supervisor_lock(job_dir) == LOCK_FREE
+
+
+def forget_supervisor_lock(job_dir: Path) -> None:
+    """Remove a `supervisor.lock` that nobody holds, when the job goes back to the queue.
+
+    The next start of the job then begins as the first did, with no lock on the disk, and
+    recovery can tell a supervisor that never passed its go (no lock) from one that ran the
+    job and died (`recovery_rule.LOCK_MISSING`). A lock that is held stays: the file is
+    removed only while this process holds it itself, so no supervisor loses a lock it has.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(job_dir / SUPERVISOR_LOCK, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.unlink(job_dir / SUPERVISOR_LOCK)
+    except OSError:
+        pass  # held by a supervisor, or gone already
     finally:
         os.close(fd)
 

@@ -302,6 +302,98 @@ def test_recovery_watches_a_live_supervisor_until_it_exits(tmp_path: Path) -> No
         child.wait()
 
 
+def _inherit_a_waiting_supervisor(tmp_path: Path) -> tuple[Coordinator, Job,
+                                                            subprocess.Popen[bytes]]:
+    """A `starting` job whose supervisor.pid names a live process that waits (as a supervisor
+    waits for its go), recovered by a new coordinator."""
+    coord = make_coord(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    job = add_job(coord, state="starting", started_at=5.0)
+    (job.dir / job_files.SUPERVISOR_PID).write_text(
+        f"{child.pid} {procs.start_token(child.pid)}\n")
+    coord.jobs.clear()
+    coord.queue.clear()
+    return coord, job, child
+
+
+async def _until(check: Any) -> None:
+    for _ in range(250):
+        await asyncio.sleep(0.02)
+        if check():
+            return
+
+
+@pytest.mark.parametrize("takes_back_its_name", [True, False])
+def test_a_supervisor_inherited_before_its_go_gives_the_job_back_to_the_queue(
+        tmp_path: Path, takes_back_its_name: bool) -> None:
+    # The earlier coordinator named the supervisor and stopped before its go. The new one
+    # finds the waiting supervisor alive and watches it; the supervisor then reads the end
+    # of its go pipe and exits without touching the job (after taking back its name, or
+    # killed before it could). That job never ran: it is queued again, not failed.
+    coord, job, child = _inherit_a_waiting_supervisor(tmp_path)
+    try:
+        async def scenario() -> None:
+            recovery.recover(coord)
+            watched = coord.jobs[job.id]
+            assert watched.supervisor_pid == child.pid and watched.inherited
+            if takes_back_its_name:
+                (job.dir / job_files.SUPERVISOR_PID).unlink()
+            assert child.stdin is not None
+            child.stdin.close()
+            await _until(lambda: coord.jobs[job.id].state.value != "starting")
+
+        asyncio.run(scenario())
+        again = coord.jobs[job.id]
+        assert again.record.state == "queued" and job.id in coord.queue
+        assert again.record.error is None and not again.inherited
+        assert job_files.read_status(job.dir).state == "queued"  # type: ignore[union-attr]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_an_inherited_supervisor_that_took_the_lock_and_died_fails_its_job(
+        tmp_path: Path) -> None:
+    # The lock says the supervisor passed its go: it may have started the job, so running
+    # the job again could run it twice. The job fails with the supervisor's sentence.
+    coord, job, child = _inherit_a_waiting_supervisor(tmp_path)
+    try:
+        async def scenario() -> None:
+            recovery.recover(coord)
+            (job.dir / job_files.SUPERVISOR_LOCK).write_text("")
+            assert child.stdin is not None
+            child.stdin.close()
+            await _until(lambda: coord.jobs[job.id].final)
+
+        asyncio.run(scenario())
+        record = coord.jobs[job.id].record
+        assert record.state == "failed"
+        assert "stopped without a result" in (record.error or "")
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_supervisor_of_this_coordinator_that_dies_before_its_lock_fails_its_job(
+        tmp_path: Path) -> None:
+    # This coordinator gave the go; a supervisor that dies before its lock met a fault that
+    # a second start would meet again, so the job fails instead of looping through the queue.
+    from qex.coordinator import reaper
+
+    coord = make_coord(tmp_path)
+    job = add_job(coord, state="starting", started_at=5.0, supervisor_pid=None)
+    pid, token = 2**22 + 11, None
+    (job.dir / job_files.SUPERVISOR_PID).write_text(f"{pid}\n")
+    job.supervisor_pid, job.supervisor_token = pid, token
+
+    async def scenario() -> None:
+        reaper.supervisor_gone(coord, job)
+
+    asyncio.run(scenario())
+    assert job.record.state == "failed" and job.id not in coord.queue
+
+
 def wire_spec(**fields: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": str(uuid.uuid4()), "name": "x", "cwd": "/", "command": ["true"], "env": {},
@@ -440,7 +532,7 @@ class _ParkingServer:
         record = job_files.read_status(job_dir)
         assert record is not None
         facts = liveness.observe(record.to_dict(), job_files.read_supervisor_pid_file(job_dir),
-                                 lock_free=job_files.supervisor_lock_free(job_dir))
+                                 lock=job_files.supervisor_lock(job_dir))
         self.verdicts.append(recovery_rule.judge(record.state, bool(record.pid), facts).action)
         return Launched(pid=pid, start_token=token, backend="process-group", forked=True)
 
@@ -527,7 +619,7 @@ got = os.read(int(os.environ["QEX_SUPERVISOR_GO_FD"]), 1)
 job_dir = Path(sys.argv[1])
 record = job_files.read_status(job_dir)
 facts = liveness.observe(record.to_dict(), job_files.read_supervisor_pid_file(job_dir),
-                         lock_free=job_files.supervisor_lock_free(job_dir))
+                         lock=job_files.supervisor_lock(job_dir))
 print(got.decode(), recovery_rule.judge(record.state, bool(record.pid), facts).action)
 """
 
