@@ -298,6 +298,7 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "submit --each-line (3 lines)": [*prog(env), "submit", "--each-line", str(lines), "--",
                                          "true", "{}"],
         "pipeline FILE (2 stages)": [*prog(env), "pipeline", str(pipeline)],
+        "rerun ID": [*prog(env), "rerun", more[0]],
         "wait ID (finished)": [*prog(env), "wait", done],
         "wait --timeout 1m ID ID ID (finished)": [*prog(env), "wait", "--timeout", "1m", done,
                                                   *more],

@@ -1,5 +1,5 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
-`cancel`, `info`, `pipeline` (and `daemon`, so that a coordinator never loads click).
+`cancel`, `info`, `pipeline`, `rerun` (and `daemon`, so that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -386,6 +386,12 @@ def _info(p: dict[str, Any]) -> int | None:
     return show_info(as_json=p["as_json"], no_start=p["no_start"])
 
 
+def _rerun(p: dict[str, Any]) -> int | None:
+    from qex.cli.rerun_core import rerun
+
+    return rerun(p["word"], p["id_file"])
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -396,4 +402,5 @@ def _daemon(p: dict[str, Any]) -> int | None:
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
     "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
+    "rerun": _rerun,
 }

@@ -330,4 +330,15 @@ TABLE: dict[str, dict[str, Any]] = {
             'name': None,
         },
     },
+    'rerun': {
+        'interspersed': True,
+        'options': {
+            '--id-file': ('id_file', 'value'),
+        },
+        'arguments': [('word', 1, True)],
+        'defaults': {
+            'id_file': None,
+            'word': None,
+        },
+    },
 }

@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from qex.cli.wire import Wire
     from qex.client.connection import Connection
 
-#: The sentence start of an older coordinator's answer to a request it does not know.
-_UNKNOWN_REQUEST = "this coordinator does not know the request"
-
-
 def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet: bool,
            as_json: bool, wait_timeout: float | None, follow: bool = False) -> int | None:
     """Submit one job; None (having sent nothing) when the click path must do it. `follow`:
@@ -53,7 +49,7 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
             return followed
         answer, conn = followed
     elif not wait:
-        answer = _lean_request(request)
+        answer = lean_request(request)
     else:
         lean = _lean_submit_and_wait(request, params["id_file"], quiet=quiet, as_json=as_json,
                                      wait_timeout=wait_timeout)
@@ -62,8 +58,7 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
         answer, conn = lean
     if answer is None:
         return None
-    message = str(answer.get("message") or "the coordinator gave no reason")
-    if answer.get("result") == "error" and message.startswith(_UNKNOWN_REQUEST):
+    if protocol.unknown_request(answer):
         if conn is not None:
             conn.close()
         return None
@@ -118,7 +113,7 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
     options = {**options, "each_line": {"path": source, "text": text, "max_jobs": max_jobs}}
     request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
                                     client_version=__version__)
-    answer = _lean_request(request)
+    answer = lean_request(request)
     if answer is None:
         return None
     jobs = _queued_jobs(answer)
@@ -166,11 +161,10 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None, as_json
 
     request = protocol.submit_pipeline(sent, name=name, environ=dict(os.environ), cwd=cwd,
                                        client_version=__version__)
-    answer = _lean_request(request, wire)
+    answer = lean_request(request, wire)
     if answer is None:
         return None
-    message = str(answer.get("message") or "the coordinator gave no reason")
-    if answer.get("result") == "error" and message.startswith(_UNKNOWN_REQUEST):
+    if protocol.unknown_request(answer):
         return None
     jobs = _queued_jobs(answer)
     from qex.cli.pipeline_output import PipelineReport
@@ -195,7 +189,7 @@ def _queued_jobs(answer: dict[str, Any]) -> list[dict[str, Any]]:
     ends the command here."""
     jobs = answer.get("jobs")
     if not isinstance(jobs, list):
-        _refused_before_any(answer)
+        refused_before_any(answer)
     from qex.cli.common import warn
 
     for note in answer.get("build_warnings") or ():
@@ -203,7 +197,7 @@ def _queued_jobs(answer: dict[str, Any]) -> list[dict[str, Any]]:
     return [job if isinstance(job, dict) else {} for job in jobs]
 
 
-def _refused_before_any(answer: dict[str, Any]) -> NoReturn:
+def refused_before_any(answer: dict[str, Any]) -> NoReturn:
     """A refusal that came before anything was queued, as `_finish` words it: a build
     refusal (121; 127 for a word that names no job) or the coordinator's own."""
     from qex.cli.common import die
@@ -265,7 +259,7 @@ def coordinator_can(capabilities: list[str]) -> bool:
         wire.close()
 
 
-def _lean_request(request: dict[str, Any], wire: Wire | None = None) -> dict[str, Any] | None:
+def lean_request(request: dict[str, Any], wire: Wire | None = None) -> dict[str, Any] | None:
     """The answer through `qex.cli.wire` (on `wire`, when the caller holds one open), or
     through the full client when that cannot."""
     wire = wire or _open_wire()
@@ -495,7 +489,7 @@ def _finish(params: dict[str, Any], answer: dict[str, Any], conn: Connection | N
     for note in answer.get("build_warnings") or ():
         warn(str(note))
     if answer.get("result") != "submitted" or not isinstance(answer.get("id"), str):
-        _refused_before_any(answer)
+        refused_before_any(answer)
     job_id = str(answer["id"])
     print_warnings(answer)
     if not (wait or follow) or conn is None:

@@ -151,6 +151,7 @@ class Server:
             Op.SUBMIT_WORDS: self._submit_words,
             Op.SUBMIT_PIPELINE: self._submit_pipeline,
             Op.OWN_JOB: self._own_job,
+            Op.RERUN: self._rerun,
             Op.LIST: self._list,
             Op.LIST_JSON: self._list_json,
             Op.STATUS: self._status,
@@ -221,10 +222,7 @@ class Server:
                 return
             handler = self._handlers.get(op) if isinstance(op, str) else None
             if handler is None:
-                await client.send(protocol.error(
-                    protocol.INTERNAL,
-                    f"this coordinator does not know the request `{op}`; it may be older than "
-                    "the command that sent it"))
+                await client.send(protocol.unknown(op))
                 continue
             try:
                 answer = await handler(client, message)
@@ -278,6 +276,11 @@ class Server:
 
             return await handle_submit_lines(self.coord, message)
         return handle_submit_words(self.coord, message)
+
+    async def _rerun(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        from qex.coordinator.submit_again import handle_rerun
+
+        return handle_rerun(self.coord, message)
 
     async def _submit_pipeline(self, client: Client, message: dict[str, Any]
                                ) -> dict[str, Any]:

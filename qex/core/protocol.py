@@ -14,6 +14,8 @@ Requests (op -> fields -> answer):
   submit_pipeline pipeline {path, source, text}, name, environ, cwd
                                          -> submitted {group, group_name, jobs, ...}
   own_job      id                        -> ok   (cancels its queued job when the link ends)
+  rerun        id, environ, client_version -> submitted {id, from, build_warnings} (the
+               coordinator submits the recorded spec again under a new id)
   list                                   -> jobs {jobs: [JobStatus dict]}
   status       id                        -> status {status}
   wait         id                        -> status {status} once the job is final
@@ -79,6 +81,7 @@ class Op:
     SUBMIT_WORDS: Final = "submit_words"
     SUBMIT_PIPELINE: Final = "submit_pipeline"
     OWN_JOB: Final = "own_job"
+    RERUN: Final = "rerun"
     LIST: Final = "list"
     #: `list` as the document `qex list --json` prints, sent after the answer line.
     LIST_JSON: Final = "list_json"
@@ -119,6 +122,7 @@ ANSWERS: dict[str, str] = {
     Op.SUBMIT_WORDS: Result.SUBMITTED,
     Op.SUBMIT_PIPELINE: Result.SUBMITTED,
     Op.OWN_JOB: Result.OK,
+    Op.RERUN: Result.SUBMITTED,
     Op.LIST: Result.JOBS,
     Op.LIST_JSON: Result.JOBS_JSON,
     Op.STATUS: Result.STATUS,
@@ -190,6 +194,13 @@ def submit_pipeline(pipeline: dict[str, str], *, name: str | None, environ: dict
     file) that the coordinator builds and submits, every stage (the fast path)."""
     return {"op": Op.SUBMIT_PIPELINE, "pipeline": pipeline, "name": name, "environ": environ,
             "cwd": cwd, "client_version": client_version}
+
+
+def rerun(job_id: str, *, environ: dict[str, str], client_version: str) -> dict[str, Any]:
+    """Submit the job `job_id` again from its recorded spec, the config read as the command
+    would read it with `environ` (the fast path; an older coordinator refuses the request as
+    unknown, and the command then submits the spec itself)."""
+    return {"op": Op.RERUN, "id": job_id, "environ": environ, "client_version": client_version}
 
 
 def own_job(job_id: str) -> dict[str, Any]:
@@ -299,6 +310,25 @@ def decode(line: bytes) -> dict[str, Any]:
 
 def error(kind: str, message: str) -> dict[str, Any]:
     return {"result": Result.ERROR, "kind": kind, "message": message}
+
+
+#: How every coordinator since the fast paths words its answer to an op it does not know;
+#: a command that meets it does the work the older way (`unknown_request`).
+UNKNOWN_REQUEST = "this coordinator does not know the request"
+
+
+def unknown(op: object) -> dict[str, Any]:
+    """The answer to a request whose op this coordinator does not know."""
+    return error(INTERNAL, f"{UNKNOWN_REQUEST} `{op}`; it may be older than the command that "
+                           "sent it")
+
+
+def unknown_request(answer: dict[str, Any]) -> bool:
+    """True when `answer` says that the coordinator does not know the request (it is older
+    than the command), so nothing was done."""
+    message = answer.get("message")
+    return (answer.get("result") == Result.ERROR and isinstance(message, str)
+            and message.startswith(UNKNOWN_REQUEST))
 
 
 def ok(**fields: Any) -> dict[str, Any]:

@@ -1215,3 +1215,37 @@ def test_info_agrees_and_stays_lean(qex_env: Env) -> None:
     for args in (["info", "--no-start"], ["info", "--no-start", "--json"], ["info", "--bogus"]):
         _same(qex_env, *args)
     assert qex_env.coordinator_pid() is None
+
+
+def test_reruns_agree_and_stay_lean(qex_env: Env) -> None:
+    """`qex rerun`, which an agent runs after a failure, asks the coordinator to submit the
+    recorded spec again (`rerun`): the same output and the same new spec as the click path,
+    with and without a coordinator, and no framework imported."""
+    first = qex_env.submit("--name", "again", "--cpu", "1", "--mem", "16MB", "--", "sh", "-c",
+                           "exit 3", "x")
+    assert qex_env.run("wait", first).returncode == 3
+    fast, slow = _both(qex_env, "rerun", first)
+    assert fast.returncode == slow.returncode == 0, (fast.stderr, slow.stderr)
+    assert (_mask(fast.stdout), _mask(fast.stderr)) == (_mask(slow.stdout), _mask(slow.stderr))
+    assert "runs again as" in fast.stderr
+    made = [fast.stdout.strip(), slow.stdout.strip()]
+    assert _spec(qex_env, made[0]) == _spec(qex_env, made[1]) == _spec(qex_env, first)
+    qex_env.run("wait", *made)
+    id_file = qex_env.root / "again.id"
+    shown = qex_env.run("rerun", first[:8], "--id-file", str(id_file), check=True).stdout
+    assert id_file.read_text() == shown
+    assert not _imported(qex_env, "rerun", first) & _HEAVY
+    for word in ("again", "nosuchjob", "12345678-1234-1234-1234-123456789012"):
+        _same(qex_env, "rerun", word)  # two jobs by that name, none, an unknown id: 127
+    qex_env.write_config("[politeness]\nnice = 50\n")
+    _same(qex_env, "rerun", first)  # the config's note first, both ways
+    qex_env.write_config("[budget]\ncpu = \n")
+    fast, slow = _both(qex_env, "rerun", first)
+    assert fast.returncode == slow.returncode == 121 and not fast.stdout
+    assert _mask(fast.stderr) == _mask(slow.stderr)
+    qex_env.write_config("")
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    cold = qex_env.run("rerun", first)  # nobody listens: the full body starts one
+    assert cold.returncode == 0 and "runs again as" in cold.stderr, cold.stderr
+    assert _spec(qex_env, cold.stdout.strip()) == _spec(qex_env, first)

@@ -46,10 +46,18 @@ def test_the_coordinator_handles_every_op() -> None:
 def test_the_client_has_a_method_for_every_op() -> None:
     method = {Op.LIST: "list_jobs", Op.WAIT: "send_wait", Op.EVENTS: "events"}
     # A supervisor's note; the fast path's requests, which only `qex.cli.wire` speaks.
-    wire_only = (Op.JOB_CHANGED, Op.SUBMIT_WORDS, Op.SUBMIT_PIPELINE, Op.LIST_JSON)
+    wire_only = (Op.JOB_CHANGED, Op.SUBMIT_WORDS, Op.SUBMIT_PIPELINE, Op.LIST_JSON, Op.RERUN)
     missing = [op for op in OPS if op not in wire_only
                and not callable(getattr(Connection, method.get(op, op), None))]
     assert missing == []
+
+
+def test_an_unknown_request_is_told_from_every_other_error() -> None:
+    # A command that meets it does the work the older way, so no other refusal may match.
+    assert protocol.unknown_request(protocol.unknown("rerun"))
+    assert not protocol.unknown_request(protocol.error(protocol.INTERNAL, "no room"))
+    assert not protocol.unknown_request(protocol.answer(protocol.Result.SUBMITTED, id="x"))
+    assert protocol.rerun("x", environ={}, client_version="1")["op"] == Op.RERUN
 
 
 def test_check_raises_what_happened() -> None:

@@ -25,16 +25,21 @@ def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> li
               help="Write the new id here (atomically) before anything else happens.")
 def command(word: str, id_file: str | None) -> None:
     """Queue a job again from its recorded spec and print the new id."""
+    from qex.cli.rerun_core import rerun, show
+
+    if rerun(word, id_file) is not None:
+        return
+    # Nobody listens, the word is not one plain job, or the coordinator is older than the
+    # `rerun` request: resolve here, and submit the spec from this command.
     import time
 
     from qex.cli import jobcmd
-    from qex.cli.common import get_paths, load_config, print_warnings, warn
-    from qex.cli.idfile import single_text, write_id_file
+    from qex.cli.common import get_paths, load_config
     from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
     from qex.cli.submitting import Submitter
-    from qex.core import model
-    from qex.core.names import derive_name, is_safe_name, new_id, safe_name, short_id
+    from qex.core.names import new_id
+    from qex.core.rerun_spec import again, unreadable
     from qex.core.states import Exit
     from qex.platform.machine import machine
     from qex.store.jobs import read_spec
@@ -46,21 +51,10 @@ def command(word: str, id_file: str | None) -> None:
     old_id = str(old["id"])
     spec = read_spec(paths.job_dir(old_id))
     if spec is None or not spec.command:
-        jobcmd.fail(f"the spec of the job {old_id} is missing or unreadable, so qex cannot run "
-                    "it again; submit the command anew with `qex submit`")
-    name = safe_name(spec.name)
-    if not is_safe_name(name):
-        name = derive_name(spec.command[0])
-    fresh = model.replace(
-        spec, id=new_id(), submitted_at=time.time(), name=name, needs=[], after=[], group=None,
-        group_name=None, dedupe_key=None, dedupe_window=0,
-    )
+        jobcmd.fail(unreadable(old_id))
+    fresh = again(spec, job_id=new_id(), now=time.time())
     submitter = Submitter(paths=paths, config=load_config(paths, Exit.QEX_FAILED),
                           machine=machine(), conn=conn)
     submitter.preflight([fresh.to_dict()])
     answer = submitter.send(fresh)
-    new = answer["id"]
-    print_warnings(answer)
-    write_id_file(id_file, single_text(new))
-    warn(f"the job {short_id(old_id)} runs again as {new}")
-    click.echo(new)
+    show({"result": "submitted", **answer}, old_id, id_file)
