@@ -1,5 +1,6 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
-`cancel`, `info`, `pipeline`, `rerun` (and `daemon`, so that a coordinator never loads click).
+`cancel`, `info`, `pipeline`, `rerun`, `events` (and `daemon`, so that a coordinator never
+loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -392,6 +393,18 @@ def _rerun(p: dict[str, Any]) -> int | None:
     return rerun(p["word"], p["id_file"])
 
 
+def _events(p: dict[str, Any]) -> int | None:
+    ok, limit = _duration(p["timeout_text"])
+    if not ok:
+        return None
+    from qex.cli import events_core
+
+    try:
+        return events_core.stream(p["as_json"], p["since_text"], p["count"], limit)
+    except events_core.SinceError:
+        return None  # click words the mistake
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -402,5 +415,5 @@ def _daemon(p: dict[str, Any]) -> int | None:
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
     "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
-    "rerun": _rerun,
+    "rerun": _rerun, "events": _events,
 }

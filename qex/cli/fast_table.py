@@ -341,4 +341,20 @@ TABLE: dict[str, dict[str, Any]] = {
             'word': None,
         },
     },
+    'events': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+            '--since': ('since_text', 'value'),
+            '--count': ('count', 'int>=1'),
+            '--timeout': ('timeout_text', 'value'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+            'count': None,
+            'since_text': 'start',
+            'timeout_text': None,
+        },
+    },
 }

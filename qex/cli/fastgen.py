@@ -21,10 +21,10 @@ from typing import Any
 
 #: The commands that have a fast path (the ones users and agents repeat, `info`, which an
 #: agent asks to see whether the machine has room, `pipeline`, which a CI harness runs per
-#: change, `rerun`, which an agent runs after a failure, and `daemon`, so that a
-#: coordinator never imports click).
+#: change, `rerun`, which an agent runs after a failure, `events`, which an agent runs per
+#: change it waits for, and `daemon`, so that a coordinator never imports click).
 HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "info", "daemon",
-       "pipeline", "rerun")
+       "pipeline", "rerun", "events")
 
 TABLE_PATH = Path(__file__).with_name("fast_table.py")
 

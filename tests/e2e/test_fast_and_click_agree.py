@@ -1249,3 +1249,33 @@ def test_reruns_agree_and_stay_lean(qex_env: Env) -> None:
     cold = qex_env.run("rerun", first)  # nobody listens: the full body starts one
     assert cold.returncode == 0 and "runs again as" in cold.stderr, cold.stderr
     assert _spec(qex_env, cold.stdout.strip()) == _spec(qex_env, first)
+
+
+_CLOCK = re.compile(r"\b\d\d:\d\d:\d\d\b")
+
+
+def _events_shown(out: str, as_json: bool) -> list[Any]:
+    """The printed events, less the moment of the `stream` line (each reader's own)."""
+    if not as_json:
+        return [_CLOCK.sub("<clock>", line) for line in out.splitlines()]
+    shown = [json.loads(line) for line in out.splitlines()]
+    for event in shown:
+        if event.get("event") == "stream":
+            event.pop("time")
+    return shown
+
+
+def test_events_agree_and_stay_lean(qex_env: Env) -> None:
+    """`qex events`, which an agent runs for each change it waits for, reads the stream on
+    the lean path: the same lines and codes as the click path, no framework imported."""
+    job = qex_env.submit("--name", "evented", "--cpu", "1", "--mem", "16MB", "--", "true")
+    qex_env.run("wait", job, check=True)
+    for args in (["--json", "--count", "2"], ["--count", "2"], ["--since", "1", "--count", "1"],
+                 ["--json", "--since", "now", "--timeout", "0.2"], ["--since", "bogus"],
+                 ["--count", "0"], ["--timeout", "soon"]):
+        fast, slow = _both(qex_env, "events", *args)
+        as_json = "--json" in args
+        assert (fast.returncode, _events_shown(fast.stdout, as_json), _mask(fast.stderr)) == (
+            slow.returncode, _events_shown(slow.stdout, as_json), _mask(slow.stderr)), args
+    assert not _imported(qex_env, "events", "--json", "--count", "1") & _HEAVY
+    assert not _imported(qex_env, "events", "--count", "1") & _HEAVY

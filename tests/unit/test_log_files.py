@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
 import pytest
 
 from qex.cli import log_files
-from qex.cli.commands.events import parse_since
+from qex.cli.events_core import SinceError, parse_since
 from qex.core.log_words import for_json
 from qex.core.logsel import Selection
 
@@ -84,5 +83,5 @@ def test_parse_since() -> None:
     stream = "91b8d897-6ff1-4ca3-aaf5-4c1d9031fbee"
     assert parse_since(f"{stream}:7") == ({"after": {"seq": 7, "stream": stream}}, False)
     for bad in ("soon", ":5", "abc:x"):
-        with pytest.raises(click.BadParameter):
+        with pytest.raises(SinceError):
             parse_since(bad)
