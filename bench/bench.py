@@ -326,6 +326,7 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "kill --signal INT ID ID ID (refused)": [*prog(env), "kill", "--signal", "INT", done,
                                                  *more],
         "info --json": [*prog(env), "info", "--json"],
+        "events --json --count 1": [*prog(env), "events", "--json", "--count", "1"],
         "info": [*prog(env), "info"],
     }
 
