@@ -1,11 +1,13 @@
 """`qex rerun`'s lean body, shared by the fast path and the click command.
 
-One word in, one request out: the word is resolved as every fast command resolves it
-(`fastread.job_record`), and the coordinator reads the recorded spec and submits it again
-(`protocol.rerun`, `qex.coordinator.submit_again`). Whatever this body cannot decide goes
+One word in, one request out: a whole id goes to the coordinator as it is, any other word is
+resolved as every fast command resolves it (`fastread.job_record`), and the coordinator
+reads the recorded spec and submits it again (`protocol.rerun`,
+`qex.coordinator.submit_again`). Whatever this body cannot decide goes
 to the full body in `qex.cli.commands.rerun`, before anything was changed: nobody listens
-(the full body starts a coordinator), the word is not one plain job (the full body says what
-it names), or the coordinator is older than the request.
+(the full body starts a coordinator), the word is not one plain job or the coordinator knows
+no job by that id (the full body says what the word names), or the coordinator is older
+than the request.
 """
 
 from __future__ import annotations
@@ -26,14 +28,19 @@ def rerun(word: str, id_file: str | None) -> int | None:
     wire = Wire.connect()
     if wire is None:
         return None
-    from qex.cli.fastread import job_record
+    from qex.cli.fastwait import is_full_id
 
-    try:
-        record = job_record(wire, word)
-    except BaseException:
-        wire.close()
-        raise
-    old_id = record.get("id") if record is not None else None
+    if is_full_id(word):
+        old_id: object = word.lower()  # asked at once: a group's id is refused as unknown
+    else:
+        from qex.cli.fastread import job_record
+
+        try:
+            record = job_record(wire, word)
+        except BaseException:
+            wire.close()
+            raise
+        old_id = record.get("id") if record is not None else None
     if not isinstance(old_id, str):
         wire.close()
         return None
@@ -43,8 +50,8 @@ def rerun(word: str, id_file: str | None) -> int | None:
 
     answer = lean_request(protocol.rerun(old_id, environ=dict(os.environ),
                                          client_version=__version__), wire)
-    if answer is None or protocol.unknown_request(answer):
-        return None
+    if answer is None or protocol.unknown_request(answer) or answer.get("not_found"):
+        return None  # nothing was queued; the full body says what the word names
     show(answer, old_id, id_file)
     return 0
 
