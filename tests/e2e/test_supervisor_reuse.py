@@ -82,7 +82,12 @@ def test_jobs_one_after_another_share_a_supervisor_and_nothing_else(qex_env: Env
 
 def test_a_supervisor_that_adopted_an_orphan_does_not_serve_again(qex_env: Env) -> None:
     _with_fork_server(qex_env)
-    job = _run(qex_env, "sh", "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $!")
+    # The job ends only once its child has left the job's session: a child still in the
+    # job's group when the job ends is a leftover, and the supervisor kills it (on a busy
+    # host the child may not have run `setsid` yet when `sh` exits).
+    job = _run(qex_env, "sh", "-c", "setsid sleep 60 </dev/null >/dev/null 2>&1 & pid=$!; "
+               "while [ \"$(cut -d' ' -f6 /proc/$pid/stat)\" != \"$pid\" ]; do sleep 0.01; "
+               "done; echo $pid")
     orphan = int(_output(qex_env, job).split()[0])
     try:
         supervisor = _supervisor(qex_env, job)
