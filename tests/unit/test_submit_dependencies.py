@@ -143,3 +143,16 @@ def test_the_coordinator_reads_a_job_file_as_the_command_does(
     assert submit_words._options_ok({"job_file": sent})
     for bad in ({"path": "x"}, {**sent, "text": b"x"}, "x", {**sent, "more": ""}):
         assert not submit_words._options_ok({"job_file": bad}), bad
+
+
+class _Untouchable(dict):  # type: ignore[type-arg]
+    def values(self) -> Any:
+        raise AssertionError("a submission without dependencies walked every job")
+
+
+def test_a_submission_without_dependencies_walks_no_job(coord: Coordinator) -> None:
+    # The usual submission names no job: with thousands of records kept, a walk (and a sort)
+    # of all of them was most of the coordinator's own time per submission.
+    coord.jobs = _Untouchable(coord.jobs)  # type: ignore[assignment]
+    assert submit_words._dependencies(coord, coord.paths, {"needs": [], "after": [" "]},
+                                      NOW) == ({"needs": [], "after": []}, None)
