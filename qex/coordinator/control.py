@@ -180,7 +180,10 @@ def holders(coord: Coordinator, target: Job) -> tuple[Job | None, Job | None]:
     """(an unfinished job that reads `target` via needs/after, an unfinished job of its group)."""
     reverse: dict[str, list[Job]] = {}
     for job in coord.jobs.values():
-        for dep in [*job.record.needs, *job.record.after]:
+        record = job.record
+        if not (record.needs or record.after):
+            continue  # most jobs: `qex clean done` asks this once per job it deletes
+        for dep in [*record.needs, *record.after]:
             reverse.setdefault(dep, []).append(job)
     seen: set[str] = set()
     frontier = [target.id]
@@ -230,7 +233,8 @@ def remove(coord: Coordinator, job: Job) -> None:
     now = coord.now()
     record = job.record
     for other in coord.jobs.values():
-        if other.id != job.id and other.record.caused_by == job.id:
+        # `caused_by` first: it is None for nearly every job, and this runs for each deletion.
+        if other.record.caused_by == job.id and other is not job:
             other.record.caused_by = None
             other.record.error = (
                 f"the job `{safe_name(record.name)}` ({record.state}) did not succeed, so this "
