@@ -1235,6 +1235,9 @@ def test_reruns_agree_and_stay_lean(qex_env: Env) -> None:
     shown = qex_env.run("rerun", first[:8], "--id-file", str(id_file), check=True).stdout
     assert id_file.read_text() == shown
     assert not _imported(qex_env, "rerun", first) & _HEAVY
+    # Every rerun has ended before the refusal below lists them with their states.
+    listed = json.loads(qex_env.run("list", "--json", check=True).stdout)
+    qex_env.run("wait", *[r["id"] for r in listed if r["name"] == "again"])
     for word in ("again", "nosuchjob", "12345678-1234-1234-1234-123456789012"):
         _same(qex_env, "rerun", word)  # two jobs by that name, none, an unknown id: 127
     qex_env.write_config("[politeness]\nnice = 50\n")
