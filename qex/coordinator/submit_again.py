@@ -14,7 +14,12 @@ from typing import Any
 
 from qex.coordinator.state import Coordinator
 from qex.coordinator.submit import handle_submit
-from qex.coordinator.submit_words import BuildContext, build_refusal, version_note
+from qex.coordinator.submit_words import (
+    build_refusal,
+    command_config,
+    config_notes,
+    version_note,
+)
 from qex.core import protocol
 from qex.core.names import is_uuid, new_id
 from qex.core.rerun_spec import again, unreadable
@@ -39,15 +44,16 @@ def handle_rerun(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
                                "this queue knows")
         answer["not_found"] = True
         return answer
-    ctx = BuildContext.of({**message, "cwd": "/"})
-    if isinstance(ctx, dict):
-        return ctx
+    found = command_config(message["environ"])
+    if isinstance(found, dict):
+        return found
+    _paths, config = found
     spec = job_files.read_spec(job.dir)
     if spec is None or not spec.command:
         return build_refusal(unreadable(old_id))
     fresh = again(spec, job_id=new_id(), now=time.time())
     answer = handle_submit(coord, protocol.submit(fresh.to_dict()))
     note = version_note(coord, message)
-    answer["build_warnings"] = [*ctx.notes, *([note] if note else [])]
+    answer["build_warnings"] = [*config_notes(config), *([note] if note else [])]
     answer["from"] = old_id
     return answer

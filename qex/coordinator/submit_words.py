@@ -178,6 +178,24 @@ def handle_submit_words(coord: Coordinator, message: dict[str, Any]) -> dict[str
     return answer
 
 
+def command_config(environ: dict[str, str]) -> tuple[Any, Any] | dict[str, Any]:
+    """The paths and the config that a command with `environ` would read, or the refusal it
+    would print (a bad state dir or config file)."""
+    from qex.core.config import ConfigError
+    from qex.store.paths import PathError, Paths
+
+    try:
+        paths = Paths.from_env(environ)
+        return paths, _config(paths.config_file)
+    except (PathError, ConfigError) as exc:
+        return build_refusal(str(exc))
+
+
+def config_notes(config: Any) -> list[str]:
+    """The config's notes, which the command prints before anything else."""
+    return list(getattr(config, "notes", ()))
+
+
 class BuildContext:
     """What every spec of one request is built with: the command's paths, its config as the
     file is now, its environment and directory, the machine, and the request's clock."""
@@ -193,21 +211,15 @@ class BuildContext:
     @classmethod
     def of(cls, message: dict[str, Any]) -> BuildContext | dict[str, Any]:
         """The context of a checked request, or the refusal (a bad state dir or config)."""
-        from qex.core.config import ConfigError
-        from qex.store.paths import PathError, Paths
-
-        environ = message["environ"]
-        try:
-            paths = Paths.from_env(environ)
-            config = _config(paths.config_file)
-        except (PathError, ConfigError) as exc:
-            return build_refusal(str(exc))
-        return cls(paths, config, environ, message["cwd"], time.time())
+        found = command_config(message["environ"])
+        if isinstance(found, dict):
+            return found
+        paths, config = found
+        return cls(paths, config, message["environ"], message["cwd"], time.time())
 
     @property
     def notes(self) -> list[str]:
-        """The config's notes, which the command prints before anything else."""
-        return list(getattr(self.config, "notes", ()))
+        return config_notes(self.config)
 
     def build(self, opts: Any, job_file: Any, *, job_id: str,
               learn_key: list[str] | None = None) -> tuple[Any, list[str]] | dict[str, Any]:
