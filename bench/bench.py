@@ -328,6 +328,12 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "info --json": [*prog(env), "info", "--json"],
         "events --json --count 1": [*prog(env), "events", "--json", "--count", "1"],
         "info": [*prog(env), "info"],
+        "version": [*prog(env), "version"],
+        "--version": [*prog(env), "--version"],
+        "pause (what is paused)": [*prog(env), "pause"],
+        # The two in this order, last in each round: no other command meets a paused queue.
+        "pause queue": [*prog(env), "pause", "queue"],
+        "resume queue": [*prog(env), "resume", "queue"],
     }
 
 

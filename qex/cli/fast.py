@@ -1,5 +1,6 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
-`cancel`, `info`, `pipeline`, `rerun`, `events` (and `daemon`, so that a coordinator never
+`cancel`, `info`, `pipeline`, `rerun`, `events`, the pauses (`pause`, `resume` and their
+`queue` and `lock`), `version` and `--version` (and `daemon`, so that a coordinator never
 loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
@@ -44,12 +45,19 @@ def answer(args: list[str]) -> int | None:
     """The exit code when a fast form handled `args`; None to use the click application."""
     if not args or os.environ.get("QEX_NO_FAST_PATH") == "1":
         return None
-    handler = HANDLERS.get(args[0])
+    if args == ["--version"]:
+        from qex.cli.version_core import version_flag
+
+        return version_flag()
+    command, rest = args[0], args[1:]
+    if rest and f"{command} {rest[0]}" in HANDLERS:  # a group's subcommand: `pause queue`
+        command, rest = f"{command} {rest[0]}", rest[1:]
+    handler = HANDLERS.get(command)
     if handler is None:
         return None
     from qex.cli.fastargs import parse
 
-    params = parse(args[0], args[1:])
+    params = parse(command, rest)
     if params is None:
         return None
     try:
@@ -405,6 +413,61 @@ def _events(p: dict[str, Any]) -> int | None:
         return None  # click words the mistake
 
 
+def _until(text: str | None) -> tuple[bool, float | None]:
+    """(ok, the wall-clock end or None) for `--for`; not ok when click must word it (a time
+    it cannot read, or no time at all)."""
+    if text is None:
+        return True, None
+    ok, seconds = _duration(text)
+    if not ok or seconds is None:
+        return False, None
+    import time
+
+    return True, time.time() + seconds
+
+
+def _pause(p: dict[str, Any]) -> int | None:
+    from qex.cli.pause_core import show
+
+    return show(p["as_json"])
+
+
+def _pause_queue(p: dict[str, Any]) -> int | None:
+    ok, until = _until(p["for_text"])
+    if not ok or p["drain"]:
+        return None  # `--drain` waits on the event stream: the click command
+    from qex.cli.pause_core import pause_queue
+
+    return pause_queue(p["reason"], until, p["as_json"])
+
+
+def _pause_lock(p: dict[str, Any]) -> int | None:
+    ok, until = _until(p["for_text"])
+    if not ok:
+        return None
+    from qex.cli.pause_core import pause_lock
+
+    return pause_lock(p["name"], p["reason"], until, p["as_json"])
+
+
+def _resume_queue(p: dict[str, Any]) -> int | None:
+    from qex.cli.pause_core import resume
+
+    return resume({"kind": "queue"}, p["as_json"])
+
+
+def _resume_lock(p: dict[str, Any]) -> int | None:
+    from qex.cli.pause_core import resume
+
+    return resume({"kind": "lock", "name": p["name"]}, p["as_json"])
+
+
+def _version(p: dict[str, Any]) -> int | None:
+    from qex.cli.version_core import lean
+
+    return lean(p["as_json"])
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -415,5 +478,7 @@ def _daemon(p: dict[str, Any]) -> int | None:
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
     "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
-    "rerun": _rerun, "events": _events,
+    "rerun": _rerun, "events": _events, "pause": _pause, "pause queue": _pause_queue,
+    "pause lock": _pause_lock, "resume": _resume_queue, "resume queue": _resume_queue,
+    "resume lock": _resume_lock, "version": _version,
 }

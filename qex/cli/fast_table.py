@@ -357,4 +357,86 @@ TABLE: dict[str, dict[str, Any]] = {
             'timeout_text': None,
         },
     },
+    'pause': {
+        'interspersed': False,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+        },
+    },
+    'pause queue': {
+        'interspersed': True,
+        'options': {
+            '--reason': ('reason', 'value'),
+            '--for': ('for_text', 'value'),
+            '--drain': ('drain', 'flag'),
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+            'drain': False,
+            'for_text': None,
+            'reason': None,
+        },
+    },
+    'pause lock': {
+        'interspersed': True,
+        'options': {
+            '--reason': ('reason', 'value'),
+            '--for': ('for_text', 'value'),
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [('name', 1, True)],
+        'defaults': {
+            'as_json': False,
+            'for_text': None,
+            'name': None,
+            'reason': None,
+        },
+    },
+    'resume': {
+        'interspersed': False,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+        },
+    },
+    'resume queue': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+        },
+    },
+    'resume lock': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [('name', 1, True)],
+        'defaults': {
+            'as_json': False,
+            'name': None,
+        },
+    },
+    'version': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+        },
+    },
 }

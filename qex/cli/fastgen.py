@@ -22,9 +22,13 @@ from typing import Any
 #: The commands that have a fast path (the ones users and agents repeat, `info`, which an
 #: agent asks to see whether the machine has room, `pipeline`, which a CI harness runs per
 #: change, `rerun`, which an agent runs after a failure, `events`, which an agent runs per
-#: change it waits for, and `daemon`, so that a coordinator never imports click).
+#: change it waits for, the pauses that a harness takes and gives back around its work,
+#: `version`, which tools ask first, and `daemon`, so that a coordinator never imports
+#: click). A subcommand is written with its group's word first (`pause queue`); its group's
+#: own entry (`pause`) covers the group's options with no subcommand.
 HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "info", "daemon",
-       "pipeline", "rerun", "events")
+       "pipeline", "rerun", "events", "pause", "pause queue", "pause lock", "resume",
+       "resume queue", "resume lock", "version")
 
 TABLE_PATH = Path(__file__).with_name("fast_table.py")
 
@@ -57,14 +61,21 @@ def _kind(param: Any) -> str:
     return f"multi:{kind}" if param.multiple else kind
 
 
+def click_command(name: str) -> Any:
+    """The click command of a table entry: `status`, or a group's subcommand (`pause queue`)."""
+    from qex.cli.main import COMMANDS
+
+    group, _, sub = name.partition(" ")
+    command = importlib.import_module(COMMANDS[group][0]).command
+    return command.commands[sub] if sub else command
+
+
 def describe(name: str) -> dict[str, Any]:
     """The fast parser's view of one click command."""
     import click
 
-    from qex.cli.main import COMMANDS
-
-    command = importlib.import_module(COMMANDS[name][0]).command
-    defaults = command.make_context(name, [], resilient_parsing=True).params
+    command = click_command(name)
+    defaults = command.make_context(name.rpartition(" ")[2], [], resilient_parsing=True).params
     options: dict[str, tuple[str, str]] = {}
     arguments: list[tuple[str, int, bool]] = []
     for param in command.params:

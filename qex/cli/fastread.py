@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 FINAL_STATES = FINAL_WORDS
 
 
-def _ask(wire: Wire, message: dict[str, Any]) -> dict[str, Any] | None:
+def ask(wire: Wire, message: dict[str, Any]) -> dict[str, Any] | None:
     """The answer to one request, or None when it did not come at once (the full client has
     taken the line over; it is closed here, and the caller gives up)."""
     answer = wire.request(message)
@@ -56,7 +56,7 @@ def word_jobs(wire: Wire, word: str) -> tuple[list[dict[str, Any]], str | None] 
     if is_full_id(word):
         from qex.cli.wire import status_record
 
-        asked = _ask(wire, {"op": "status", "id": word})
+        asked = ask(wire, {"op": "status", "id": word})
         if asked is None:
             return None  # a slow answer: the line is the full client's now, and closed
         record = status_record(asked)
@@ -66,7 +66,7 @@ def word_jobs(wire: Wire, word: str) -> tuple[list[dict[str, Any]], str | None] 
             return None
     elif not word or word != word.strip():
         return None
-    answer = _ask(wire, {"op": "list", "word": word})  # protocol.list_jobs(word)
+    answer = ask(wire, {"op": "list", "word": word})  # protocol.list_jobs(word)
     jobs = answer.get("jobs") if answer is not None and answer.get("result") == "jobs" else None
     if not isinstance(jobs, list) or not all(
             isinstance(r, dict) and isinstance(r.get("id"), str) for r in jobs):
@@ -207,7 +207,7 @@ def info_answer(*, start: bool) -> dict[str, Any] | None:
     if wire is None:
         return None
     try:
-        answer = _ask(wire, {"op": "info"})  # protocol.info()
+        answer = ask(wire, {"op": "info"})  # protocol.info()
     finally:
         wire.close()
     return answer if answer is not None and answer.get("result") == "info" else None
@@ -254,7 +254,7 @@ def _listing(*, as_json: bool) -> _Listing | None:
         elif got[0].get("result") != "error":
             return None  # an error: a coordinator older than `list_json`; ask for `list`
         if listed is None:
-            listed = _ask(wire, {"op": "list"})
+            listed = ask(wire, {"op": "list"})
             if listed is None or listed.get("result") != "jobs":
                 return None
         asked, pauses = _pauses(wire)
@@ -277,13 +277,13 @@ def _pauses(wire: Wire) -> tuple[bool, dict[str, Any] | None]:
     """(asked, the pause state): the state is None when the coordinator does not know
     pauses or answered with an error; `asked` is False when an answer did not come at once
     or was of the wrong kind (the full client words that)."""
-    names = _ask(wire, {"op": "capabilities"})
+    names = ask(wire, {"op": "capabilities"})
     if names is None:
         return False, None
     known = names.get("names") if names.get("result") == "capabilities" else None
     if not (isinstance(known, list) and "pause" in known):
         return True, None
-    pauses = _ask(wire, {"op": "pause_state"})
+    pauses = ask(wire, {"op": "pause_state"})
     if pauses is None or pauses.get("result") not in ("pause_state", "error"):
         return False, None
     return True, pauses if pauses.get("result") == "pause_state" else None

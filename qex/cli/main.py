@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     from qex.client.errors import ClientError
 
     try:
-        if args and args[0] == first:
+        if args and (args[0] == first or args == ["--version"]):
             code = fast.answer(args)
             if code is not None:
                 sys.exit(code)

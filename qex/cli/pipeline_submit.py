@@ -24,12 +24,8 @@ def submit_pipeline(file: str, *, name: str | None, id_file: str | None,
                     as_json: bool) -> NoReturn:
     from qex.cli.common import get_paths
     from qex.client.errors import ClientError
-    from qex.core.capability_check import (
-        Stage,
-        floor_refusal,
-        pipeline_refusal,
-        version_warning,
-    )
+    from qex.core.capability_check import Stage, pipeline_refusal
+    from qex.core.coordinator_notes import floor_refusal, version_warning
     from qex.core.jobfile import UNSET, JobFileError, parse_pipeline
     from qex.core.jobspec import SpecError, stage_options
     from qex.store.structured import StructuredError, read_structured

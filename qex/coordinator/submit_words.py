@@ -249,7 +249,7 @@ def version_note(coord: Coordinator, message: dict[str, Any]) -> str | None:
     """The note on a command of another version than this coordinator, which the command
     prints after the spec's warnings."""
     from qex.coordinator.queries import program_replaced
-    from qex.core.capability_check import version_warning
+    from qex.core.coordinator_notes import version_warning
 
     info = {"pid": os.getpid(), "version": protocol.VERSION,
             "program_replaced": program_replaced(coord)}

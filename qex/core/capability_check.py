@@ -9,6 +9,9 @@ A coordinator below the capability floor cannot even say what it can do, so it i
 outright; a development build (`0.0.0-dev...`) answers the capability request like any other
 build, so it only gets a warning and the exact per-option check still applies.
 
+The sentences about the coordinator itself (too old, another version) live in
+`qex.core.coordinator_notes`, which `qex version` reads on the lean path.
+
 Pure: the caller passes the coordinator's `info` answer and capability names. It lives in
 the core because both sides use it: the CLI before it submits, and the coordinator's
 `submit_words` handler, which builds the spec itself and adds the same version warning.
@@ -20,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qex.core import protocol
+from qex.core.coordinator_notes import floor_refusal, replace_advice, version_warning, who
 from qex.core.job_fields import options_needing
 from qex.core.model import dataclass, field
 from qex.core.names import safe_name
@@ -65,48 +69,6 @@ def required(spec: Mapping[str, Any]) -> list[str]:
     return needs
 
 
-def _who(info: Mapping[str, Any]) -> tuple[str, str]:
-    return str(info.get("pid") or 0), str(info.get("version") or "unknown")
-
-
-def _replace_advice(pid: str) -> str:
-    return (
-        f"stop it with `kill {pid}` (the jobs that run now continue, and the next qex command "
-        "starts a new coordinator that reads the same records), then run this command again"
-    )
-
-
-def floor_refusal(info: Mapping[str, Any]) -> str | None:
-    """The refusal for a coordinator too old to say what it can do; None when it can."""
-    pid, version = _who(info)
-    if protocol.is_development(version):
-        return None
-    if version != "unknown" and not protocol.below_floor(version):
-        return None
-    return (
-        f"the coordinator (pid {pid}) is version {version}, and only a coordinator of version "
-        f"{protocol.CAPABILITY_FLOOR} or newer says which options it obeys, so qex gives it no "
-        f"work; {_replace_advice(pid)}"
-    )
-
-
-def version_warning(info: Mapping[str, Any], own_version: str = protocol.VERSION) -> str | None:
-    """A note when the coordinator runs a different (or a replaced) program than this command."""
-    pid, version = _who(info)
-    if version != own_version:
-        return (
-            f"the coordinator (pid {pid}) is version {version}, and this command is version "
-            f"{own_version}; it stops by itself once no job runs, and the next command then "
-            "starts the new version"
-        )
-    if info.get("program_replaced"):
-        return (
-            f"the qex program was replaced after the coordinator (pid {pid}) started; it keeps "
-            "the old code until no job runs, and the next command then starts the new one"
-        )
-    return None
-
-
 def _missing_text(missing: Sequence[str]) -> str:
     options = [OPTION_TEXT.get(name, name) for name in missing]
     return options[0] if len(options) == 1 else ", ".join(options[:-1]) + " and " + options[-1]
@@ -118,11 +80,11 @@ def job_refusal(spec: Mapping[str, Any], capabilities: set[str],
     missing = [name for name in required(spec) if name not in capabilities]
     if not missing:
         return None
-    pid, version = _who(info)
+    pid, version = who(info)
     return (
         f"the coordinator (pid {pid}, version {version}) cannot obey {_missing_text(missing)}, "
         "so qex refuses this job: that coordinator would ignore the option in silence and still "
-        f"give you a job id; {_replace_advice(pid)}"
+        f"give you a job id; {replace_advice(pid)}"
     )
 
 
@@ -162,11 +124,11 @@ def pipeline_refusal(stages: Sequence[Stage], capabilities: set[str],
             reasons.append(f"{option}, which the stages {names} use")
     if not reasons:
         return None
-    pid, version = _who(info)
+    pid, version = who(info)
     return (
         f"the coordinator (pid {pid}, version {version}) cannot obey " + "; nor ".join(reasons)
         + ", so qex submits no stage of this pipeline: that coordinator would ignore those "
-        f"options in silence; {_replace_advice(pid)}"
+        f"options in silence; {replace_advice(pid)}"
     )
 
 

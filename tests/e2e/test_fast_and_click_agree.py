@@ -1282,3 +1282,95 @@ def test_events_agree_and_stay_lean(qex_env: Env) -> None:
             slow.returncode, _events_shown(slow.stdout, as_json), _mask(slow.stderr)), args
     assert not _imported(qex_env, "events", "--json", "--count", "1") & _HEAVY
     assert not _imported(qex_env, "events", "--count", "1") & _HEAVY
+
+
+_PAUSE_MOMENTS = [
+    (re.compile(r"\bpid \d+"), "pid <pid>"),
+    (re.compile(r"\b\d\d:\d\d:\d\d\b"), "<clock>"),
+    (re.compile(r"\((?:in )?[^()]*(?:ago|left)?\)"), "(<span>)"),
+    (re.compile(r'"(since|until|at|by_pid|paused_at|lifts_at)": [0-9.e+]+'), r'"\1": <n>'),
+]
+
+
+def _pause_text(text: str) -> str:
+    """Output about pauses, less what differs between two runs: the pausing pid, the clock
+    and the times since and until."""
+    for pattern, mask in _PAUSE_MOMENTS:
+        text = pattern.sub(mask, text)
+    return text
+
+
+def _same_pauses(env: Env, *args: str) -> None:
+    fast, slow = _both(env, *args)
+    assert (fast.returncode, _pause_text(fast.stdout), _pause_text(fast.stderr)) == (
+        slow.returncode, _pause_text(slow.stdout), _pause_text(slow.stderr)), args
+
+
+def _same_change(env: Env, args: tuple[str, ...], before: tuple[str, ...] | None,
+                 undo: tuple[str, ...]) -> None:
+    """`qex ARGS` both ways from the same state (`before` run first each time, by a third
+    process), undone after each: the same code and output, masked as `_pause_text`."""
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        if before is not None:
+            env.run(*before, check=True)
+        run = env.run(*args, extra_env=extra)
+        env.run(*undo, check=True)
+        shown.append((run.returncode, _pause_text(run.stdout), _pause_text(run.stderr)))
+    assert shown[0] == shown[1], args
+
+
+def test_pauses_agree_and_stay_lean(qex_env: Env) -> None:
+    """`qex pause` and `qex resume`, which a harness runs around work that needs the whole
+    machine, print on the lean path what the click commands print, and import no framework."""
+    for args in (("pause",), ("pause", "--json")):
+        _same_pauses(qex_env, *args)
+    queue_off, lock_off = ("resume", "queue"), ("resume", "lock", "gpu0")
+    _same_change(qex_env, ("pause", "queue", "--reason", "nightly", "--for", "1h"), None,
+                 queue_off)
+    _same_change(qex_env, ("pause", "queue", "--json"), None, queue_off)
+    _same_change(qex_env, ("pause", "queue"), ("pause", "queue", "--reason", "first"),
+                 queue_off)  # someone else paused first: the warning names that pid
+    _same_change(qex_env, ("pause", "lock", "gpu0", "--reason", "mine"), None, lock_off)
+    _same_change(qex_env, ("pause", "lock", "gpu0", "--json", "--for", "30m"), None, lock_off)
+    for args in (("resume",), ("resume", "queue", "--json")):
+        _same_change(qex_env, args, ("pause", "queue"), queue_off)
+    _same_change(qex_env, ("resume", "lock", "gpu0"), ("pause", "lock", "gpu0"), lock_off)
+    qex_env.run("pause", "queue", "--reason", "look", check=True)
+    qex_env.run("pause", "lock", "gpu0", check=True)
+    for args in (("pause",), ("pause", "--json")):
+        _same_pauses(qex_env, *args)
+    for args in (["pause"], ["pause", "--json"], ["pause", "queue"], ["pause", "lock", "x"],
+                 ["resume", "lock", "x"], ["resume", "--json"]):
+        assert not _imported(qex_env, *args) & _HEAVY, args
+    qex_env.run("resume", "queue", check=True)
+    qex_env.run("resume", "lock", "gpu0", check=True)
+    for args in (("pause", "queue", "--for", "0"), ("pause", "queue", "--for", "soon"),
+                 ("pause", "lock"), ("resume", "lock"), ("pause", "queue", "extra")):
+        _same_pauses(qex_env, *args)  # click words each mistake, with its code
+    job = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "sleep", "30")
+    qex_env.wait_for(lambda: qex_env.record(job)["state"] == "running", what="the job to run")
+    _same_change(qex_env, ("pause", "queue"), None, queue_off)  # "1 job(s) still run"
+    qex_env.run("kill", job, check=True)
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    for args in (("pause",), ("pause", "--json")):
+        _same_pauses(qex_env, *args)  # nobody listens: the pause file, read by the click command
+    assert qex_env.coordinator_pid() is None
+    _same_change(qex_env, ("pause", "queue"), None, queue_off)  # starts a coordinator
+
+
+def test_versions_agree_and_stay_lean(qex_env: Env) -> None:
+    """`qex version` and `qex --version`, which tools ask first, print on the lean path what
+    click prints, with and without a coordinator."""
+    qex_env.run("info", check=True)  # a coordinator runs
+    for args in (("version",), ("version", "--json"), ("--version",), ("version", "--bogus")):
+        _same(qex_env, *args)
+    for args in (["version"], ["version", "--json"], ["--version"]):
+        assert not _imported(qex_env, *args) & _HEAVY, args
+    assert qex_env.run("--version", check=True).stdout.startswith("qex ")
+    qex_env.run("coordinator", "stop", check=True)
+    qex_env.wait_for(lambda: qex_env.coordinator_pid() is None, what="the coordinator to stop")
+    for args in (("version",), ("version", "--json"), ("--version",)):
+        _same(qex_env, *args)
+    assert qex_env.coordinator_pid() is None

@@ -7,13 +7,12 @@ import pytest
 from qex.core.capability_check import (
     CapabilityRefusal,
     Stage,
-    floor_refusal,
     job_refusal,
     pipeline_refusal,
     preflight,
     required,
-    version_warning,
 )
+from qex.core.coordinator_notes import floor_refusal, version_warning
 from qex.core.protocol import CAPABILITIES
 
 ALL = set(CAPABILITIES)

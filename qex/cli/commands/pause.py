@@ -1,5 +1,9 @@
 """`qex pause`: say what is paused; `qex pause queue` stops new starts; `qex pause lock NAME`
-takes a lock for a person. Running jobs always continue: a pause never loses work."""
+takes a lock for a person. Running jobs always continue: a pause never loses work.
+
+The fast path answers the plain forms through `qex.cli.pause_core`, which also holds the
+sentences printed here; this body covers the rest (no coordinator yet, `--drain`, an older
+coordinator, a `--for` to word)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,13 @@ from typing import Any
 
 import click
 
-from qex.cli.common import die, get_paths, print_json, warn
+from qex.cli.common import die, get_paths, warn
+from qex.cli.pause_core import (
+    already_paused_warning,
+    lock_taken_line,
+    print_state,
+    still_running_warning,
+)
 from qex.core.states import Exit
 
 
@@ -24,27 +34,6 @@ def disk_pause_state(paths: Any, now: float) -> dict[str, Any]:
         "locks": [{"name": name, "record": record.to_dict(), "held_by": None}
                   for name, record in sorted(pauses.locks.items())],
     }
-
-
-def _is_paused(state: dict[str, Any]) -> bool:
-    return bool(state.get("queue")) or bool(state.get("locks"))
-
-
-def _print_state(state: dict[str, Any], as_json: bool) -> None:
-    from qex.cli.queue_lines import pause_lines
-
-    if as_json:
-        print_json({"paused": _is_paused(state), "queue": state.get("queue"),
-                    "locks": state.get("locks") or []})
-        return
-    lines = pause_lines(state, time.time())
-    if not state.get("queue"):
-        lines.insert(0, "queue: runs (not paused)")
-    else:
-        lines.insert(1, "(this pauses your queue only; other users of the machine are not paused)")
-    if not _is_paused(state):
-        lines = ["nothing is paused; the queue runs"]
-    click.echo("\n".join(lines))
 
 
 @click.group("pause", invoke_without_command=True)
@@ -65,7 +54,7 @@ def command(ctx: click.Context, as_json: bool) -> None:
             state = pause_state(conn)
     if state is None:
         state = disk_pause_state(paths, time.time())
-    _print_state(state, as_json)
+    print_state(state, as_json)
 
 
 def _until(for_text: str | None) -> float | None:
@@ -110,24 +99,23 @@ def pause_queue(*, reason: str | None, for_text: str | None, drain: bool, as_jso
     pause keeps the end and the reason of the first one."""
     conn, answer = _pause({"kind": "queue"}, reason, for_text, drain)
     with conn:
-        queue = answer.get("queue")
-        if isinstance(queue, dict) and queue.get("by_pid") not in (None, 0, os.getpid()):
-            warn(f"the queue was already paused by pid {queue.get('by_pid')}; that pause keeps "
-                 "its end and its reason (run `qex resume queue` first to replace them)")
+        note = already_paused_warning(answer)
+        if note:
+            warn(note)
         info = conn.fresh_info()
         running = info.get("jobs_running")
         if drain:
-            _print_state(answer, as_json)
+            print_state(answer, as_json)
             if isinstance(running, int) and running > 0:
                 warn(f"{running} job(s) still run; qex waits until they stop")
                 _wait_quiet(conn)
             if not as_json:
                 click.echo("the machine is quiet: no job of this queue runs")
             return
-    _print_state(answer, as_json)
-    if isinstance(running, int) and running > 0:
-        warn(f"{running} job(s) still run and continue; `qex pause queue --drain` waits for "
-             "them, and `qex kill <id>` stops one")
+    print_state(answer, as_json)
+    note = still_running_warning(running)
+    if note:
+        warn(note)
 
 
 @command.command("lock")
@@ -139,23 +127,12 @@ def pause_queue(*, reason: str | None, for_text: str | None, drain: bool, as_jso
 def pause_lock(*, name: str, reason: str | None, for_text: str | None, as_json: bool) -> None:
     """Take the lock NAME for yourself. A job that holds it now keeps it until it stops, no
     other job takes it, and it is yours from then until `qex resume lock NAME`."""
-    from qex.core.names import lock_arg, lock_shown, printable_line
-
     conn, answer = _pause({"kind": "lock", "name": name}, reason, for_text, False)
     conn.close()
     if as_json:
-        _print_state(answer, True)
+        print_state(answer, True)
         return
-    shown = lock_shown(name)
-    entry = next((e for e in answer.get("locks") or []
-                  if isinstance(e, dict) and str(e.get("name")) == name), None)
-    holder = entry.get("held_by") if isinstance(entry, dict) else None
-    if isinstance(holder, str) and holder:
-        click.echo(f"the job {printable_line(holder)} holds the lock `{shown}` now; it keeps it "
-                   "until it stops, and then the lock is yours (`qex pause` shows when)")
-    else:
-        click.echo(f"the lock `{shown}` is yours: no job takes it until "
-                   f"`qex resume lock {lock_arg(name)}`")
+    click.echo(lock_taken_line(name, answer))
 
 
 def _wait_quiet(conn: Any) -> None:

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from qex.cli.common import get_paths, print_json
+from qex.cli.common import get_paths
+from qex.cli.pause_core import QUEUE_RUNS_LINE, lock_free_line, print_state_json
 
 
 def _resume(target: dict[str, Any]) -> dict[str, Any]:
@@ -20,17 +21,12 @@ def _resume(target: dict[str, Any]) -> dict[str, Any]:
         return conn.resume(target)
 
 
-def _json(answer: dict[str, Any]) -> None:
-    print_json({"paused": bool(answer.get("queue")) or bool(answer.get("locks")),
-                "queue": answer.get("queue"), "locks": answer.get("locks") or []})
-
-
 def _queue(as_json: bool) -> None:
     answer = _resume({"kind": "queue"})
     if as_json:
-        _json(answer)
+        print_state_json(answer)
     else:
-        click.echo("the queue runs again")
+        click.echo(QUEUE_RUNS_LINE)
 
 
 @click.group("resume", invoke_without_command=True)
@@ -54,11 +50,8 @@ def resume_queue(*, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the remaining pauses as JSON.")
 def resume_lock(*, name: str, as_json: bool) -> None:
     """Give the lock NAME back; the next job that needs it takes it."""
-    from qex.core.names import lock_shown
-
     answer = _resume({"kind": "lock", "name": name})
     if as_json:
-        _json(answer)
+        print_state_json(answer)
     else:
-        click.echo(f"the lock `{lock_shown(name)}` is free again; the next job that needs it "
-                   "takes it")
+        click.echo(lock_free_line(name))
