@@ -1,6 +1,6 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
 `cancel`, `info`, `pipeline`, `rerun`, `events`, the pauses (`pause`, `resume` and their
-`queue` and `lock`), `version` and `--version` (and `daemon`, so that a coordinator never
+`queue` and `lock`), `version` and `--version`, `help` (and `daemon`, so that a coordinator never
 loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
@@ -468,6 +468,12 @@ def _version(p: dict[str, Any]) -> int | None:
     return lean(p["as_json"])
 
 
+def _help(p: dict[str, Any]) -> int | None:
+    from qex.cli.topics import show
+
+    return show(p["topic"])
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -480,5 +486,5 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
     "rerun": _rerun, "events": _events, "pause": _pause, "pause queue": _pause_queue,
     "pause lock": _pause_lock, "resume": _resume_queue, "resume queue": _resume_queue,
-    "resume lock": _resume_lock, "version": _version,
+    "resume lock": _resume_lock, "version": _version, "help": _help,
 }

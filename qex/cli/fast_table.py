@@ -439,4 +439,13 @@ TABLE: dict[str, dict[str, Any]] = {
             'as_json': False,
         },
     },
+    'help': {
+        'interspersed': True,
+        'options': {
+        },
+        'arguments': [('topic', 1, False)],
+        'defaults': {
+            'topic': None,
+        },
+    },
 }

@@ -1374,3 +1374,14 @@ def test_versions_agree_and_stay_lean(qex_env: Env) -> None:
     for args in (("version",), ("version", "--json"), ("--version",)):
         _same(qex_env, *args)
     assert qex_env.coordinator_pid() is None
+
+
+def test_help_pages_agree_and_stay_lean(qex_env: Env) -> None:
+    """`qex help [TOPIC]`, which an agent reads at the start of a session, prints the same
+    pages both ways without a framework; a word that names no topic is click's to word."""
+    for args in (("help",), ("help", "agents"), ("help", "OOM"), ("help", "nosuch"),
+                 ("help", "a", "b")):
+        _same(qex_env, *args)
+    for args in (["help"], ["help", "agents"]):
+        assert not _imported(qex_env, *args) & (_HEAVY | {"pathlib"}), args
+    assert qex_env.coordinator_pid() is None  # reading the manual starts nothing

@@ -106,6 +106,8 @@ ACCEPTED = [
     ("resume lock", ["target/debug", "--json"]),
     ("version", []),
     ("version", ["--json"]),
+    ("help", []),
+    ("help", ["agents"]),
 ]
 
 #: Forms the fast parser must hand to click (which prints its own usage message).
@@ -135,6 +137,8 @@ REFUSED = [
     ("pause lock", ["a", "b"]),
     ("resume lock", ["--help"]),
     ("version", ["--bogus"]),
+    ("help", ["agents", "states"]),
+    ("help", ["--help"]),
 ]
 
 

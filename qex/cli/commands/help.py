@@ -1,29 +1,13 @@
 """`qex help [TOPIC]`: the built-in manual.
 
 Agents read these pages instead of guessing, so every page is complete for its subject and
-`qex help` alone points at the one page an agent must read first.
+`qex help` alone points at the one page an agent must read first. The fast path prints the
+pages through the same `qex.cli.topics.show`, without click.
 """
 
 from __future__ import annotations
 
 import click
-
-
-def _index() -> str:
-    from qex.cli.topics import TOPICS
-
-    width = max(len(name) for name in TOPICS)
-    lines = [
-        " ==> AGENTS: run `qex help agents` before anything else. It shows how to start a job,",
-        "     wait for it and read its result. Never write a polling loop: `qex wait` is one.",
-        "",
-        "Usage: qex help TOPIC",
-        "",
-        "Topics:",
-    ]
-    lines += [f"  {name.ljust(width)}  {summary}" for name, (_, summary) in TOPICS.items()]
-    lines += ["", "Run `qex --help` for the list of commands, and `qex COMMAND --help` for one."]
-    return "\n".join(lines)
 
 
 def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -41,15 +25,11 @@ def command(topic: str | None) -> None:
     pipeline, each-line, pause, enforcement (several have short aliases, such as `job`
     or `oom`).
     """
-    from qex.cli.topics import TOPICS, resolve, text
+    from qex.cli.topics import TOPICS, show
 
-    if topic is None:
-        click.echo(_index())
-        return
-    found = resolve(topic)
-    if found is None:
+    if show(topic) is None:
         from qex.cli.common import die
         from qex.core.names import visible
 
-        die(f"there is no help topic `{visible(topic)}`; the topics are {', '.join(TOPICS)}", 2)
-    click.echo(text(found).rstrip("\n"))
+        die(f"there is no help topic `{visible(topic or '')}`; the topics are "
+            f"{', '.join(TOPICS)}", 2)

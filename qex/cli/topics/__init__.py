@@ -9,9 +9,14 @@ is small on purpose: names, aliases and a one-line summary for the index.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-HERE = Path(__file__).resolve().parent
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+#: This package's directory, as text: `qex help` is on the lean path, which spares `pathlib`.
+HERE = os.path.dirname(os.path.realpath(__file__))
 
 #: topic -> (file stem under qex/cli/topics, one-line summary). Order of the index.
 TOPICS: dict[str, tuple[str, str]] = {
@@ -63,9 +68,49 @@ def resolve(word: str) -> str | None:
 
 def path(topic: str) -> Path:
     """The file that holds the page of a topic from TOPICS."""
-    return HERE / f"{TOPICS[topic][0]}.txt"
+    from pathlib import Path
+
+    return Path(_file(topic))
+
+
+def _file(topic: str) -> str:
+    return os.path.join(HERE, f"{TOPICS[topic][0]}.txt")
 
 
 def text(topic: str) -> str:
     """The page of a topic from TOPICS; reads that one file only."""
-    return path(topic).read_text(encoding="utf-8")
+    with open(_file(topic), encoding="utf-8") as page:
+        return page.read()
+
+
+def index_text() -> str:
+    """What `qex help` alone prints: the one page an agent reads first, then every topic."""
+    width = max(len(name) for name in TOPICS)
+    lines = [
+        " ==> AGENTS: run `qex help agents` before anything else. It shows how to start a job,",
+        "     wait for it and read its result. Never write a polling loop: `qex wait` is one.",
+        "",
+        "Usage: qex help TOPIC",
+        "",
+        "Topics:",
+    ]
+    lines += [f"  {name.ljust(width)}  {summary}" for name, (_, summary) in TOPICS.items()]
+    lines += ["", "Run `qex --help` for the list of commands, and `qex COMMAND --help` for one."]
+    return "\n".join(lines)
+
+
+def show(topic: str | None) -> int | None:
+    """`qex help [TOPIC]` without click: 0 once the page is printed; None for a word that
+    names no topic (the click command says so, with its code)."""
+    import sys
+
+    if topic is None:
+        page = index_text()
+    else:
+        found = resolve(topic)
+        if found is None:
+            return None
+        page = text(found).rstrip("\n")
+    sys.stdout.write(page + "\n")
+    sys.stdout.flush()
+    return 0
