@@ -330,6 +330,7 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "info": [*prog(env), "info"],
         "version": [*prog(env), "version"],
         "--version": [*prog(env), "--version"],
+        "help agents": [*prog(env), "help", "agents"],
         "pause (what is paused)": [*prog(env), "pause"],
         # The two in this order, last in each round: no other command meets a paused queue.
         "pause queue": [*prog(env), "pause", "queue"],
