@@ -18,6 +18,8 @@ import os
 import sys
 import time
 
+from qex.core import protocol
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -106,10 +108,10 @@ def show(as_json: bool) -> int | None:
     if wire is None:
         return None
     try:
-        answer = ask(wire, {"op": "pause_state"})  # protocol.pause_state()
+        answer = ask(wire, protocol.pause_state())
     finally:
         wire.close()
-    if answer is None or answer.get("result") != "pause_state":
+    if answer is None or answer.get("result") != protocol.Result.PAUSE_STATE:
         return None
     print_state(answer, as_json)
     return 0
@@ -121,8 +123,8 @@ def pause_queue(reason: str | None, until: float | None, as_json: bool) -> int |
     if line is None:
         return None
     with line:
-        answer = line.change({"op": "pause", "target": {"kind": "queue"}, "reason": reason,
-                              "until": until, "by_pid": os.getpid(), "drain": False})
+        answer = line.change(protocol.pause({"kind": "queue"}, reason=reason, until=until,
+                                            by_pid=os.getpid(), drain=False))
         if answer is None:
             return None
         from qex.cli.common import warn
@@ -130,7 +132,7 @@ def pause_queue(reason: str | None, until: float | None, as_json: bool) -> int |
         note = already_paused_warning(answer)
         if note:
             warn(note)
-        info = line.read({"op": "info"})  # protocol.info(): how many jobs still run
+        info = line.read(protocol.info())  # how many jobs still run
     print_state(answer, as_json)
     note = still_running_warning(info.get("jobs_running"))
     if note:
@@ -145,9 +147,8 @@ def pause_lock(name: str, reason: str | None, until: float | None, as_json: bool
     if line is None:
         return None
     with line:
-        answer = line.change({"op": "pause", "target": {"kind": "lock", "name": name},
-                              "reason": reason, "until": until, "by_pid": os.getpid(),
-                              "drain": False})
+        answer = line.change(protocol.pause({"kind": "lock", "name": name}, reason=reason,
+                                            until=until, by_pid=os.getpid(), drain=False))
     if answer is None:
         return None
     if as_json:
@@ -164,7 +165,7 @@ def resume(target: dict[str, Any], as_json: bool) -> int | None:
     if line is None:
         return None
     with line:
-        answer = line.change({"op": "resume", "target": target})  # protocol.resume(target)
+        answer = line.change(protocol.resume(target))
     if answer is None:
         return None
     if as_json:
@@ -207,9 +208,7 @@ class _Line:
         changed, when the coordinator does not know the request (the click command names
         that coordinator). A refusal ends the command as the full client ends it."""
         answer = self._answer(message)
-        from qex.core.protocol import unknown_request
-
-        return None if unknown_request(answer) else _checked(message, answer)
+        return None if protocol.unknown_request(answer) else _checked(message, answer)
 
     def read(self, message: dict[str, Any]) -> dict[str, Any]:
         return _checked(message, self._answer(message))
@@ -227,8 +226,7 @@ class _Line:
 def _checked(message: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     """`answer` when it is the plain one; otherwise the full client's error for it (a
     refusal, or an answer of another name), raised by the full client's own check."""
-    expected = "info" if message["op"] == "info" else "pause_state"  # protocol.ANSWERS
-    if answer.get("result") != expected:
+    if answer.get("result") != protocol.ANSWERS.get(message["op"]):
         from qex.client.connection import check
 
         check(message, answer)

@@ -90,20 +90,21 @@ def lean(as_json: bool) -> int | None:
     nobody listens, or an answer was slow or not the plain one."""
     from qex.cli.fastread import ask
     from qex.cli.wire import Wire
+    from qex.core import protocol
 
     wire = Wire.connect()
     if wire is None:
         return None
     try:
-        info = ask(wire, {"op": "info"})  # protocol.info()
-        if info is None or info.get("result") != "info":
+        info = ask(wire, protocol.info())
+        if info is None or info.get("result") != protocol.Result.INFO:
             return None
-        capabilities = ask(wire, {"op": "capabilities"})  # protocol.capabilities()
+        capabilities = ask(wire, protocol.capabilities())
         if capabilities is None:
             return None
     finally:
         wire.close()
-    plain = capabilities if capabilities.get("result") == "capabilities" else None
+    plain = capabilities if capabilities.get("result") == protocol.Result.CAPABILITIES else None
     coordinator, notes = coordinator_report(info, plain)
     show(coordinator, notes, as_json)
     return 0
