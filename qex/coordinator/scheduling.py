@@ -213,7 +213,7 @@ def apply(coord: Coordinator, decision: Decision) -> None:
 
 def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
-    from qex.platform.launch import HOLD_SECONDS, launch_supervisor
+    from qex.platform.launch import HOLD_SECONDS, discard_standby, launch_supervisor
 
     chaintrace.mark("co.start", job.id)
     now = coord.now()
@@ -226,6 +226,8 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     # Without a scope the ready fork server forks the supervisor while the `starting`
     # record syncs; the child waits for its go until the record is written.
     plain = None if want_scope else coord.forkserver
+    if not want_scope:
+        discard_standby()  # the config no longer asks for scopes: no supervisor waits in one
     parked = plain is not None and plain.park(job.id, HOLD_SECONDS)
     try:
         coord.write(job, sync_dir=False)  # why the rename is not synced: `Coordinator.write`
@@ -266,7 +268,8 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     held = coord.forkserver.hold if (coord.forkserver and want_scope) else None
     try:
         launched = launch_supervisor(job.id, job.dir, want_scope=want_scope, env=dict(os.environ),
-                                     fork=held, announce=naming.write)
+                                     fork=held, announce=naming.write,
+                                     standby_log=coord.paths.daemon_log)
     except Exception as exc:
         log(f"qex could not start the supervisor of the job {label(record)}: {exc}")
         coord.finish(job, State.FAILED, error=(

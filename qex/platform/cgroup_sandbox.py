@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from qex.platform.cgroup import CgroupError, CgroupFS, join
+from qex.platform.cgroup import CgroupError, CgroupFS, cgroup_of, join
 from qex.platform.sandbox import Evidence, Limits
 
 if TYPE_CHECKING:
@@ -41,6 +41,34 @@ if TYPE_CHECKING:
     from qex.core.states import EnforceMode
 
 SUPERVISOR_LEAF = "supervisor"
+
+
+def settle(fs: CgroupFS, scope: str, unit: str, pid: int | None = None) -> None:
+    """Move the supervisor (`pid`, this process by default) into the scope's `supervisor/`
+    leaf and let the scope's children use memory, pids and, where delegated, cpu. None of it
+    depends on the job, so a standby supervisor does it before its job comes; done again,
+    it only checks. Raises CgroupError when the scope cannot give a memory limit."""
+    available = fs.controllers(scope)
+    if "memory" not in available:
+        have = " ".join(sorted(available)) or "none"
+        raise CgroupError(
+            f"the scope {unit} was not given the memory controller (it has: {have})"
+        )
+    own = join(scope, SUPERVISOR_LEAF)
+    fs.mkdir(own)
+    if cgroup_of("self" if pid is None else pid) != own:
+        # Not written when it is there already: the kernel treats every write to
+        # `cgroup.procs` as a migration, even into the cgroup the process is in (35 ms after
+        # a settled standby's go in the guest of tests/vm, against 4 ms without it).
+        fs.move(own, os.getpid() if pid is None else pid)
+    wanted = ["memory"] + (["pids"] if "pids" in available else [])
+    missing = [c for c in wanted if c not in fs.subtree_control(scope)]
+    fs.enable(scope, missing)
+    if "cpu" in available and "cpu" not in fs.subtree_control(scope):
+        try:
+            fs.enable(scope, ["cpu"])
+        except CgroupError:
+            pass  # cpu is a nicety (weights, cpu.stat per leaf); memory is what counts
 
 
 class CgroupSandbox:
@@ -68,27 +96,12 @@ class CgroupSandbox:
     @classmethod
     def open(cls, fs: CgroupFS, scope: str, unit: str, mode: EnforceMode,
              pid: int | None = None) -> CgroupSandbox:
-        """Move the supervisor into `supervisor/` and enable the controllers for children.
+        """Move the supervisor into `supervisor/` and enable the controllers for children
+        (`settle`).
 
         Raises CgroupError when the scope cannot give a job leaf with a memory limit.
         """
-        available = fs.controllers(scope)
-        if "memory" not in available:
-            have = " ".join(sorted(available)) or "none"
-            raise CgroupError(
-                f"the scope {unit} was not given the memory controller (it has: {have})"
-            )
-        own = join(scope, SUPERVISOR_LEAF)
-        fs.mkdir(own)
-        fs.move(own, os.getpid() if pid is None else pid)
-        wanted = ["memory"] + (["pids"] if "pids" in available else [])
-        missing = [c for c in wanted if c not in fs.subtree_control(scope)]
-        fs.enable(scope, missing)
-        if "cpu" in available and "cpu" not in fs.subtree_control(scope):
-            try:
-                fs.enable(scope, ["cpu"])
-            except CgroupError:
-                pass  # cpu is a nicety (weights, cpu.stat per leaf); memory is what counts
+        settle(fs, scope, unit, pid)
         return cls(fs, scope, unit, mode)
 
     def _new_leaf(self) -> str:

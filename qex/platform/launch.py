@@ -22,6 +22,14 @@ transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
 * systemd-run: spawn `systemd-run --user --scope ... -- <supervisor>`; systemd-run execs
   the supervisor in place once the scope exists, so the pid we get is the supervisor's and
   it is in the scope from its first instruction.
+* systemd-run with a standby (the caller passes `standby_log`): after each such start the
+  launcher starts the next supervisor ahead of need, `systemd-run ... -- python -m
+  qex.supervisor --standby` in a scope of its own (`qex-standby_<hex>-1.scope`), where it
+  imports its modules and waits. The next job takes it once /proc shows it in that scope:
+  the caller names it, then the job's id goes down its pipe as the go
+  (`qex.supervisor.standby`). A standby that has not reached its scope yet is kept for a
+  later job and the job starts fresh; one that is gone is let go; a launch that wants no
+  systemd-run scope lets it go too (end-of-file on its pipe: it exits untouched).
 
 Every fresh supervisor waits for a go byte on its pipe (`GO_FD`), also the plain one and the
 one behind systemd-run (which execs it with our descriptors): the caller's `announce` names
@@ -33,9 +41,10 @@ supervisor ran the job, and recovery queued it a second time. Where the supervis
 at once the byte follows its pid by microseconds and is waiting in the pipe long before the
 new interpreter has imported enough to read it.
 
-`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both), and
-`QEX_SCOPE_FORK=0` makes the pystemd backend start every supervisor fresh (tests/vm/measure.py
-compares the two; it is also a way out should a system mishandle the held supervisors).
+`QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both),
+`QEX_SCOPE_FORK=0` makes the pystemd backend start every supervisor fresh, and
+`QEX_SCOPE_STANDBY=0` does the same for systemd-run (tests/vm/measure.py compares each pair;
+they are also a way out should a system mishandle held or standby supervisors).
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ from qex.platform.scope import (
     ScopeManager,
     ScopeRequest,
     in_unit,
+    standby_unit_name,
     systemd_run_argv,
     unit_name,
 )
@@ -74,6 +84,8 @@ GO_SIGNAL = signal.SIGUSR1
 #: SCOPE_TIMEOUT; the coordinator sends no go once half of it has passed, so a go can never
 #: meet a child that has already given up.
 HOLD_SECONDS = 60.0
+#: `QEX_SCOPE_STANDBY=0`: no supervisor is started ahead of need for the systemd-run backend.
+STANDBY_VAR = "QEX_SCOPE_STANDBY"
 #: Variables the user manager's clients need; copied from our environment when `env` lacks them.
 _MANAGER_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
 
@@ -155,6 +167,21 @@ def supervisor_argv(job_id: str, *extra: str) -> list[str]:
     return module_argv("qex.supervisor", job_id, *extra)
 
 
+def standby_argv() -> list[str]:
+    return module_argv("qex.supervisor", "--standby")
+
+
+@dataclass
+class Standby:
+    """A supervisor started through systemd-run before its job was known, waiting in the
+    scope `unit` for the job's id on the pipe whose write end is `go`."""
+
+    pid: int
+    token: str | None
+    unit: str
+    go: int
+
+
 def spawn_logged(
     argv: list[str], log_path: Path, env: Mapping[str, str], *, go_fd: int | None = None
 ) -> int:
@@ -210,6 +237,7 @@ class ScopeLauncher:
     spawn: Callable[..., int] = spawn_logged
     cgroup_of: Callable[[int], str | None] = cgroup_of
     kill: Callable[[int], None] = _kill_and_reap
+    alive: Callable[[int, str | None], bool] = procs.same_process
     open_held: Callable[[int, str | None], HeldSupervisor] = PidfdHeld
     clock: Callable[[], float] = time.monotonic
     systemd_run: str = "systemd-run"
@@ -217,6 +245,7 @@ class ScopeLauncher:
     hold_seconds: float = HOLD_SECONDS
     _manager: ScopeManager | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _standby: Standby | None = None
 
     def manager(self) -> ScopeManager:
         with self._lock:
@@ -227,17 +256,21 @@ class ScopeLauncher:
     def launch(
         self, job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
         fork: ForkHeld | None = None, announce: NameSupervisor | None = None,
+        standby_log: Path | None = None,
     ) -> Launched:
         """`announce(pid, token)`, when given, runs just before the go of the supervisor (each
         one waits for it), so the caller can name it on the disk while it has not touched the
-        job yet."""
+        job yet. `standby_log`, when given, lets the systemd-run backend start the next
+        supervisor ahead of need, with its output there until it has a job."""
         argv = supervisor_argv(job_id)
         log = job_dir / "supervisor.log"
         if not want_scope:
+            self.discard_standby()
             return self._plain(argv, log, env, note=None, announce=announce)
         caps = self.capabilities()
         backend = caps.scope_backend
         if not caps.enforcement_possible or backend is None:
+            self.discard_standby()
             reason = caps.reason or "this machine cannot make a scope"
             return self._plain(argv, log, env, note=reason, announce=announce)
         request = ScopeRequest(
@@ -249,7 +282,12 @@ class ScopeLauncher:
             if name not in scope_env and name in os.environ:
                 scope_env[name] = os.environ[name]
         if backend == "systemd-run":
-            return self._systemd_run(request, argv, log, scope_env, announce=announce)
+            launched = self._systemd_run(request, argv, log, scope_env, announce=announce)
+            if (standby_log is not None and launched.backend == "systemd-run"
+                    and env.get(STANDBY_VAR) != "0"):
+                self._prepare_standby(scope_env, standby_log)
+            return launched
+        self.discard_standby()
         if fork is not None and forks_held(caps, os.environ):
             held = self._hold(fork, job_id)
             if held is not None:
@@ -330,6 +368,11 @@ class ScopeLauncher:
     def _systemd_run(self, request: ScopeRequest, argv: list[str], log: Path,
                      env: Mapping[str, str], *,
                      announce: NameSupervisor | None = None) -> Launched:
+        standby = self._take_standby()
+        if standby is not None:
+            launched = self._release_standby(standby, argv[-1], announce)
+            if launched is not None:
+                return launched
         child_env = dict(env)
         child_env.pop("QEX_SCOPE_NOTE", None)
         line = systemd_run_argv(request, argv, self.systemd_run)
@@ -339,6 +382,69 @@ class ScopeLauncher:
             note = f"systemd-run could not start ({exc})"
             return self._plain(argv, log, env, note=note, announce=announce)
         return Launched(pid=pid, start_token=token, backend="systemd-run", unit=request.unit)
+
+    def _take_standby(self) -> Standby | None:
+        """The standby when /proc shows it in its scope; None to start the job's supervisor
+        fresh. One that has not reached its scope yet stays for a later job; one that is gone
+        (its systemd-run failed, or it was killed) is let go."""
+        standby = self._standby
+        if standby is None:
+            return None
+        if not self.alive(standby.pid, standby.token):
+            self.discard_standby()
+            return None
+        if not in_unit(self.cgroup_of(standby.pid), standby.unit):
+            return None
+        self._standby = None
+        return standby
+
+    def _release_standby(self, standby: Standby, job_id: str,
+                         announce: NameSupervisor | None) -> Launched | None:
+        """Name the standby, then send it the job's id: its go. None when it is gone by then
+        (the caller starts a fresh supervisor, whose name replaces this one)."""
+        chaintrace.mark("co.standby", job_id)
+        try:
+            if announce is not None:
+                announce(standby.pid, standby.token)
+            os.write(standby.go, f"{job_id}\n".encode())
+        except OSError:
+            return None
+        finally:
+            os.close(standby.go)
+        chaintrace.mark("co.standby.go", job_id)
+        return Launched(pid=standby.pid, start_token=standby.token, backend="systemd-run",
+                        unit=standby.unit)
+
+    def _prepare_standby(self, env: Mapping[str, str], log: Path) -> None:
+        """Start the next systemd-run supervisor now, in a scope of its own, unless one waits
+        already. A failure to start it costs nothing: the next job starts fresh."""
+        if self._standby is not None:
+            return
+        request = ScopeRequest(unit=standby_unit_name(),
+                               description="qex supervisor, waiting for its job")
+        child_env = dict(env)
+        child_env.pop("QEX_SCOPE_NOTE", None)
+        child_env["QEX_SUPERVISOR_GO_FD"] = str(GO_FD)
+        read_end, write_end = os.pipe()
+        try:
+            pid = self.spawn(systemd_run_argv(request, standby_argv(), self.systemd_run), log,
+                             child_env, go_fd=read_end)
+        except OSError:
+            os.close(write_end)
+            return
+        finally:
+            os.close(read_end)
+        self._standby = Standby(pid=pid, token=procs.start_token(pid), unit=request.unit,
+                                go=write_end)
+
+    def discard_standby(self) -> None:
+        """Let the standby go: at end-of-file on its pipe it exits, having touched nothing."""
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            try:
+                os.close(standby.go)
+            except OSError:
+                pass
 
     def _started_then_named(self, argv: list[str], log: Path, env: dict[str, str],
                             announce: NameSupervisor | None) -> tuple[int, str | None]:
@@ -407,6 +513,7 @@ _launcher = ScopeLauncher()
 def launch_supervisor(
     job_id: str, job_dir: Path, *, want_scope: bool, env: Mapping[str, str],
     fork: ForkHeld | None = None, announce: NameSupervisor | None = None,
+    standby_log: Path | None = None,
 ) -> Launched:
     """Start `python -m qex.supervisor <id>`; inside a scope when `want_scope` and possible.
 
@@ -415,6 +522,12 @@ def launch_supervisor(
     `Launched.note` says why. `fork`, when given, asks the fork server for a held
     supervisor, which the pystemd backend uses in place of a fresh process (`forked` in the
     answer then says so). `announce` is called before the go (`ScopeLauncher.launch`).
+    `standby_log` lets the systemd-run backend start the next supervisor ahead of need.
     """
     return _launcher.launch(job_id, job_dir, want_scope=want_scope, env=env, fork=fork,
-                            announce=announce)
+                            announce=announce, standby_log=standby_log)
+
+
+def discard_standby() -> None:
+    """Let the standby supervisor go, if one waits (`ScopeLauncher.discard_standby`)."""
+    _launcher.discard_standby()

@@ -8,6 +8,8 @@ Two backends put a process into `qex-<id8>-<n>.scope` (slice `qex.slice`, Delega
   while the process was never moved). `PystemdScopeManager` does the D-Bus part.
 * systemd-run: `systemd-run --user --scope ... -- <supervisor argv>` creates the scope around
   its own pid and then execs the supervisor in place. `systemd_run_argv` builds that line.
+  Since the supervisor can only start after its scope, the launcher starts the next one
+  ahead of need in a scope of its own (`standby_unit_name`), where it waits for its job.
 
 pystemd is imported only inside `PystemdBus`, in the coordinator, never in a supervisor.
 """
@@ -53,6 +55,13 @@ def unit_name(job_id: str, sequence: int) -> str:
     """`qex-<first 8 characters of the id>-<n>.scope`, with unit-safe characters only."""
     short = _UNSAFE_UNIT_CHARS.sub("_", job_id[:8]) or "job"
     return f"{_UNIT_PREFIX}{short}-{sequence}.scope"
+
+
+def standby_unit_name() -> str:
+    """`qex-standby_<8 random hex digits>-1.scope`: the scope of a supervisor started before
+    its job was known (`qex.platform.launch`), so it cannot carry the job's id. The job's
+    record names it (`enforcement.unit`)."""
+    return f"{_UNIT_PREFIX}standby_{os.urandom(4).hex()}-1.scope"
 
 
 def is_qex_scope(name: str) -> bool:

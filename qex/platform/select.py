@@ -71,6 +71,10 @@ def open_sandbox(job_id: str, mode: EnforceMode, *, use_systemd: bool = True,
     from qex.platform.cgroup_sandbox import CgroupSandbox
 
     try:
-        return CgroupSandbox.open(fs or CgroupFS(), scope, unit, mode)
+        opened = CgroupSandbox.open(fs or CgroupFS(), scope, unit, mode)
+        from qex.platform import chaintrace
+
+        chaintrace.mark("sup.cgroup", job_id)
+        return opened
     except CgroupError as exc:
         return ProcessGroupSandbox(reason=f"the scope {unit} gave no usable job cgroup: {exc}")

@@ -1,5 +1,7 @@
-"""`python -m qex.supervisor <job_id>`: the process that runs one job (`qex.supervisor.main`),
-or `python -m qex.supervisor --forkserver`: the fork server (`qex.supervisor.forkserver`).
+"""`python -m qex.supervisor <job_id>`: the process that runs one job (`qex.supervisor.main`);
+`python -m qex.supervisor --forkserver`: the fork server (`qex.supervisor.forkserver`);
+`python -m qex.supervisor --standby`: a supervisor that waits for its job in a scope made
+ahead of need (`qex.supervisor.standby`).
 
 The choice is made here, so `main` and `forkserver` do not import each other.
 """
@@ -17,6 +19,10 @@ def entry(argv: list[str]) -> int:
         from qex.supervisor.forkserver import serve
 
         return serve()
+    if argv == ["--standby"]:
+        from qex.supervisor.standby import serve as serve_standby
+
+        return serve_standby()
     from qex.supervisor.main import main
 
     return main(argv)

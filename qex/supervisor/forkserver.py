@@ -507,17 +507,10 @@ def preload(paths: Paths) -> None:
     this process.
     """
     import gc
-    import tomllib  # noqa: F401 (the config parser's, imported lazily: 10+ ms in each child)
 
-    import qex.core.pools
-    import qex.platform.cgroup_sandbox  # a held supervisor opens its job cgroup with it
-    import qex.platform.procgroup
-    import qex.platform.select
-    import qex.store.usage
-    import qex.supervisor.hook  # noqa: F401
-    from qex.platform import jobprocess
+    from qex.supervisor.warm import load_job_modules
 
-    jobprocess.preload()
+    load_job_modules()
     try:
         rehearse(paths)
     except Exception:  # a failed rehearsal costs the children time, never a job

@@ -420,6 +420,51 @@ def test_the_go_signal(qex_env: Env) -> None:
     assert qex_env.record(go_id)["state"] == "completed" and ran.exists()
 
 
+def standby(env: Env, *sent: bytes) -> subprocess.CompletedProcess[str]:
+    """`python -m qex.supervisor --standby`, sent `sent` on its go pipe, then end-of-file."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen([*SUPERVISOR, "--standby"], cwd=str(env.root),
+                                pass_fds=(read_end,), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env={**env.env, "QEX_SUPERVISOR_GO_FD": str(read_end)})
+    finally:
+        os.close(read_end)
+    for data in sent:
+        os.write(write_end, data)
+    os.close(write_end)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_a_standby_supervises_the_job_whose_id_it_is_sent(qex_env: Env) -> None:
+    ran = qex_env.root / "ran"
+    job_id = make_job(qex_env, ["touch", str(ran)])
+    done = standby(qex_env, job_id[:10].encode(), f"{job_id[10:]}\n".encode())
+    assert done.returncode == 0, done.stderr
+    record = qex_env.record(job_id)
+    assert record["state"] == "completed" and record["attempts"] == 1 and ran.exists()
+    assert done.stderr == ""  # what it says about a job goes to that job's supervisor.log
+
+
+def test_a_standby_let_go_or_sent_nonsense_touches_nothing(qex_env: Env) -> None:
+    ran = qex_env.root / "ran"
+    job_id = make_job(qex_env, ["touch", str(ran)])
+    before = (job_dir(qex_env, job_id) / "status.json").read_bytes()
+    let_go = standby(qex_env)
+    assert let_go.returncode == 0 and let_go.stderr == ""
+    cut_short = standby(qex_env, job_id.encode())  # no newline: the go never finished
+    assert cut_short.returncode == 0 and cut_short.stderr == ""
+    nonsense = standby(qex_env, b"../../etc\n")
+    assert nonsense.returncode == 2 and "not a job id" in nonsense.stderr
+    assert (job_dir(qex_env, job_id) / "status.json").read_bytes() == before
+    assert not (job_dir(qex_env, job_id) / "supervisor.lock").exists()
+    assert not ran.exists()
+    without_pipe = subprocess.run([*SUPERVISOR, "--standby"], env=qex_env.env,
+                                  capture_output=True, text=True, timeout=120, check=False)
+    assert without_pipe.returncode == 2 and "QEX_SUPERVISOR_GO_FD" in without_pipe.stderr
+
+
 def test_a_broken_config_runs_with_defaults_and_says_so(qex_env: Env) -> None:
     qex_env.write_config("[logs]\nmax_bytes = \"lots\"\n")
     job_id = make_job(qex_env, ["true"])

@@ -7,6 +7,7 @@ test of `spawn_logged` itself, which starts a real child to prove the go pipe ar
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +23,10 @@ from qex.platform.scope import (
     ScopeError,
     ScopeRequest,
     in_unit,
+    is_qex_scope,
     scope_in_path,
     scope_properties,
+    standby_unit_name,
     systemd_run_argv,
     unit_name,
 )
@@ -311,6 +314,10 @@ def test_names_and_paths() -> None:
     assert scope_in_path("/user.slice/user-0.slice/session-3.scope") is None
     assert in_unit(path, "qex-1a2b3c4d-1.scope") and not in_unit(path, "qex-1a2b3c4d-2.scope")
     assert not in_unit(None, "x")
+    standby = standby_unit_name()
+    assert standby != standby_unit_name()  # two coordinators' standbys never share a name
+    assert scope_in_path(f"/user.slice/qex.slice/{standby}/job-1") == (
+        f"/user.slice/qex.slice/{standby}", standby)
     props = scope_properties(request(), 9, with_oom_policy=False)
     assert "OOMPolicy" not in props and props["Description"] == "qex job x"
 
@@ -613,3 +620,110 @@ sys.exit(os.waitstatus_to_exitcode(status))
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "log").read_text().strip() == "1"
+
+
+JOB2 = "1a2b3c4d-0000-4000-8000-000000000002"
+JOB3 = "1a2b3c4d-0000-4000-8000-000000000003"
+
+
+def standby_launcher(spawner: Spawner, placed: dict[int, str],
+                     alive: set[int] | None = None) -> ScopeLauncher:
+    """systemd-run, with /proc's answers for the standby in `placed` (pid -> cgroup) and the
+    living pids in `alive` (every pid when None)."""
+    run = launcher(FakeScopeManager(), spawner, caps("systemd-run"), [])
+    run.cgroup_of = placed.get
+    run.alive = lambda pid, token: alive is None or pid in alive
+    return run
+
+
+def read_go(spawner: Spawner, index: int) -> bytes:
+    """Everything written on the go pipe of the `index`th spawn so far (b"" at end-of-file)."""
+    fd = spawner.go_fds[index]
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 256)
+    except BlockingIOError:
+        return b"(open)"
+
+
+def test_systemd_run_starts_a_standby_that_a_later_job_takes(tmp_path: Path) -> None:
+    spawner, placed = Spawner(), {}
+    run = standby_launcher(spawner, placed)
+    daemon_log = tmp_path / "daemon.log"
+    named: list[tuple[int, str | None]] = []
+
+    def announce(pid: int, token: str | None) -> None:
+        assert read_go(spawner, 1) == b"(open)", "the go came before the name"
+        named.append((pid, token))
+
+    first = run.launch(JOB, tmp_path, want_scope=True, env={"A": "1"}, standby_log=daemon_log)
+    assert first.unit == "qex-1a2b3c4d-1.scope" and len(spawner.calls) == 2
+    standby = spawner.calls[1]
+    argv = standby["argv"]
+    unit = next(a for a in argv if a.startswith("--unit=")).removeprefix("--unit=")
+    assert re.fullmatch(r"qex-standby_[0-9a-f]{8}-1\.scope", unit) and is_qex_scope(unit)
+    assert argv[argv.index("--") + 1:][1:] == ["-P", "-m", "qex.supervisor", "--standby"]
+    assert "Delegate=yes" in argv and "--slice=qex.slice" in argv
+    assert standby["log"] == daemon_log and standby["env"]["A"] == "1"
+    assert standby["env"]["QEX_SUPERVISOR_GO_FD"] == str(GO_FD)
+    # Not in its scope yet: the next job starts fresh, and the standby waits on.
+    second = run.launch(JOB2, tmp_path / "2", want_scope=True, env={}, standby_log=daemon_log)
+    assert second.pid == spawner.calls[2]["pid"] and second.unit == "qex-1a2b3c4d-1.scope"
+    assert spawner.calls[2]["argv"][-1] == JOB2 and len(spawner.calls) == 3
+    assert read_go(spawner, 1) == b"(open)"
+    # In its scope: the job after takes it, named first, then its id as the go.
+    placed[standby["pid"]] = f"/user.slice/user-1000.slice/user@1000.service/qex.slice/{unit}"
+    third = run.launch(JOB3, tmp_path, want_scope=True, env={}, standby_log=daemon_log,
+                       announce=announce)
+    assert (third.pid, third.unit, third.backend) == (standby["pid"], unit, "systemd-run")
+    assert named == [(standby["pid"], None)] and not third.forked
+    assert read_go(spawner, 1) == f"{JOB3}\n".encode()
+    # The id went whole, then the pipe ended; and the next standby is on its way.
+    assert spawner.calls[-1]["argv"][-1] == "--standby" and len(spawner.calls) == 4
+
+
+def test_a_standby_that_died_is_let_go_and_replaced(tmp_path: Path) -> None:
+    spawner, placed = Spawner(), {}
+    run = standby_launcher(spawner, placed, alive=set())
+    daemon_log = tmp_path / "daemon.log"
+    run.launch(JOB, tmp_path, want_scope=True, env={}, standby_log=daemon_log)
+    got = run.launch(JOB2, tmp_path, want_scope=True, env={}, standby_log=daemon_log)
+    assert spawner.calls[2]["argv"][-1] == JOB2 and got.pid == spawner.calls[2]["pid"]
+    assert read_go(spawner, 1) == b""  # let go: end-of-file
+    assert spawner.calls[3]["argv"][-1] == "--standby"
+
+
+def test_a_standby_is_let_go_when_no_systemd_run_scope_is_wanted(tmp_path: Path) -> None:
+    spawner, placed = Spawner(), {}
+    run = standby_launcher(spawner, placed)
+    run.launch(JOB, tmp_path, want_scope=True, env={}, standby_log=tmp_path / "daemon.log")
+    assert read_go(spawner, 1) == b"(open)"
+    run.launch(JOB2, tmp_path, want_scope=False, env={}, standby_log=tmp_path / "daemon.log")
+    assert read_go(spawner, 1) == b""
+    assert [c["argv"][-1] for c in spawner.calls].count("--standby") == 1
+
+
+@pytest.mark.parametrize("env,log", [({"QEX_SCOPE_STANDBY": "0"}, True), ({}, False)])
+def test_no_standby_when_switched_off_or_not_asked(tmp_path: Path, env: dict[str, str],
+                                                  log: bool) -> None:
+    spawner = Spawner()
+    standby_launcher(spawner, {}).launch(JOB, tmp_path, want_scope=True, env=env,
+                                         standby_log=tmp_path / "d.log" if log else None)
+    assert len(spawner.calls) == 1 and spawner.calls[0]["argv"][-1] == JOB
+
+
+def test_a_standby_that_cannot_start_costs_nothing(tmp_path: Path) -> None:
+    spawner = Spawner()
+    run = standby_launcher(spawner, {})
+
+    def spawn(argv: list[str], log: Path, env: dict[str, str], *,
+              go_fd: int | None = None) -> int:
+        if argv[-1] == "--standby":
+            raise OSError(24, "Too many open files")
+        return spawner(argv, log, env, go_fd=go_fd)
+
+    run.spawn = spawn
+    first = run.launch(JOB, tmp_path, want_scope=True, env={}, standby_log=tmp_path / "d.log")
+    second = run.launch(JOB2, tmp_path, want_scope=True, env={}, standby_log=tmp_path / "d.log")
+    assert first.backend == second.backend == "systemd-run"
+    assert [c["argv"][-1] for c in spawner.calls] == [JOB, JOB2]

@@ -104,8 +104,19 @@ def chain_steps(path: Path) -> dict[str, float]:
     return {step: statistics.median(values) for step, values in offsets.items()}
 
 
+def standbys_ready(trace: Path) -> int:
+    """How many standby supervisors have said in the trace that they are ready for a job."""
+    try:
+        return trace.read_text().count(" sup.standby.ready\n")
+    except OSError:
+        return 0
+
+
 def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
-                label: str | None = None) -> list[float]:
+                label: str | None = None, standby_ready: bool = False) -> list[float]:
+    """Admission -> exec of each of RUNS jobs, one after another. `standby_ready` (the
+    systemd-run backend): before each job after the first, wait until the standby started
+    at the previous job's launch is ready, as it is when jobs last longer than its start."""
     guest = fresh_guest()
     trace = guest.root / "chain.trace"
     guest.env["QEX_CHAIN_TRACE"] = str(trace)
@@ -113,7 +124,10 @@ def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
     guest.write_config(config_text(mode))
     guest.info()  # the coordinator is up before the first measured job
     printed: dict[str, float] = {}
-    for _ in range(RUNS):
+    for index in range(RUNS):
+        if standby_ready and index:
+            guest.wait_for(lambda done=index: standbys_ready(trace) >= done,
+                           what="a ready standby")
         job = guest.submit("--wait", "--cpu", "1", "--mem", "128MB", "--", "date", "+%s.%N")
         printed[job] = float(guest.log(job).strip())
     admitted = admitted_at(guest, list(printed))
@@ -157,14 +171,19 @@ def main() -> int:
 
     print(f"MEASURE backend {probe().scope_backend}")
     failed = 0
-    # (label, [enforce] mode, extra environment): with pystemd also the fresh supervisor
-    # (QEX_SCOPE_FORK=0), the launch before the held one, for a figure from the same guest.
+    # (label, [enforce] mode, extra environment): also the fresh supervisor, the launch
+    # before the held one (pystemd, QEX_SCOPE_FORK=0) or the standby (systemd-run,
+    # QEX_SCOPE_STANDBY=0), for a figure from the same guest.
+    # With systemd-run also `hard_ready`: each job finds its standby ready (see exec_delays).
     cases: list[tuple[str, str, dict[str, str]]] = [("off", "off", {}), ("hard", "hard", {})]
     if probe().scope_backend == "pystemd":
         cases.append(("hard_fresh", "hard", {"QEX_SCOPE_FORK": "0"}))
+    elif probe().scope_backend == "systemd-run":
+        cases.append(("hard_ready", "hard", {}))
+        cases.append(("hard_fresh", "hard", {"QEX_SCOPE_STANDBY": "0"}))
     for label, mode, extra in cases:
         try:
-            delays = exec_delays(mode, extra, label)
+            delays = exec_delays(mode, extra, label, standby_ready=label == "hard_ready")
         except Exception as exc:
             print(f"MEASURE admission_to_exec_{label} failed: {exc!r}")
             failed = 1

@@ -18,14 +18,25 @@ from conftest import MB, Guest, allocate, config_text, python_job
 from qex.core.states import Exit
 from qex.platform import procs
 
+#: The scope of a supervisor that systemd-run started before its job was known.
+STANDBY_UNIT = re.compile(r"^qex-standby_[0-9a-f]{8}-1\.scope$")
+
 
 def scope_of(guest: Guest, job_id: str) -> str:
+    """The unit of the job's (last) scope: named after the job, or a standby's."""
     record = guest.record(job_id)
     enforcement = record.get("enforcement") or {}
     assert enforcement.get("active") is True, guest.explain(job_id)
     unit = enforcement.get("unit")
-    assert isinstance(unit, str) and unit.startswith(f"qex-{job_id[:8]}-"), guest.explain(job_id)
+    assert isinstance(unit, str), guest.explain(job_id)
+    assert unit.startswith(f"qex-{job_id[:8]}-") or STANDBY_UNIT.match(unit), guest.explain(job_id)
     return unit
+
+
+def scopes_in_log(guest: Guest, job_id: str) -> list[str]:
+    """Every scope the coordinator's log says the job ran in, one per attempt, in order."""
+    text = (guest.state / "run" / "daemon.log").read_text()
+    return re.findall(rf"the job {job_id[:8]} \(.*?\) runs in the scope (\S+) ", text)
 
 
 def test_the_backend_is_the_one_asked_for() -> None:
@@ -90,6 +101,56 @@ def test_pystemd_supervisor_is_forked_held_and_placed_before_the_job(guest: Gues
     assert guest.record(job)["state"] == "completed", guest.explain(job)
 
 
+def standbys(guest: Guest) -> list[tuple[int, str]]:
+    """(pid, cgroup) of each standby supervisor of this guest's state directory."""
+    found = []
+    for pid in subprocess.run(["pgrep", "-f", "qex.supervisor --standby"], capture_output=True,
+                              text=True, check=False).stdout.split():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+            with open(f"/proc/{pid}/cgroup") as handle:
+                where = handle.read().strip()
+        except OSError:
+            continue
+        if f"XDG_STATE_HOME={guest.env['XDG_STATE_HOME']}".encode() in environ:
+            found.append((int(pid), where))
+    return found
+
+
+def test_systemd_run_supervisor_waits_ahead_in_a_scope_of_its_own(guest: Guest) -> None:
+    """With systemd-run the coordinator starts the next supervisor ahead of need in a
+    standby scope; the next job runs there, in the same leaves, under its own limits."""
+    from qex.platform.detect import probe
+
+    if probe().scope_backend != "systemd-run":
+        return  # pystemd holds a forked supervisor instead
+    guest.write_config(config_text("hard"))
+    first = guest.submit("--wait", "--cpu", "1", "--mem", "64MB", "--", "true")
+    assert scope_of(guest, first).startswith(f"qex-{first[:8]}-"), guest.explain(first)
+    # The standby of this guest's coordinator, settled in its scope's `supervisor` leaf
+    # before any job was sent to it.
+    standby = guest.wait_for(lambda: next(
+        (pid for pid, where in standbys(guest)
+         if re.search(r"/qex-standby_[0-9a-f]{8}-1\.scope/supervisor$", where)), None),
+        what="a standby supervisor settled in its scope")
+    job, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "96MB", "--", "cat",
+                              "/proc/self/cgroup")
+    record = guest.record(job)
+    assert record["state"] == "completed", guest.explain(job)
+    unit = scope_of(guest, job)
+    assert STANDBY_UNIT.match(unit) and record["supervisor_pid"] == standby, guest.explain(job)
+    assert guest.log(job).strip().endswith(f"/{unit}/job-1"), guest.explain(job)
+    assert record["enforcement"]["memory_max"] == 96 * MB
+    assert "runs without a scope" not in (guest.state / "run" / "daemon.log").read_text()
+    # A standby that no job takes goes when its coordinator does, and touches nothing.
+    waiting = [pid for pid, _ in standbys(guest)]
+    assert waiting, "the coordinator started no standby after the second job"
+    guest.run("coordinator", "stop")
+    guest.wait_for(lambda: not any(procs.same_process(pid, None) for pid in waiting),
+                   what="the standby to leave with its coordinator")
+
+
 def test_hard_mode_kills_at_the_claim_and_proves_it(guest: Guest) -> None:
     guest.write_config(config_text("hard", on_oom=0))
     job, proc = guest.submit_any("--wait", "--cpu", "1", "--mem", "64MB",
@@ -116,7 +177,9 @@ def test_oom_retries_with_a_grown_claim_until_it_fits(guest: Guest) -> None:
     assert "--- attempt 2 ---" in out and "--- attempt 3 ---" in out
     assert out.strip().endswith("allocated 150")
     # Each attempt had a scope of its own (the retry went back through the queue).
-    assert scope_of(guest, job).endswith("-3.scope")
+    units = scopes_in_log(guest, job)
+    assert len(units) == 3 and len(set(units)) == 3, guest.explain(job)
+    assert units[-1] == scope_of(guest, job)
 
 
 def test_soft_mode_lets_a_job_pass_its_claim_but_not_the_overcommit(guest: Guest) -> None:
