@@ -58,13 +58,18 @@ class Spawner:
             self.go_fds.append(os.dup(go_fd))
         return self.next_pid
 
-    def go_byte(self, index: int = -1) -> bytes:
+    def sent(self, index: int = -1) -> bytes | None:
+        """What was written on the go pipe of a spawn so far: None while the pipe is open
+        and empty, b"" at its end."""
         fd = self.go_fds[index]
         os.set_blocking(fd, False)
         try:
-            return os.read(fd, 16)
+            return os.read(fd, 256)
         except BlockingIOError:
-            return b""
+            return None
+
+    def go_byte(self, index: int = -1) -> bytes:
+        return self.sent(index) or b""
 
 
 def launcher(manager: Any, spawner: Spawner, capabilities: Capabilities,
@@ -636,16 +641,6 @@ def standby_launcher(spawner: Spawner, placed: dict[int, str],
     return run
 
 
-def read_go(spawner: Spawner, index: int) -> bytes:
-    """Everything written on the go pipe of the `index`th spawn so far (b"" at end-of-file)."""
-    fd = spawner.go_fds[index]
-    os.set_blocking(fd, False)
-    try:
-        return os.read(fd, 256)
-    except BlockingIOError:
-        return b"(open)"
-
-
 def test_systemd_run_starts_a_standby_that_a_later_job_takes(tmp_path: Path) -> None:
     spawner, placed = Spawner(), {}
     run = standby_launcher(spawner, placed)
@@ -653,7 +648,7 @@ def test_systemd_run_starts_a_standby_that_a_later_job_takes(tmp_path: Path) -> 
     named: list[tuple[int, str | None]] = []
 
     def announce(pid: int, token: str | None) -> None:
-        assert read_go(spawner, 1) == b"(open)", "the go came before the name"
+        assert spawner.sent(1) is None, "the go came before the name"
         named.append((pid, token))
 
     first = run.launch(JOB, tmp_path, want_scope=True, env={"A": "1"}, standby_log=daemon_log)
@@ -670,14 +665,14 @@ def test_systemd_run_starts_a_standby_that_a_later_job_takes(tmp_path: Path) -> 
     second = run.launch(JOB2, tmp_path / "2", want_scope=True, env={}, standby_log=daemon_log)
     assert second.pid == spawner.calls[2]["pid"] and second.unit == "qex-1a2b3c4d-1.scope"
     assert spawner.calls[2]["argv"][-1] == JOB2 and len(spawner.calls) == 3
-    assert read_go(spawner, 1) == b"(open)"
+    assert spawner.sent(1) is None
     # In its scope: the job after takes it, named first, then its id as the go.
     placed[standby["pid"]] = f"/user.slice/user-1000.slice/user@1000.service/qex.slice/{unit}"
     third = run.launch(JOB3, tmp_path, want_scope=True, env={}, standby_log=daemon_log,
                        announce=announce)
     assert (third.pid, third.unit, third.backend) == (standby["pid"], unit, "systemd-run")
     assert named == [(standby["pid"], None)] and not third.forked
-    assert read_go(spawner, 1) == f"{JOB3}\n".encode()
+    assert spawner.sent(1) == f"{JOB3}\n".encode()
     # The id went whole, then the pipe ended; and the next standby is on its way.
     assert spawner.calls[-1]["argv"][-1] == "--standby" and len(spawner.calls) == 4
 
@@ -689,7 +684,7 @@ def test_a_standby_that_died_is_let_go_and_replaced(tmp_path: Path) -> None:
     run.launch(JOB, tmp_path, want_scope=True, env={}, standby_log=daemon_log)
     got = run.launch(JOB2, tmp_path, want_scope=True, env={}, standby_log=daemon_log)
     assert spawner.calls[2]["argv"][-1] == JOB2 and got.pid == spawner.calls[2]["pid"]
-    assert read_go(spawner, 1) == b""  # let go: end-of-file
+    assert spawner.sent(1) == b""  # let go: end-of-file
     assert spawner.calls[3]["argv"][-1] == "--standby"
 
 
@@ -697,9 +692,9 @@ def test_a_standby_is_let_go_when_no_systemd_run_scope_is_wanted(tmp_path: Path)
     spawner, placed = Spawner(), {}
     run = standby_launcher(spawner, placed)
     run.launch(JOB, tmp_path, want_scope=True, env={}, standby_log=tmp_path / "daemon.log")
-    assert read_go(spawner, 1) == b"(open)"
+    assert spawner.sent(1) is None
     run.launch(JOB2, tmp_path, want_scope=False, env={}, standby_log=tmp_path / "daemon.log")
-    assert read_go(spawner, 1) == b""
+    assert spawner.sent(1) == b""
     assert [c["argv"][-1] for c in spawner.calls].count("--standby") == 1
 
 
