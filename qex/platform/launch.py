@@ -213,6 +213,15 @@ def _next_sequence(job_dir: Path) -> int:
     return value
 
 
+def _with_manager_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the variables a client of the user manager needs, from ours if it lacks them."""
+    scope_env = dict(env)
+    for name in _MANAGER_ENV:
+        if name not in scope_env and name in os.environ:
+            scope_env[name] = os.environ[name]
+    return scope_env
+
+
 def _kill_and_reap(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -277,10 +286,7 @@ class ScopeLauncher:
             unit=unit_name(job_id, _next_sequence(job_dir)),
             description=f"qex job {job_id}",
         )
-        scope_env = dict(env)
-        for name in _MANAGER_ENV:
-            if name not in scope_env and name in os.environ:
-                scope_env[name] = os.environ[name]
+        scope_env = _with_manager_env(env)
         if backend == "systemd-run":
             launched = self._systemd_run(request, argv, log, scope_env, announce=announce)
             if (standby_log is not None and launched.backend == "systemd-run"
@@ -382,6 +388,16 @@ class ScopeLauncher:
             note = f"systemd-run could not start ({exc})"
             return self._plain(argv, log, env, note=note, announce=announce)
         return Launched(pid=pid, start_token=token, backend="systemd-run", unit=request.unit)
+
+    def start_standby(self, env: Mapping[str, str], log: Path) -> bool:
+        """At the coordinator's start: a standby for the first scoped job too, when scopes
+        come from systemd-run here. True when one was started."""
+        caps = self.capabilities()
+        if (not caps.enforcement_possible or caps.scope_backend != "systemd-run"
+                or env.get(STANDBY_VAR) == "0"):
+            return False
+        self._prepare_standby(_with_manager_env(env), log)
+        return self._standby is not None
 
     def _take_standby(self) -> Standby | None:
         """The standby when /proc shows it in its scope; None to start the job's supervisor
@@ -531,3 +547,10 @@ def launch_supervisor(
 def discard_standby() -> None:
     """Let the standby supervisor go, if one waits (`ScopeLauncher.discard_standby`)."""
     _launcher.discard_standby()
+
+
+def start_standby(env: Mapping[str, str], log: Path) -> bool:
+    """Start a standby supervisor now if scopes come from systemd-run here
+    (`ScopeLauncher.start_standby`): the coordinator calls it at its start when its config
+    asks for scopes, so that its first scoped job does not start fresh either."""
+    return _launcher.start_standby(env, log)

@@ -722,3 +722,22 @@ def test_a_standby_that_cannot_start_costs_nothing(tmp_path: Path) -> None:
     second = run.launch(JOB2, tmp_path, want_scope=True, env={}, standby_log=tmp_path / "d.log")
     assert first.backend == second.backend == "systemd-run"
     assert [c["argv"][-1] for c in spawner.calls] == [JOB, JOB2]
+
+
+@pytest.mark.parametrize("capabilities,env,started", [
+    (caps("systemd-run"), {}, True),
+    (caps("systemd-run"), {"QEX_SCOPE_STANDBY": "0"}, False),
+    (caps("pystemd"), {}, False),
+    (caps(None, False, "cgroups are hybrid"), {}, False),
+])
+def test_a_coordinator_starts_a_standby_for_its_first_scoped_job(
+        tmp_path: Path, capabilities: Capabilities, env: dict[str, str], started: bool) -> None:
+    spawner = Spawner()
+    run = standby_launcher(spawner, {})
+    run.capabilities = lambda: capabilities
+    assert run.start_standby(env, tmp_path / "daemon.log") is started
+    assert [c["argv"][-1] for c in spawner.calls] == (["--standby"] if started else [])
+    if started:
+        assert spawner.calls[0]["log"] == tmp_path / "daemon.log"
+        run.start_standby(env, tmp_path / "daemon.log")
+        assert len(spawner.calls) == 1  # one standby at a time

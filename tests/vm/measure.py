@@ -115,8 +115,9 @@ def standbys_ready(trace: Path) -> int:
 def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
                 label: str | None = None, standby_ready: bool = False) -> list[float]:
     """Admission -> exec of each of RUNS jobs, one after another. `standby_ready` (the
-    systemd-run backend): before each job after the first, wait until the standby started
-    at the previous job's launch is ready, as it is when jobs last longer than its start."""
+    systemd-run backend): before each job, wait until its standby (started with the
+    coordinator, then at each launch) is ready, as it is when jobs last longer than its
+    start."""
     guest = fresh_guest()
     trace = guest.root / "chain.trace"
     guest.env["QEX_CHAIN_TRACE"] = str(trace)
@@ -125,8 +126,8 @@ def exec_delays(mode: str, extra_env: dict[str, str] | None = None,
     guest.info()  # the coordinator is up before the first measured job
     printed: dict[str, float] = {}
     for index in range(RUNS):
-        if standby_ready and index:
-            guest.wait_for(lambda done=index: standbys_ready(trace) >= done,
+        if standby_ready:
+            guest.wait_for(lambda done=index: standbys_ready(trace) > done,
                            what="a ready standby")
         job = guest.submit("--wait", "--cpu", "1", "--mem", "128MB", "--", "date", "+%s.%N")
         printed[job] = float(guest.log(job).strip())

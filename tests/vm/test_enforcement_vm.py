@@ -119,33 +119,35 @@ def standbys(guest: Guest) -> list[tuple[int, str]]:
 
 
 def test_systemd_run_supervisor_waits_ahead_in_a_scope_of_its_own(guest: Guest) -> None:
-    """With systemd-run the coordinator starts the next supervisor ahead of need in a
-    standby scope; the next job runs there, in the same leaves, under its own limits."""
+    """With systemd-run the coordinator starts a supervisor ahead of need in a standby
+    scope, at its own start and after each job's; the next job runs there, in the same
+    leaves, under its own limits."""
     from qex.platform.detect import probe
 
     if probe().scope_backend != "systemd-run":
         return  # pystemd holds a forked supervisor instead
     guest.write_config(config_text("hard"))
-    first = guest.submit("--wait", "--cpu", "1", "--mem", "64MB", "--", "true")
-    assert scope_of(guest, first).startswith(f"qex-{first[:8]}-"), guest.explain(first)
-    # The standby of this guest's coordinator, settled in its scope's `supervisor` leaf
-    # before any job was sent to it.
-    standby = guest.wait_for(lambda: next(
-        (pid for pid, where in standbys(guest)
-         if re.search(r"/qex-standby_[0-9a-f]{8}-1\.scope/supervisor$", where)), None),
-        what="a standby supervisor settled in its scope")
-    job, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", "96MB", "--", "cat",
-                              "/proc/self/cgroup")
-    record = guest.record(job)
-    assert record["state"] == "completed", guest.explain(job)
-    unit = scope_of(guest, job)
-    assert STANDBY_UNIT.match(unit) and record["supervisor_pid"] == standby, guest.explain(job)
-    assert guest.log(job).strip().endswith(f"/{unit}/job-1"), guest.explain(job)
-    assert record["enforcement"]["memory_max"] == 96 * MB
+    guest.info()  # a coordinator whose config asks for scopes
+    for claim in (64, 96):
+        # The standby of this guest's coordinator, settled in its scope's `supervisor`
+        # leaf before any job was sent to it.
+        standby = guest.wait_for(lambda: next(
+            (pid for pid, where in standbys(guest)
+             if re.search(r"/qex-standby_[0-9a-f]{8}-1\.scope/supervisor$", where)), None),
+            what="a standby supervisor settled in its scope")
+        job, _ = guest.submit_any("--wait", "--cpu", "1", "--mem", f"{claim}MB", "--", "cat",
+                                  "/proc/self/cgroup")
+        record = guest.record(job)
+        assert record["state"] == "completed", guest.explain(job)
+        unit = scope_of(guest, job)
+        assert STANDBY_UNIT.match(unit) and record["supervisor_pid"] == standby, \
+            guest.explain(job)
+        assert guest.log(job).strip().endswith(f"/{unit}/job-1"), guest.explain(job)
+        assert record["enforcement"]["memory_max"] == claim * MB
     assert "runs without a scope" not in (guest.state / "run" / "daemon.log").read_text()
     # A standby that no job takes goes when its coordinator does, and touches nothing.
-    waiting = [pid for pid, _ in standbys(guest)]
-    assert waiting, "the coordinator started no standby after the second job"
+    waiting = guest.wait_for(lambda: [pid for pid, _ in standbys(guest)],
+                             what="the standby started after the last job")
     guest.run("coordinator", "stop")
     guest.wait_for(lambda: not any(procs.same_process(pid, None) for pid in waiting),
                    what="the standby to leave with its coordinator")
