@@ -22,8 +22,9 @@ transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
 * systemd-run: spawn `systemd-run --user --scope ... -- <supervisor>`; systemd-run execs
   the supervisor in place once the scope exists, so the pid we get is the supervisor's and
   it is in the scope from its first instruction.
-* systemd-run with a standby (the caller passes `standby_log`): after each such start the
-  launcher starts the next supervisor ahead of need, `systemd-run ... -- python -m
+* systemd-run with a standby (the caller passes `standby_log`; the coordinator also calls
+  `start_standby` when it starts): after each such start the launcher starts the next
+  supervisor ahead of need, `systemd-run ... -- python -m
   qex.supervisor --standby` in a scope of its own (`qex-standby_<hex>-1.scope`), where it
   imports its modules and waits. The next job takes it once /proc shows it in that scope:
   the caller names it, then the job's id goes down its pipe as the go
