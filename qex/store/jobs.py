@@ -26,6 +26,14 @@ HOOK_RAN = "hook.ran"
 HOOK_LOG = "hook.log"
 
 
+def open_supervisor_log(job_dir: Path) -> int:
+    """A descriptor that appends to the job's supervisor.log (made 0600), for a supervisor
+    that learns its job only once it runs (a fork server's child, a standby): it becomes
+    that process's stdout and stderr. Raises OSError."""
+    return os.open(job_dir / SUPERVISOR_LOG,
+                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+
+
 def create_job_dir(paths: Paths, job_id: str) -> Path:
     paths.jobs_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(paths.jobs_dir, 0o700)

@@ -69,6 +69,7 @@ from typing import ClassVar
 
 # Import what a supervisor needs before the first fork, so each child has it already.
 import qex.store.config_file
+import qex.store.jobs
 import qex.supervisor.main
 import qex.supervisor.runner
 from qex.core.names import is_uuid
@@ -438,8 +439,7 @@ class _Spares:
 
 def _open_log(paths: Paths, job_id: str) -> int | None:
     try:
-        return os.open(paths.job_dir(job_id) / "supervisor.log",
-                       os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        return qex.store.jobs.open_supervisor_log(paths.job_dir(job_id))
     except OSError as exc:
         _answer(f"error qex could not open the supervisor log of {job_id}: {exc.strerror}")
         return None

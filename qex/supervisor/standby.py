@@ -23,6 +23,7 @@ import os
 
 from qex.core.names import is_uuid
 from qex.platform import chaintrace
+from qex.store import jobs
 from qex.store.paths import PathError, Paths
 from qex.supervisor.main import GO_FD_VAR, remember_config, supervise
 from qex.supervisor.runner import say, say_to_new_log
@@ -57,8 +58,7 @@ def serve() -> int:
         return 2
     chaintrace.mark("sup.standby.job", job_id)
     try:
-        log = os.open(paths.job_dir(job_id) / "supervisor.log",
-                      os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        log = jobs.open_supervisor_log(paths.job_dir(job_id))
     except OSError as exc:
         say(f"qex could not open the supervisor log of the job {job_id} ({exc.strerror}); "
             "its messages stay in this log")
@@ -97,10 +97,7 @@ def read_line(fd: int) -> str:
     data = b""
     try:
         while b"\n" not in data and len(data) < _LINE_BYTES:
-            try:
-                chunk = os.read(fd, _LINE_BYTES - len(data))
-            except InterruptedError:
-                continue
+            chunk = os.read(fd, _LINE_BYTES - len(data))  # retried after a signal (PEP 475)
             if not chunk:
                 break
             data += chunk
