@@ -115,11 +115,11 @@ def _start(paths: Paths, forkserver: ForkServer) -> int | Callable[[], int]:
         forkserver.warm()  # forked already, unless its log could not be opened then
     else:
         forkserver.stop_unused()
-        if config.enforce.mode != "off" and config.enforce.use_systemd:
-            # Scopes from systemd-run: a supervisor waits in one for the first job.
-            from qex.platform.launch import start_standby
+    if config.enforce.mode != "off" and config.enforce.use_systemd:
+        # A supervisor waits in a scope of its own for the first job, where one can.
+        from qex.platform.launch import start_standby
 
-            start_standby(os.environ, paths.daemon_log)
+        start_standby(os.environ, paths.daemon_log)
 
     def serve() -> int:
         try:

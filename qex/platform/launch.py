@@ -22,15 +22,17 @@ transient user scope `qex-<id8>-<n>.scope` (see `qex.platform.scope`):
 * systemd-run: spawn `systemd-run --user --scope ... -- <supervisor>`; systemd-run execs
   the supervisor in place once the scope exists, so the pid we get is the supervisor's and
   it is in the scope from its first instruction.
-* systemd-run with a standby (the caller passes `standby_log`; the coordinator also calls
-  `start_standby` when it starts): after each such start the launcher starts the next
-  supervisor ahead of need, `systemd-run ... -- python -m
-  qex.supervisor --standby` in a scope of its own (`qex-standby_<hex>-1.scope`), where it
-  imports its modules and waits. The next job takes it once /proc shows it in that scope:
-  the caller names it, then the job's id goes down its pipe as the go
+* a standby, for either backend wherever systemd-run is installed (the caller passes
+  `standby_log`; the coordinator also calls `start_standby` when it starts): after each
+  scoped start the launcher starts the next supervisor ahead of need, `systemd-run ... --
+  python -m qex.supervisor --standby` in a scope of its own (`qex-standby_<hex>-1.scope`),
+  where it imports its modules and waits. The next job takes it once /proc shows it in that
+  scope: the caller names it, then the job's id goes down its pipe as the go
   (`qex.supervisor.standby`). A standby that has not reached its scope yet is kept for a
-  later job and the job starts fresh; one that is gone is let go; a launch that wants no
-  systemd-run scope lets it go too (end-of-file on its pipe: it exits untouched).
+  later job and the job starts as above; one that is gone is let go (after
+  `STANDBY_MISSES` such in a row no more are started); a launch that wants no scope lets it
+  go too (end-of-file on its pipe: it exits untouched). With pystemd this also spares the
+  coordinator its D-Bus call, during which it answers nobody.
 
 Every fresh supervisor waits for a go byte on its pipe (`GO_FD`), also the plain one and the
 one behind systemd-run (which execs it with our descriptors): the caller's `announce` names
@@ -44,7 +46,7 @@ new interpreter has imported enough to read it.
 
 `QEX_SCOPE_BACKEND=pystemd|systemd-run` forces a backend (the VM tests run both),
 `QEX_SCOPE_FORK=0` makes the pystemd backend start every supervisor fresh, and
-`QEX_SCOPE_STANDBY=0` does the same for systemd-run (tests/vm/measure.py compares each pair;
+`QEX_SCOPE_STANDBY=0` starts no standby (tests/vm/measure.py compares each pair;
 they are also a way out should a system mishandle held or standby supervisors).
 """
 
@@ -85,8 +87,12 @@ GO_SIGNAL = signal.SIGUSR1
 #: SCOPE_TIMEOUT; the coordinator sends no go once half of it has passed, so a go can never
 #: meet a child that has already given up.
 HOLD_SECONDS = 60.0
-#: `QEX_SCOPE_STANDBY=0`: no supervisor is started ahead of need for the systemd-run backend.
+#: `QEX_SCOPE_STANDBY=0`: no supervisor is started ahead of need in a scope of its own.
 STANDBY_VAR = "QEX_SCOPE_STANDBY"
+#: After so many standbys in a row died before a job took one (a systemd-run that cannot
+#: make scopes here while pystemd can, say), the launcher starts no more: each had cost a
+#: process for nothing.
+STANDBY_MISSES = 3
 #: Variables the user manager's clients need; copied from our environment when `env` lacks them.
 _MANAGER_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
 
@@ -162,6 +168,19 @@ def forks_held(caps: Capabilities, env: Mapping[str, str]) -> bool:
     it started early (`qex.coordinator.forking.wanted`)."""
     return (caps.enforcement_possible and caps.scope_backend == "pystemd"
             and env.get("QEX_SCOPE_FORK") != "0")
+
+
+def standby_possible(caps: Capabilities) -> bool:
+    """True when a supervisor can wait ahead of need in a scope of its own: it is started
+    through systemd-run, which the systemd-run backend has by definition and the pystemd
+    backend uses where it is installed too. A supervisor that waits there costs the
+    coordinator nothing when its job comes; the pystemd handshake asks the user manager for
+    the scope over D-Bus at that moment, a call that holds the coordinator's interpreter
+    (pystemd does not release it) while the manager makes the scope and moves the process."""
+    if not caps.enforcement_possible:
+        return False
+    return caps.scope_backend == "systemd-run" or (caps.scope_backend == "pystemd"
+                                                   and caps.systemd_run)
 
 
 def supervisor_argv(job_id: str, *extra: str) -> list[str]:
@@ -256,6 +275,8 @@ class ScopeLauncher:
     _manager: ScopeManager | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _standby: Standby | None = None
+    #: Standbys in a row that were gone before a job could take one (`STANDBY_MISSES`).
+    _standby_misses: int = 0
 
     def manager(self) -> ScopeManager:
         with self._lock:
@@ -288,15 +309,28 @@ class ScopeLauncher:
             description=f"qex job {job_id}",
         )
         scope_env = _with_manager_env(env)
-        if backend == "systemd-run":
-            launched = self._systemd_run(request, argv, log, scope_env, announce=announce)
-            if (standby_log is not None and launched.backend == "systemd-run"
-                    and env.get(STANDBY_VAR) != "0"):
-                self._prepare_standby(scope_env, standby_log)
-            return launched
-        self.discard_standby()
+        launched = self._scoped(caps, request, argv, log, env=env, scope_env=scope_env,
+                                fork=fork, announce=announce)
+        if (standby_log is not None and launched.unit is not None
+                and env.get(STANDBY_VAR) != "0" and standby_possible(caps)
+                and self._standby_misses < STANDBY_MISSES):
+            self._prepare_standby(scope_env, standby_log)
+        return launched
+
+    def _scoped(self, caps: Capabilities, request: ScopeRequest, argv: list[str], log: Path,
+                *, env: Mapping[str, str], scope_env: Mapping[str, str],
+                fork: ForkHeld | None, announce: NameSupervisor | None) -> Launched:
+        """The supervisor in a scope: a standby that waits in one already, else one started
+        by the backend (pystemd: held or fresh; systemd-run: fresh)."""
+        standby = self._take_standby()
+        if standby is not None:
+            launched = self._release_standby(standby, argv[-1], announce)
+            if launched is not None:
+                return launched
+        if caps.scope_backend == "systemd-run":
+            return self._systemd_run(request, argv, log, scope_env, announce=announce)
         if fork is not None and forks_held(caps, os.environ):
-            held = self._hold(fork, job_id)
+            held = self._hold(fork, argv[-1])
             if held is not None:
                 return self._pystemd_held(request, held, argv, log, env, announce=announce)
         return self._pystemd(request, argv, log, scope_env, env, announce=announce)
@@ -375,11 +409,6 @@ class ScopeLauncher:
     def _systemd_run(self, request: ScopeRequest, argv: list[str], log: Path,
                      env: Mapping[str, str], *,
                      announce: NameSupervisor | None = None) -> Launched:
-        standby = self._take_standby()
-        if standby is not None:
-            launched = self._release_standby(standby, argv[-1], announce)
-            if launched is not None:
-                return launched
         child_env = dict(env)
         child_env.pop("QEX_SCOPE_NOTE", None)
         line = systemd_run_argv(request, argv, self.systemd_run)
@@ -391,11 +420,9 @@ class ScopeLauncher:
         return Launched(pid=pid, start_token=token, backend="systemd-run", unit=request.unit)
 
     def start_standby(self, env: Mapping[str, str], log: Path) -> bool:
-        """At the coordinator's start: a standby for the first scoped job too, when scopes
-        come from systemd-run here. True when one was started."""
-        caps = self.capabilities()
-        if (not caps.enforcement_possible or caps.scope_backend != "systemd-run"
-                or env.get(STANDBY_VAR) == "0"):
+        """At the coordinator's start: a standby for the first scoped job too, where one can
+        be started (`standby_possible`). True when one was started."""
+        if env.get(STANDBY_VAR) == "0" or not standby_possible(self.capabilities()):
             return False
         self._prepare_standby(_with_manager_env(env), log)
         return self._standby is not None
@@ -408,11 +435,13 @@ class ScopeLauncher:
         if standby is None:
             return None
         if not self.alive(standby.pid, standby.token):
+            self._standby_misses += 1
             self.discard_standby()
             return None
         if not in_unit(self.cgroup_of(standby.pid), standby.unit):
             return None
         self._standby = None
+        self._standby_misses = 0
         return standby
 
     def _release_standby(self, standby: Standby, job_id: str,

@@ -9,7 +9,8 @@ Two backends put a process into `qex-<id8>-<n>.scope` (slice `qex.slice`, Delega
 * systemd-run: `systemd-run --user --scope ... -- <supervisor argv>` creates the scope around
   its own pid and then execs the supervisor in place. `systemd_run_argv` builds that line.
   Since the supervisor can only start after its scope, the launcher starts the next one
-  ahead of need in a scope of its own (`standby_unit_name`), where it waits for its job.
+  ahead of need in a scope of its own (`standby_unit_name`), where it waits for its job;
+  with either backend, wherever systemd-run is installed.
 
 pystemd is imported only inside `PystemdBus`, in the coordinator, never in a supervisor.
 """

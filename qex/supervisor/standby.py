@@ -4,7 +4,9 @@ With the systemd-run backend a scope can only be made around a new process: syst
 makes it around itself and then execs the supervisor, which imports its modules only then.
 In the guest of tests/vm that start took most of a second between a job's admission and its
 exec. So the coordinator starts the next supervisor ahead of need, through systemd-run in a
-scope of its own (`qex.platform.launch`), and this process gets ready in it and waits.
+scope of its own (`qex.platform.launch`), and this process gets ready in it and waits. The
+pystemd backend takes one too where systemd-run is installed: its own way to a scope, a
+D-Bus call at the job's admission, holds the coordinator for tens of milliseconds each time.
 
 The wait is a read of the descriptor named in `QEX_SUPERVISOR_GO_FD`. The coordinator writes
 one line there, the id of the job, once it has written that job's `starting` record and

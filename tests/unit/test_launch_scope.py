@@ -17,7 +17,7 @@ import pytest
 
 from qex.core.model import dataclass, field
 from qex.platform.detect import Capabilities
-from qex.platform.launch import GO_FD, ScopeLauncher, spawn_logged
+from qex.platform.launch import GO_FD, STANDBY_MISSES, ScopeLauncher, spawn_logged
 from qex.platform.scope import (
     PystemdScopeManager,
     ScopeError,
@@ -724,10 +724,71 @@ def test_a_standby_that_cannot_start_costs_nothing(tmp_path: Path) -> None:
     assert [c["argv"][-1] for c in spawner.calls] == [JOB, JOB2]
 
 
+def pystemd_with_systemd_run() -> Capabilities:
+    return Capabilities(os="linux", scope_backend="pystemd", enforcement_possible=True,
+                        systemd_run=True)
+
+
+def test_pystemd_takes_a_standby_and_spares_the_coordinator_its_d_bus_call(
+        tmp_path: Path) -> None:
+    spawner, server, placed = Spawner(), HoldingServer(), {}
+    manager = FakeScopeManager()
+    run = held_launcher(manager, server, spawner)
+    run.capabilities = pystemd_with_systemd_run
+    run.cgroup_of = lambda pid: placed.get(pid) or manager.cgroup_of(pid)
+    run.alive = lambda pid, token: True
+    daemon_log = tmp_path / "daemon.log"
+    first = run.launch(JOB, tmp_path, want_scope=True, env={}, fork=server,
+                       standby_log=daemon_log)
+    assert first.backend == "pystemd" and first.forked and len(manager.started) == 1
+    standby = spawner.calls[0]
+    assert standby["argv"][0] == "systemd-run" and standby["argv"][-1] == "--standby"
+    unit = next(a for a in standby["argv"] if a.startswith("--unit=")).removeprefix("--unit=")
+    # Not in its scope yet: the next job is held and placed over D-Bus as before.
+    second = run.launch(JOB2, tmp_path, want_scope=True, env={}, fork=server,
+                        standby_log=daemon_log)
+    assert second.forked and len(manager.started) == 2 and spawner.sent(0) is None
+    # In its scope: the next job takes it; neither the manager nor the fork server is asked.
+    placed[standby["pid"]] = f"/user.slice/user-1000.slice/user@1000.service/qex.slice/{unit}"
+    third = run.launch(JOB3, tmp_path, want_scope=True, env={}, fork=server,
+                       standby_log=daemon_log)
+    assert (third.pid, third.unit, third.backend) == (standby["pid"], unit, "systemd-run")
+    assert not third.forked and spawner.sent(0) == f"{JOB3}\n".encode()
+    assert len(manager.started) == 2 and len(server.asked) == 2
+    assert spawner.calls[-1]["argv"][-1] == "--standby" and len(spawner.calls) == 2
+
+
+def test_pystemd_without_systemd_run_starts_no_standby(tmp_path: Path) -> None:
+    spawner, server = Spawner(), HoldingServer()
+    run = held_launcher(FakeScopeManager(), server, spawner)
+    got = run.launch(JOB, tmp_path, want_scope=True, env={}, fork=server,
+                     standby_log=tmp_path / "daemon.log")
+    assert got.backend == "pystemd" and spawner.calls == []
+
+
+def test_standbys_that_keep_dying_are_no_longer_started(tmp_path: Path) -> None:
+    # systemd-run present but unable to make a scope (an option this manager refuses, say),
+    # while pystemd can: each standby dies at once, and after STANDBY_MISSES of them in a
+    # row the launcher stops paying a process per job for nothing.
+    spawner, server = Spawner(), HoldingServer()
+    run = held_launcher(FakeScopeManager(), server, spawner)
+    run.capabilities = pystemd_with_systemd_run
+    run.alive = lambda pid, token: False
+    jobs = [f"1a2b3c4d-0000-4000-8000-00000000001{n}" for n in range(STANDBY_MISSES + 3)]
+    for job in jobs:
+        got = run.launch(job, tmp_path, want_scope=True, env={}, fork=server,
+                         standby_log=tmp_path / "daemon.log")
+        assert got.backend == "pystemd" and got.forked
+    standbys = [c for c in spawner.calls if c["argv"][-1] == "--standby"]
+    assert len(standbys) == STANDBY_MISSES
+
+
 @pytest.mark.parametrize("capabilities,env,started", [
     (caps("systemd-run"), {}, True),
     (caps("systemd-run"), {"QEX_SCOPE_STANDBY": "0"}, False),
     (caps("pystemd"), {}, False),
+    (pystemd_with_systemd_run(), {}, True),
+    (pystemd_with_systemd_run(), {"QEX_SCOPE_STANDBY": "0"}, False),
     (caps(None, False, "cgroups are hybrid"), {}, False),
 ])
 def test_a_coordinator_starts_a_standby_for_its_first_scoped_job(
