@@ -744,12 +744,16 @@ def test_pystemd_takes_a_standby_and_spares_the_coordinator_its_d_bus_call(
     standby = spawner.calls[0]
     assert standby["argv"][0] == "systemd-run" and standby["argv"][-1] == "--standby"
     unit = next(a for a in standby["argv"] if a.startswith("--unit=")).removeprefix("--unit=")
-    # Not in its scope yet: the next job is held and placed over D-Bus as before.
+    # In its scope but still starting (not in its `supervisor` leaf): the held supervisor is
+    # faster, so the next job is held and placed over D-Bus as before.
+    scope = f"/user.slice/user-1000.slice/user@1000.service/qex.slice/{unit}"
+    placed[standby["pid"]] = scope
     second = run.launch(JOB2, tmp_path, want_scope=True, env={}, fork=server,
                         standby_log=daemon_log)
     assert second.forked and len(manager.started) == 2 and spawner.sent(0) is None
-    # In its scope: the next job takes it; neither the manager nor the fork server is asked.
-    placed[standby["pid"]] = f"/user.slice/user-1000.slice/user@1000.service/qex.slice/{unit}"
+    # Settled in its leaf: the next job takes it; neither the manager nor the fork server
+    # is asked.
+    placed[standby["pid"]] = f"{scope}/supervisor"
     third = run.launch(JOB3, tmp_path, want_scope=True, env={}, fork=server,
                        standby_log=daemon_log)
     assert (third.pid, third.unit, third.backend) == (standby["pid"], unit, "systemd-run")
