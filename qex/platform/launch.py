@@ -323,14 +323,15 @@ class ScopeLauncher:
                 fork: ForkHeld | None, announce: NameSupervisor | None) -> Launched:
         """The supervisor in a scope: a standby that waits in one already, else one started
         by the backend (pystemd: held or fresh; systemd-run: fresh)."""
-        standby = self._take_standby(settled=caps.scope_backend == "pystemd")
+        holds = fork is not None and forks_held(caps, os.environ)
+        standby = self._take_standby(settled=holds)
         if standby is not None:
             launched = self._release_standby(standby, argv[-1], announce)
             if launched is not None:
                 return launched
         if caps.scope_backend == "systemd-run":
             return self._systemd_run(request, argv, log, scope_env, announce=announce)
-        if fork is not None and forks_held(caps, os.environ):
+        if fork is not None and holds:
             held = self._hold(fork, argv[-1])
             if held is not None:
                 return self._pystemd_held(request, held, argv, log, env, announce=announce)
@@ -433,11 +434,12 @@ class ScopeLauncher:
         otherwise. One that has not reached its scope yet stays for a later job; one that is
         gone (its systemd-run failed, or it was killed) is let go.
 
-        `settled` (pystemd): only once it sits in the scope's `supervisor/` leaf, which it
-        enters when its imports are done. systemd-run puts it in the scope before its
-        interpreter starts, and for hundreds of milliseconds after: better than a fresh
-        start, but slower than pystemd's held supervisor (measured in the guest of tests/vm,
-        jobs sent back to back: 397 ms from admission to exec against 149 ms)."""
+        `settled` (where the alternative is pystemd's held supervisor): only once it sits in
+        the scope's `supervisor/` leaf, which it enters when its imports are done.
+        systemd-run puts it in the scope before its interpreter starts, and for hundreds of
+        milliseconds after: better than a fresh start, but slower than a held supervisor
+        (measured in the guest of tests/vm, jobs sent back to back: 397 ms from admission to
+        exec against 149 ms)."""
         standby = self._standby
         if standby is None:
             return None

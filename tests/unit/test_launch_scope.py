@@ -762,6 +762,23 @@ def test_pystemd_takes_a_standby_and_spares_the_coordinator_its_d_bus_call(
     assert spawner.calls[-1]["argv"][-1] == "--standby" and len(spawner.calls) == 2
 
 
+def test_pystemd_without_a_held_supervisor_takes_a_standby_still_starting(
+        tmp_path: Path) -> None:
+    # No fork server to hold a child (or QEX_SCOPE_FORK=0): the other way is a fresh
+    # process, slower than a standby that is in its scope but still importing.
+    spawner, placed = Spawner(), {}
+    manager = FakeScopeManager()
+    run = launcher(manager, spawner, pystemd_with_systemd_run(), [])
+    run.cgroup_of = lambda pid: placed.get(pid) or manager.cgroup_of(pid)
+    run.alive = lambda pid, token: True
+    assert run.start_standby({}, tmp_path / "daemon.log")
+    standby = spawner.calls[0]
+    unit = next(a for a in standby["argv"] if a.startswith("--unit=")).removeprefix("--unit=")
+    placed[standby["pid"]] = f"/user.slice/user-1000.slice/user@1000.service/qex.slice/{unit}"
+    got = run.launch(JOB, tmp_path, want_scope=True, env={}, standby_log=tmp_path / "d.log")
+    assert (got.pid, got.unit) == (standby["pid"], unit) and manager.started == []
+
+
 def test_pystemd_without_systemd_run_starts_no_standby(tmp_path: Path) -> None:
     spawner, server = Spawner(), HoldingServer()
     run = held_launcher(FakeScopeManager(), server, spawner)
