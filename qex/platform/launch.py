@@ -312,9 +312,8 @@ class ScopeLauncher:
         scope_env = _with_manager_env(env)
         launched = self._scoped(caps, request, argv, log, env=env, scope_env=scope_env,
                                 fork=fork, announce=announce)
-        if (standby_log is not None and launched.unit is not None
-                and env.get(STANDBY_VAR) != "0" and standby_possible(caps)
-                and self._standby_misses < STANDBY_MISSES):
+        wants = launched.unit is not None and self._wants_standby(caps, env)
+        if standby_log is not None and wants:
             self._prepare_standby(scope_env, standby_log)
         return launched
 
@@ -323,16 +322,16 @@ class ScopeLauncher:
                 fork: ForkHeld | None, announce: NameSupervisor | None) -> Launched:
         """The supervisor in a scope: a standby that waits in one already, else one started
         by the backend (pystemd: held or fresh; systemd-run: fresh)."""
-        holds = fork is not None and forks_held(caps, os.environ)
-        standby = self._take_standby(settled=holds)
+        hold = fork if fork is not None and forks_held(caps, os.environ) else None
+        standby = self._take_standby(settled=hold is not None)
         if standby is not None:
             launched = self._release_standby(standby, argv[-1], announce)
             if launched is not None:
                 return launched
         if caps.scope_backend == "systemd-run":
             return self._systemd_run(request, argv, log, scope_env, announce=announce)
-        if fork is not None and holds:
-            held = self._hold(fork, argv[-1])
+        if hold is not None:
+            held = self._hold(hold, argv[-1])
             if held is not None:
                 return self._pystemd_held(request, held, argv, log, env, announce=announce)
         return self._pystemd(request, argv, log, scope_env, env, announce=announce)
@@ -424,10 +423,16 @@ class ScopeLauncher:
     def start_standby(self, env: Mapping[str, str], log: Path) -> bool:
         """At the coordinator's start: a standby for the first scoped job too, where one can
         be started (`standby_possible`). True when one was started."""
-        if env.get(STANDBY_VAR) == "0" or not standby_possible(self.capabilities()):
+        if not self._wants_standby(self.capabilities(), env):
             return False
         self._prepare_standby(_with_manager_env(env), log)
         return self._standby is not None
+
+    def _wants_standby(self, caps: Capabilities, env: Mapping[str, str]) -> bool:
+        """True when a standby should wait for the next scoped job: one can be started here,
+        `QEX_SCOPE_STANDBY=0` does not forbid it, and the last ones did not keep dying."""
+        return (env.get(STANDBY_VAR) != "0" and standby_possible(caps)
+                and self._standby_misses < STANDBY_MISSES)
 
     def _take_standby(self, *, settled: bool = False) -> Standby | None:
         """The standby when /proc shows it in its scope; None to start the job's supervisor
