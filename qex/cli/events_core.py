@@ -62,8 +62,8 @@ def text_line(event: dict[str, Any]) -> str | None:
     """The line a person reads for one event; None for an event of a kind this qex does not
     know (a newer coordinator's)."""
     from qex.cli.queue_lines import clock
-    from qex.cli.record_view import JobView, note_text
     from qex.core.names import printable_line, safe_name, short_id
+    from qex.core.record_view import JobView, note_text
 
     kind = event.get("event")
     at = event.get("time")

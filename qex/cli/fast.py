@@ -261,7 +261,7 @@ def _logs(p: dict[str, Any]) -> int | None:
 
 
 def _kill(p: dict[str, Any]) -> int | None:
-    from qex.platform.signal_words import parse_signal
+    from qex.core.signal_words import parse_signal
 
     try:
         signum = parse_signal(p["signal_text"])

@@ -189,8 +189,8 @@ def record_shown(record: dict[str, Any], *, as_json: bool, no_logs: bool,
         return document
     import time
 
-    from qex.cli.record_view import JobView
     from qex.cli.render_status import status_text
+    from qex.core.record_view import JobView
 
     return status_text(JobView(record), now=time.time(),
                        excerpts=[e.as_text() for e in excerpts])
@@ -219,8 +219,43 @@ def list_json() -> int | None:
 
 
 def list_text() -> int | None:
-    """`qex list` without filters: the exit code, or None for the full body."""
-    return _list(as_json=False)
+    """`qex list` without filters: the exit code, or None for the full body.
+
+    The coordinator makes the rows (`protocol.list_table`); one older than that request
+    refuses it, and the table is then drawn from the records, as before."""
+    wire = _connect()
+    if wire is None:
+        return None
+    try:
+        got = wire.request_text({"op": "list_table"})  # protocol.list_table()
+    finally:
+        wire.close()
+    if got is None:
+        return None
+    answer, document = got
+    if answer.get("result") == "error":
+        return _list(as_json=False)
+    if answer.get("result") != "jobs_table":
+        return None
+    return _show_table(answer, document)
+
+
+def _show_table(answer: dict[str, Any], document: bytes) -> int | None:
+    """Print what `_show_listing` prints for the table, from the coordinator's rows; None
+    (before anything is printed) when the answer is not of the shape this command knows."""
+    from qex.cli.wire import decode_array
+
+    rows = decode_array(document)
+    pools, pauses = answer.get("pools", []), answer.get("pauses")
+    damaged = answer.get("damaged", [])
+    if (rows is None or not isinstance(pools, list) or not isinstance(damaged, list)
+            or not all(isinstance(row, list) and len(row) == 7
+                       and all(type(cell) is str for cell in row) for row in rows)
+            or not (pauses is None or isinstance(pauses, dict))):
+        return None
+    found = _Listing([], None, damaged, pauses)
+    return _show_listing(found, [], as_json=False, note=None,
+                         table=(rows, [str(line) for line in pools]))
 
 
 class _Listing:
@@ -319,9 +354,11 @@ def _list(*, as_json: bool) -> int | None:
 
 
 def _show_listing(found: _Listing, chosen: list[dict[str, Any]], *, as_json: bool,
-                  note: str | None) -> int:
+                  note: str | None,
+                  table: tuple[list[list[str]], list[str]] | None = None) -> int:
     """Print what `list_core.show_list` prints: the pause lines, the damaged records and
-    `note` on stderr, then the chosen jobs (or the coordinator's own document)."""
+    `note` on stderr, then the chosen jobs (or the coordinator's own document, or the rows
+    and pool lines of `table`, which the coordinator made)."""
     import sys
     import time
 
@@ -342,6 +379,12 @@ def _show_listing(found: _Listing, chosen: list[dict[str, Any]], *, as_json: boo
                 warn(damaged_line(entry))
     if note is not None:
         warn(note)
+    if table is not None:
+        from qex.cli.render_table import rows_table_lines
+
+        sys.stdout.write("\n".join(rows_table_lines(*table)) + "\n")
+        sys.stdout.flush()
+        return 0
     if found.document is not None:
         sys.stdout.flush()
         sys.stdout.buffer.write(found.document + b"\n")

@@ -34,7 +34,7 @@ def guarded(action: Callable[[], T]) -> T:
 
 def result_line(record: dict[str, Any]) -> str:
     """One line per job for `qex wait`: who, the state, and how it ended."""
-    from qex.cli.record_view import JobView, job_label, result_text
+    from qex.core.record_view import JobView, job_label, result_text
 
     job = JobView(record)
     state = job.state

@@ -15,20 +15,20 @@ code without the typed records. Reading the logs and the environment is
 
 from __future__ import annotations
 
-from qex.cli.record_view import JobView, display, view
 from qex.core import state_words as words
 from qex.core.log_words import for_json
 from qex.core.names import printable_line, safe_name, short_id, visible
 from qex.core.record_json import display_record
+from qex.core.record_view import JobView, display, view
+from qex.core.signal_words import signal_name
 from qex.core.unit_text import format_duration, format_size
-from qex.platform.signal_words import signal_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from qex.cli.record_view import RecordLike
     from qex.cli.status_print import Excerpt
+    from qex.core.record_view import RecordLike
 
     #: One excerpt of a log as the text block shows it: (stream, lines, notes).
     ExcerptText = tuple[str, list[str], list[str]]

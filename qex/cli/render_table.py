@@ -1,6 +1,8 @@
 """The `qex list` table: ID STATE NAME CPU MEM TIME NOTE, one job per line.
 
 Pure apart from `use_color`/`terminal_width`, which look at a stream and the environment.
+The cells come from `qex.core.record_view.row_cells`, here or in the coordinator
+(`list_table`); laying out rows that the coordinator made imports nothing more.
 On a terminal the table fits the width and the NOTE is cut; in a pipe nothing is cut, so a
 script that greps the output sees every word. Colour only marks the state, and only on a
 terminal that wants colour (no NO_COLOR, no TERM=dumb).
@@ -10,16 +12,12 @@ from __future__ import annotations
 
 import os
 
-from qex.cli.record_view import JobView, note_text, pool_use_lines, time_text, view
-from qex.core.names import safe_name, short_id
-from qex.core.unit_text import format_size
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, TextIO
 
-    from qex.cli.record_view import RecordLike
+    from qex.core.record_view import RecordLike
 
 NAME_WIDTH = 16
 HEADERS = ("ID", "STATE", "NAME", "CPU", "MEM", "TIME", "NOTE")
@@ -83,24 +81,6 @@ def cut(text: str, width: int) -> str:
     return text[: width - 1] + "~" if width > 1 else text[:width]
 
 
-def job_row(job: RecordLike, now: float) -> tuple[str, str, str, str, str, str, str]:
-    """The seven cells of one job, as plain text."""
-    record = view(job)
-    ident = short_id(record.id)
-    if record.engine_id:
-        # A job of another engine shows that engine's id beside qex's (`a1b2c3d4 slurm:123`).
-        ident = f"{ident} {safe_name(record.engine or 'engine')}:{safe_name(record.engine_id)}"
-    return (
-        ident,
-        record.state,
-        safe_name(record.name or "job"),
-        str(record.cpu),
-        format_size(record.mem) if record.mem > 0 else "-",
-        time_text(record, now),
-        note_text(record),
-    )
-
-
 def render_jobs(records: Sequence[RecordLike], *, now: float, width: int | None = None,
                 color: bool = False) -> list[str]:
     """The header and one line per record, in the order given.
@@ -108,8 +88,16 @@ def render_jobs(records: Sequence[RecordLike], *, now: float, width: int | None 
     `width` None means "not a terminal": no cell is cut. Otherwise NAME is cut to 16
     characters and NOTE to what is left of the line.
     """
-    rows = [job_row(r, now) for r in records]
-    cells: list[tuple[str, ...]] = [HEADERS, *rows]
+    from qex.core.record_view import row_cells
+
+    return render_rows([row_cells(r, now) for r in records], width=width, color=color)
+
+
+def render_rows(rows: Sequence[Sequence[str]], *, width: int | None = None,
+                color: bool = False) -> list[str]:
+    """The header and one line per row of seven cells (`core.record_view.row_cells`, made
+    here or by the coordinator), laid out as `render_jobs` says."""
+    cells: list[Sequence[str]] = [HEADERS, *rows]
     name_width = max(len(c[2]) for c in cells)
     if width is not None:
         name_width = min(name_width, NAME_WIDTH)
@@ -139,8 +127,20 @@ def table_lines(chosen: list[dict[str, Any]], records: list[dict[str, Any]],
     over every job (not only the chosen); `no jobs` for none."""
     import sys
 
+    from qex.core.record_view import JobView, pool_use_lines
+
     if not chosen:
         return ["no jobs"]
     lines = render_jobs([JobView(r) for r in chosen], now=now, width=terminal_width(sys.stdout),
                         color=use_color(sys.stdout))
     return lines + pool_use_lines(records)
+
+
+def rows_table_lines(rows: Sequence[Sequence[str]], pools: list[str]) -> list[str]:
+    """`table_lines` from rows and pool lines that the coordinator made (`list_table`)."""
+    import sys
+
+    if not rows:
+        return ["no jobs"]
+    return render_rows(rows, width=terminal_width(sys.stdout),
+                       color=use_color(sys.stdout)) + pools

@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qex.cli.record_view import JobView, view
 from qex.cli.render_status import status_json, status_text
 from qex.core import logsel
 from qex.core import state_words as words
 from qex.core.log_words import STATUS_LINES, STATUS_STREAMS
 from qex.core.model import dataclass
+from qex.core.record_view import JobView, view
 
 if TYPE_CHECKING:
-    from qex.cli.record_view import RecordLike
+    from qex.core.record_view import RecordLike
     from qex.core.records import LogsDropped
     from qex.store.paths import Paths
 

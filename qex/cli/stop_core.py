@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def signalled_line(job_id: str, signum: int) -> str:
     """What `kill` prints for a job that the coordinator signalled."""
-    from qex.platform.signal_words import signal_name
+    from qex.core.signal_words import signal_name
 
     return f"{job_id} received the signal {signal_name(signum)}"
 

@@ -11,11 +11,11 @@ import time
 from typing import Any
 
 from qex.cli.queue_lines import clock, health_line, others_line, pause_lines
-from qex.cli.record_view import JobView, note_text, time_text
 from qex.cli.render_table import cut, paint, state_colour
 from qex.core.model import dataclass
 from qex.core.names import safe_name, short_id
 from qex.core.record_json import sort_key
+from qex.core.record_view import JobView, note_text, time_text
 from qex.core.units import format_size
 
 #: Finished jobs shown below the running and queued ones.

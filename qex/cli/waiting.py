@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 # Re-exported below: the commands import the ends of a wait from this module.
-from qex.cli.record_view import typed
 from qex.cli.wait_ends import (
     JobGone,
     WaitInterrupted,
@@ -40,6 +39,7 @@ from qex.core import protocol
 from qex.core.model import dataclass
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.protocol import Result
+from qex.core.record_view import typed
 from qex.core.states import State
 from qex.store.paths import Paths
 

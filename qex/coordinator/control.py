@@ -19,9 +19,9 @@ from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
 from qex.core import protocol
 from qex.core.names import safe_name
+from qex.core.signal_words import signal_name
 from qex.core.states import State
 from qex.platform import procs
-from qex.platform.signal_words import signal_name
 from qex.store import history
 from qex.store import jobs as job_files
 

@@ -1,5 +1,7 @@
 """The requests that only read: ping, info, capabilities, list, status; and `wait`.
 
+The two listings that the coordinator keeps text for are in `qex.coordinator.listing`.
+
 `info` answers the question "is the queue healthy?": the load against the budget, other
 users, the pause, the pools, the job at the front and what holds it, and whether memory
 limits are really applied (`enforcement`, from `qex.platform.detect`; qex never reports a
@@ -31,7 +33,7 @@ def handle_list(coord: Coordinator, message: dict[str, Any] | None = None) -> di
     """`list`: every record, or only those that a `word` may name or a `states` filter
     keeps (`protocol.list_jobs`), so that finding a short id, or the running jobs, among
     thousands encodes a few records, not all of them."""
-    _refresh_active(coord)
+    refresh_active(coord)
     message = message or {}
     word, states = message.get("word"), message.get("states")
     records = coord.sorted_records()
@@ -46,56 +48,19 @@ def handle_list(coord: Coordinator, message: dict[str, Any] | None = None) -> di
         wanted = set(states)
         records = [r for r in records if listed_for(str(r.state), wanted)]
     answer = protocol.answer(Result.JOBS, jobs=[record.to_dict() for record in records])
-    damaged = _damaged(coord)
+    damaged = damaged_entries(coord)
     if damaged:
         answer["damaged"] = damaged
     return answer
 
 
-def handle_list_json(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
-    """`list_json`: the answer line and the document that follows it.
-
-    A listing of thousands of jobs cost hundreds of milliseconds of encoding, parsing and
-    encoding again; each record's text is now made once and kept with its job until the
-    record changes. The
-    test for a change compares the record's fields with the copy the text was made from:
-    its names, and its values (`to_dict` copied the lists and dicts among them, and `==`
-    goes into them, so a change inside `assigned` counts too). The copy is two tuples, the
-    names shared by all jobs, to keep the memory per job small.
-    """
-    from qex.core.jsontext import array, array_item
-    from qex.core.record_json import display_record
-
-    _refresh_active(coord)
-    items: list[str] = []
-    for job in coord.sorted_jobs():
-        fields = vars(job.record)
-        cached = job.shown_cache
-        if cached is None or cached[1] != tuple(fields.values()) or cached[0] != tuple(fields):
-            data = job.record.to_dict()
-            names = tuple(data)
-            cached = job.shown_cache = (_FIELD_NAMES.setdefault(names, names),
-                                        tuple(data.values()), array_item(display_record(data)))
-        items.append(cached[2])
-    document = array(items).encode("ascii")
-    answer = protocol.answer(Result.JOBS_JSON, size=len(document))
-    damaged = _damaged(coord)
-    if damaged:
-        answer["damaged"] = damaged
-    return answer, document
-
-
-#: One tuple of field names shared by every kept listing text (`Job.shown_cache`).
-_FIELD_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
-def _refresh_active(coord: Coordinator) -> None:
+def refresh_active(coord: Coordinator) -> None:
     """Take the newer records that running jobs' supervisors wrote (a listing shows them)."""
     for job in list(coord.started_jobs()):
         coord.refresh(job)
 
 
-def _damaged(coord: Coordinator) -> list[dict[str, str]]:
+def damaged_entries(coord: Coordinator) -> list[dict[str, str]]:
     """The job directories whose records cannot be read, while their directory is there."""
     damaged = {job_id: path for job_id, path in coord.damaged.items()
                if job_id not in coord.jobs and os.path.isdir(os.path.dirname(path))}

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-from qex.coordinator import control, pausing, queries
+from qex.coordinator import control, listing, pausing, queries
 from qex.coordinator.events import wrap
 from qex.coordinator.log import log, log_exception
 from qex.coordinator.state import Coordinator, Job, label
@@ -37,7 +37,7 @@ WAIT_RECHECK_SECS = 30.0
 
 
 class WithText(NamedTuple):
-    """An answer line and the text that follows it (`list_json`, `protocol.list_json`)."""
+    """An answer line and the text that follows it (`protocol.list_json`, `list_table`)."""
 
     answer: dict[str, Any]
     text: bytes
@@ -154,6 +154,7 @@ class Server:
             Op.RERUN: self._rerun,
             Op.LIST: self._list,
             Op.LIST_JSON: self._list_json,
+            Op.LIST_TABLE: self._list_table,
             Op.STATUS: self._status,
             Op.WAIT: self._wait,
             Op.KILL: self._kill,
@@ -299,7 +300,10 @@ class Server:
         return queries.handle_list(self.coord, message)
 
     async def _list_json(self, client: Client, message: dict[str, Any]) -> WithText:
-        return WithText(*queries.handle_list_json(self.coord))
+        return WithText(*listing.handle_list_json(self.coord))
+
+    async def _list_table(self, client: Client, message: dict[str, Any]) -> WithText:
+        return WithText(*listing.handle_list_table(self.coord))
 
     async def _status(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return queries.handle_status(self.coord, message)

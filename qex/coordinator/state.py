@@ -79,6 +79,7 @@ class JobTable(dict[str, "Job"]):
 
 if TYPE_CHECKING:
     from qex.coordinator.forking import ForkServer
+    from qex.coordinator.listing import Listed
 
 
 @dataclass
@@ -108,10 +109,9 @@ class Job:
     #: a pass over a long queue reuses the views of the jobs that did not change.
     view_cache: tuple[Any, Any] | None = None
     known_cache: tuple[Any, Any] | None = None
-    #: The record as `qex list --json` shows it (`queries.handle_list_json`), after a copy of
-    #: the record's field names and values that it was made from; made on the first such
-    #: listing, remade when the record differs from the copy.
-    shown_cache: tuple[tuple[str, ...], tuple[Any, ...], str] | None = None
+    #: What the two listings keep of this job between listings (`listing.Listed`): the
+    #: `list --json` item and the `qex list` row, remade when the record changes.
+    listed: Listed | None = None
     #: A result the supervisor has decided but not yet written (it says so just before it
     #: writes a final result, and again while a full disk refuses one), and the sentence to
     #: show while it waits; recorded by the coordinator should the supervisor die first. The

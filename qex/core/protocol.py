@@ -85,6 +85,8 @@ class Op:
     LIST: Final = "list"
     #: `list` as the document `qex list --json` prints, sent after the answer line.
     LIST_JSON: Final = "list_json"
+    #: The rows of the `qex list` table, made by the coordinator, sent after the answer line.
+    LIST_TABLE: Final = "list_table"
     STATUS: Final = "status"
     WAIT: Final = "wait"
     KILL: Final = "kill"
@@ -107,6 +109,8 @@ class Result:
     JOBS: Final = "jobs"
     #: `list_json`'s answer: `size` bytes of JSON text follow the line (see `list_json`).
     JOBS_JSON: Final = "jobs_json"
+    #: `list_table`'s answer: `size` bytes of JSON text follow the line (see `list_table`).
+    JOBS_TABLE: Final = "jobs_table"
     STATUS: Final = "status"
     PAUSE_STATE: Final = "pause_state"
     EVENT: Final = "event"
@@ -125,6 +129,7 @@ ANSWERS: dict[str, str] = {
     Op.RERUN: Result.SUBMITTED,
     Op.LIST: Result.JOBS,
     Op.LIST_JSON: Result.JOBS_JSON,
+    Op.LIST_TABLE: Result.JOBS_TABLE,
     Op.STATUS: Result.STATUS,
     Op.WAIT: Result.STATUS,
     Op.KILL: Result.OK,
@@ -229,6 +234,21 @@ def list_json() -> dict[str, Any]:
     parsed back by the client. A coordinator older than this request refuses it as unknown.
     """
     return {"op": Op.LIST_JSON}
+
+
+def list_table() -> dict[str, Any]:
+    """The `qex list` table's rows, made by the coordinator, with what the command prints
+    around them, in one answer.
+
+    The answer line `{"result": "jobs_table", "size": N, "pools": [...], "pauses": {...}}`
+    (with `damaged` as `list` has it; `pauses` as the `pause_state` answer has its `queue`
+    and `locks`) is followed by exactly N bytes: a JSON array with one array of the seven
+    cells of `qex.core.record_view.row_cells` per job, in submission order. The command lays
+    them out for its terminal; it never receives or parses the records, which at thousands
+    of jobs cost more than all else. A coordinator older than this request refuses it as
+    unknown, and the command then asks for `list_json`.
+    """
+    return {"op": Op.LIST_TABLE}
 
 
 def status(job_id: str) -> dict[str, Any]:

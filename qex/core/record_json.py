@@ -1,6 +1,6 @@
 """The JSON form of a record: the coordinator's dict made safe to print, and its order.
 
-Split from `qex.cli.record_view` so that `status --json` and `list --json` need only
+Split from `qex.core.record_view` so that `status --json` and `list --json` need only
 `qex.core.names` (no typed records, enums or `typing`); `record_view` hands both on, and its
 typed `display` applies the same rules field by field.
 """

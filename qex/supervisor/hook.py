@@ -26,10 +26,10 @@ from pathlib import Path
 
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.records import JobStatus
+from qex.core.signal_words import signal_name
 from qex.core.states import State
 from qex.core.units import MIB, format_duration
 from qex.platform import jobprocess, procs
-from qex.platform.signal_words import signal_name
 from qex.store import jobs
 from qex.store.paths import Paths
 from qex.supervisor.children import ChildWatch, Reaper

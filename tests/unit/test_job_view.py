@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.cli.record_view import DEFAULTS, JobView, typed, view
 from qex.core import model, state_words
 from qex.core.exit_band import Exit as BandExit
 from qex.core.exit_band import exit_code_for
+from qex.core.record_view import DEFAULTS, JobView, typed, view
 from qex.core.records import JobStatus
+from qex.core.signal_words import signal_name
 from qex.core.states import ACTIVE, FINAL, NOT_FINAL, State
-from qex.platform.signal_words import signal_name
 
 
 def _status_defaults() -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from coordkit import add_job, make_coord
 
 from qex.cli.wire import Wire
-from qex.coordinator import queries
+from qex.coordinator import listing
 from qex.core.jsontext import dumps
 from qex.core.record_json import display_record
 
@@ -26,7 +26,7 @@ def test_the_document_is_the_listing_the_full_body_prints(tmp_path: Path) -> Non
     coord = make_coord(tmp_path)
     late = add_job(coord, submitted_at=20.0, name="late\x1bjob")
     early = add_job(coord, submitted_at=10.0, state="failed", error="bad\nline", exit_code=3)
-    answer, document = queries.handle_list_json(coord)
+    answer, document = listing.handle_list_json(coord)
     assert answer == {"result": "jobs_json", "size": len(document)}
     assert document == _expected([early.record.to_dict(), late.record.to_dict()])
     assert json.loads(document)[1]["name"] == "late_job"  # safe form, as `display_record`
@@ -37,27 +37,27 @@ def test_a_changed_record_is_shown_changed(tmp_path: Path) -> None:
     a change inside a nested field and for a field set on the record in place."""
     coord = make_coord(tmp_path)
     job = add_job(coord, submitted_at=1.0)
-    first = queries.handle_list_json(coord)[1]
-    assert queries.handle_list_json(coord)[1] == first  # unchanged: the same text
+    first = listing.handle_list_json(coord)[1]
+    assert listing.handle_list_json(coord)[1] == first  # unchanged: the same text
     job.record.blocked_reason = "waiting for the lock `db`"
-    second = queries.handle_list_json(coord)[1]
+    second = listing.handle_list_json(coord)[1]
     assert second == _expected([job.record.to_dict()]) != first
     job.record.assigned["gpu"] = {"units": 1, "devices": [0], "size": None}
-    third = queries.handle_list_json(coord)[1]
+    third = listing.handle_list_json(coord)[1]
     assert json.loads(third)[0]["assigned"] == {"gpu": {"units": 1, "devices": [0], "size": None}}
     job.record.assigned["gpu"]["devices"].append(1)
-    assert json.loads(queries.handle_list_json(coord)[1])[0]["assigned"]["gpu"]["devices"] == [0, 1]
-    assert queries.handle_list_json(coord)[1] == _expected([job.record.to_dict()])
+    assert json.loads(listing.handle_list_json(coord)[1])[0]["assigned"]["gpu"]["devices"] == [0, 1]
+    assert listing.handle_list_json(coord)[1] == _expected([job.record.to_dict()])
 
 
 def test_an_empty_listing_and_a_damaged_entry(tmp_path: Path) -> None:
     coord = make_coord(tmp_path)
-    answer, document = queries.handle_list_json(coord)
+    answer, document = listing.handle_list_json(coord)
     assert (answer, document) == ({"result": "jobs_json", "size": 2}, b"[]")
     broken = coord.paths.jobs_dir / "broken"
     broken.mkdir()
     coord.damaged["broken"] = str(broken / "status.json")
-    answer, _ = queries.handle_list_json(coord)
+    answer, _ = listing.handle_list_json(coord)
     assert answer["damaged"] == [{"id": "broken", "path": str(broken / "status.json")}]
 
 

@@ -13,11 +13,11 @@ from typing import Any, get_args
 import pytest
 from jsonschema import Draft202012Validator
 
-from qex.cli.record_view import typed
 from qex.cli.render_status import status_json, status_text
 from qex.cli.render_table import render_jobs
 from qex.core import states
 from qex.core.record_json import display_record, sort_key
+from qex.core.record_view import typed
 from qex.core.records import JobSpec, JobStatus
 from qex.core.schemas import CLAIM_SOURCES, ENV_CAPTURE, SCHEMAS
 from qex.core.states import State

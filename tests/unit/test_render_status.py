@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qex.cli.record_view import typed
 from qex.cli.render_status import status_json, status_text
 from qex.cli.status_print import load_excerpts
+from qex.core.record_view import typed
 
 BASE: dict[str, Any] = {
     "id": "aaaaaaaa-1111-4111-8111-111111111111", "name": "train\x1b[2J", "state": "failed",

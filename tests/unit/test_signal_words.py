@@ -1,4 +1,4 @@
-"""`platform.signal_words` reads signals from `_signal` as the `signal` module's enums would."""
+"""`core.signal_words` reads signals from `_signal` as the `signal` module's enums would."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from qex.platform.signal_words import SIGNALS, parse_signal
+from qex.core.signal_words import SIGNALS, parse_signal
 
 
 def test_the_named_signals_are_the_enum_values() -> None:

@@ -120,8 +120,8 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
     from qex.cli.disk_usage import tree_size
     from qex.cli.exits import code_for
     from qex.cli.reach import refusal
-    from qex.cli.record_view import job_label, view
     from qex.core import protocol
+    from qex.core.record_view import job_label, view
     from qex.core.units import format_size
 
     code = 0

@@ -24,8 +24,8 @@ def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> li
 def command(jobs: tuple[str, ...], signal_text: str, grace: str) -> None:
     """Stop jobs that run. The job's whole process group gets the signal, and qex records
     the job as `killed`. A queued job is not killed: `qex cancel` takes it out of the queue."""
+    from qex.core.signal_words import parse_signal
     from qex.core.units import UnitError, parse_duration
-    from qex.platform.signal_words import parse_signal
 
     try:
         signum = parse_signal(signal_text)

@@ -2,8 +2,9 @@
 
 Read from the C module `_signal`: the `signal` module builds its enums at import, and
 `qex kill` and `qex status` run once per call, where that import would cost more than the
-command's own work (`docs/performance.md`). `qex.platform.procs` takes these from here, so
-the coordinator and the lean commands read and name signals with the same code.
+command's own work (`docs/performance.md`). Pure naming, with no I/O, so it sits with the
+core: the coordinator, the supervisor and the lean commands read and name signals with the
+same code, and the NOTE of `qex list` can be made in the coordinator (`core.record_view`).
 """
 
 from __future__ import annotations

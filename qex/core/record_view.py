@@ -10,6 +10,10 @@ by field with the defaults of `qex.core.records.JobStatus`, its state a plain wo
 reads (`qex status`, `qex list`) render from it without importing the typed records, `enum`
 or `typing`, which would cost them more than the rest of their work; the JSON forms print
 the dict itself (`record_json.display_record`), so output never changes shape.
+
+It is part of the core so that the coordinator can make the cells of `qex list` itself
+(`row_cells`, `queries.handle_list_table`): a table of thousands of jobs then travels as
+its short cells, not as every field of every record for the command to parse.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from __future__ import annotations
 from qex.core import state_words as words
 from qex.core.names import printable_line, safe_name, short_id
 from qex.core.record_json import display_record
-from qex.core.unit_text import format_duration
-from qex.platform.signal_words import signal_name
+from qex.core.signal_words import signal_name
+from qex.core.unit_text import format_duration, format_size
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -287,3 +291,32 @@ def elapsed_secs(record: JobView, now: float) -> float | None:
 def time_text(record: JobView, now: float) -> str:
     secs = elapsed_secs(record, now)
     return "-" if secs is None else format_duration(secs)
+
+
+#: The cells of one row of `qex list`, in the order of `qex.cli.render_table.HEADERS`.
+RowCells = tuple[str, str, str, str, str, str, str]
+
+
+def row_cells(job: RecordLike, now: float) -> RowCells:
+    """The seven cells of one job in `qex list` (ID STATE NAME CPU MEM TIME NOTE), as plain
+    text: what the command lays out, made here or by the coordinator."""
+    record = view(job)
+    ident = short_id(record.id)
+    if record.engine_id:
+        # A job of another engine shows that engine's id beside qex's (`a1b2c3d4 slurm:123`).
+        ident = f"{ident} {safe_name(record.engine or 'engine')}:{safe_name(record.engine_id)}"
+    return (
+        ident,
+        record.state,
+        safe_name(record.name or "job"),
+        str(record.cpu),
+        format_size(record.mem) if record.mem > 0 else "-",
+        time_text(record, now),
+        note_text(record),
+    )
+
+
+def depends_on_now(job: RecordLike) -> bool:
+    """True when a job's row changes with the clock alone: a queued or active job's TIME
+    grows; a final job's row changes only with its record."""
+    return view(job).state not in words.FINAL_WORDS
