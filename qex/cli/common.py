@@ -42,6 +42,14 @@ def print_warnings(answer: Mapping[str, Any]) -> None:
                 warn(line)
 
 
+def canonical_dir(text: str) -> str:
+    """A `--cwd`/`--under` directory resolved as a submission resolves its own working
+    directory (absolute, `~` expanded, symlinks resolved), for `job_filters`."""
+    import os
+
+    return os.path.realpath(os.path.expanduser(text))
+
+
 def get_paths(code: int = 1) -> Paths:
     from qex.store.paths import PathError, Paths
 

@@ -219,22 +219,27 @@ def list_json() -> int | None:
 
 
 def list_text() -> int | None:
-    """`qex list` without filters: the exit code, or None for the full body.
+    """`qex list` without filters: the exit code, or None for the full body."""
+    return _table({"op": "list_table"}, lambda: _list(as_json=False))  # protocol.list_table()
 
-    The coordinator makes the rows (`protocol.list_table`); one older than that request
-    refuses it, and the table is then drawn from the records, as before."""
+
+def _table(message: dict[str, Any], older: Callable[[], int | None]) -> int | None:
+    """The table of `qex list` from the rows the coordinator made (`protocol.list_table`):
+    the exit code, or None for the full body (which also words a group that is not there).
+    A coordinator older than that request refuses it, and `older` then draws the table
+    from the records, as before."""
     wire = _connect()
     if wire is None:
         return None
     try:
-        got = wire.request_text({"op": "list_table"})  # protocol.list_table()
+        got = wire.request_text(message)
     finally:
         wire.close()
     if got is None:
         return None
     answer, document = got
     if answer.get("result") == "error":
-        return _list(as_json=False)
+        return None if answer.get("kind") == "no_such_job" else older()
     if answer.get("result") != "jobs_table":
         return None
     return _show_table(answer, document)
@@ -253,8 +258,14 @@ def _show_table(answer: dict[str, Any], document: bytes) -> int | None:
                        and all(type(cell) is str for cell in row) for row in rows)
             or not (pauses is None or isinstance(pauses, dict))):
         return None
+    groups = answer.get("groups")
+    note = None
+    if isinstance(groups, list) and len(groups) > 1:
+        from qex.core.job_filters import several_groups_line
+
+        note = several_groups_line(str(answer.get("group")), [str(g) for g in groups])
     found = _Listing([], None, damaged, pauses)
-    return _show_listing(found, [], as_json=False, note=None,
+    return _show_listing(found, [], as_json=False, note=note,
                          table=(rows, [str(line) for line in pools]))
 
 
@@ -327,12 +338,36 @@ def _pauses(wire: Wire) -> tuple[bool, dict[str, Any] | None]:
 def list_filtered(*, as_json: bool, states: set[str], tags: tuple[str, ...],
                   group_word: str | None, cwd_dir: str | None, under_dir: str | None
                   ) -> int | None:
-    """`qex list` with filters (`qex.cli.job_filters.chosen_jobs`, as the full body filters):
-    the exit code, or None for the full body, which also words a group that is not there."""
+    """`qex list` with filters (`qex.core.job_filters.chosen_jobs`, as the full body filters):
+    the exit code, or None for the full body, which also words a group that is not there.
+    The table's rows are chosen and made by the coordinator; `--json`, and a coordinator
+    older than `list_table`, filter the records here."""
+    from qex.cli.common import canonical_dir
+
+    here = canonical_dir(cwd_dir) if cwd_dir is not None else None
+    top = canonical_dir(under_dir) if under_dir is not None else None
+
+    def from_records() -> int | None:
+        return _filter_records(as_json=as_json, states=states, tags=tags,
+                               group_word=group_word, cwd_dir=here, under_dir=top)
+
+    if as_json:
+        return from_records()
+    message: dict[str, Any] = {"op": "list_table"}  # protocol.list_table(...)
+    for key, value in (("states", sorted(states)), ("tags", list(tags)), ("group", group_word),
+                       ("cwd", here), ("under", top)):
+        if value:
+            message[key] = value
+    return _table(message, from_records)
+
+
+def _filter_records(*, as_json: bool, states: set[str], tags: tuple[str, ...],
+                    group_word: str | None, cwd_dir: str | None, under_dir: str | None
+                    ) -> int | None:
     found = _listing(as_json=False)  # the filters read the records, so they are decoded
     if found is None:
         return None
-    from qex.cli.job_filters import chosen_jobs, several_groups_line
+    from qex.core.job_filters import chosen_jobs, several_groups_line
 
     several: list[str] = []
     try:

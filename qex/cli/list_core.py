@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from qex.cli.common import die, get_paths, print_json, warn
+from qex.cli.common import canonical_dir, die, get_paths, print_json, warn
 from qex.core.states import Exit, State
 
 
@@ -16,9 +16,9 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
               group_word: str | None = None, cwd_dir: str | None = None,
               under_dir: str | None = None) -> None:
     """Print the jobs (all, or those the filters keep) as a table or one JSON array."""
-    from qex.cli import job_filters as jf
     from qex.cli.queue_lines import pause_lines
     from qex.cli.reach import open_connection, pause_state
+    from qex.core import job_filters as jf
     from qex.core.record_json import display_record, sort_key
 
     paths = get_paths()
@@ -43,7 +43,9 @@ def show_list(*, as_json: bool, wanted: set[State] | None = None, tags: Iterable
 
     try:
         chosen = jf.chosen_jobs(records, states=wanted or (), tags=tags, group_word=group_word,
-                                cwd_dir=cwd_dir, under_dir=under_dir, on_groups=several)
+                                cwd_dir=canonical_dir(cwd_dir) if cwd_dir is not None else None,
+                                under_dir=canonical_dir(under_dir) if under_dir is not None
+                                else None, on_groups=several)
     except LookupError:
         die(no_group_message(str(group_word)), Exit.NO_SUCH_JOB)
     chosen = sorted(chosen, key=sort_key)

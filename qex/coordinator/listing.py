@@ -22,6 +22,7 @@ from qex.coordinator.queries import damaged_entries, refresh_active
 from qex.coordinator.state import Coordinator, Job
 from qex.core import protocol
 from qex.core import state_words as words
+from qex.core.job_filters import chosen_jobs
 from qex.core.jsontext import array, array_item
 from qex.core.protocol import Result
 from qex.core.record_json import display_record
@@ -108,19 +109,66 @@ def _row(job: Job, now: float) -> str:
     return _row_text(cells)
 
 
-def handle_list_table(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
+def handle_list_table(coord: Coordinator, message: dict[str, Any] | None = None
+                      ) -> tuple[dict[str, Any], bytes]:
     """`list_table`: the answer line (the pool lines, the pauses, the damaged entries) and
-    the rows that follow it (`protocol.list_table`)."""
+    the rows that follow it (`protocol.list_table`): every job's, or those that the
+    message's filters keep. A group word that names no group gets the `no_such_job`
+    refusal and no text."""
     refresh_active(coord)
     now = coord.now()
-    rows = [_row(job, now) for job in coord.sorted_jobs()]
+    jobs = coord.sorted_jobs()
+    filters = _filters(message or {})
+    if isinstance(filters, str):
+        return protocol.error(protocol.INTERNAL, filters), b""
+    groups: list[str] = []
+    if filters:
+        by_id = {job.id: job for job in jobs}
+        try:
+            kept = chosen_jobs([_filtered_fields(job) for job in jobs], **filters,
+                               on_groups=groups.extend)
+        except LookupError:
+            word = filters["group_word"]
+            return protocol.error(protocol.NO_SUCH_JOB, f"there is no group with the id or "
+                                  f"the name `{word}`"), b""
+        jobs = [by_id[str(fields["id"])] for fields in kept]
+    rows = [_row(job, now) for job in jobs]
     document = ("[" + ",\n".join(rows) + "]").encode("ascii")
     pauses = pausing.state_answer(coord)
     answer = protocol.answer(
         Result.JOBS_TABLE, size=len(document),
         pools=pool_use_lines([job.record.to_dict() for job in coord.started_jobs()]),
         pauses={"queue": pauses["queue"], "locks": pauses["locks"]})
+    if groups:
+        answer.update(groups=groups, group=filters["group_word"])
     damaged = damaged_entries(coord)
     if damaged:
         answer["damaged"] = damaged
     return answer, document
+
+
+def _filters(message: dict[str, Any]) -> dict[str, Any] | str:
+    """The keywords of `chosen_jobs` that the message asks for, or what is wrong with them."""
+    found: dict[str, Any] = {}
+    for key, name in (("states", "states"), ("tags", "tags")):
+        value = message.get(key)
+        if value is None:
+            continue
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"`{key}` must be a list of words"
+        found[name] = value
+    for key, name in (("group", "group_word"), ("cwd", "cwd_dir"), ("under", "under_dir")):
+        value = message.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return f"`{key}` must be a string"
+        found[name] = value
+    return found
+
+
+def _filtered_fields(job: Job) -> dict[str, Any]:
+    """The fields of a record that `chosen_jobs` reads, as the record's dict has them."""
+    record = job.record
+    return {"id": record.id, "state": str(record.state), "tags": record.tags,
+            "group": record.group, "group_name": record.group_name, "cwd": record.cwd}

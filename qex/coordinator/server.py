@@ -303,7 +303,7 @@ class Server:
         return WithText(*listing.handle_list_json(self.coord))
 
     async def _list_table(self, client: Client, message: dict[str, Any]) -> WithText:
-        return WithText(*listing.handle_list_table(self.coord))
+        return WithText(*listing.handle_list_table(self.coord, message))
 
     async def _status(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return queries.handle_status(self.coord, message)

@@ -236,9 +236,13 @@ def list_json() -> dict[str, Any]:
     return {"op": Op.LIST_JSON}
 
 
-def list_table() -> dict[str, Any]:
+def list_table(states: Iterable[str] = (), tags: Iterable[str] = (), group: str | None = None,
+               cwd: str | None = None, under: str | None = None) -> dict[str, Any]:
     """The `qex list` table's rows, made by the coordinator, with what the command prints
-    around them, in one answer.
+    around them, in one answer; with filters, the rows of the jobs they keep, chosen by
+    `qex.core.job_filters.chosen_jobs` (`cwd` and `under` resolved by the command). A group
+    word that names several groups adds `groups` (their ids) and `group` to the answer; one
+    that names none is refused with `no_such_job`.
 
     The answer line `{"result": "jobs_table", "size": N, "pools": [...], "pauses": {...}}`
     (with `damaged` as `list` has it; `pauses` as the `pause_state` answer has its `queue`
@@ -248,7 +252,12 @@ def list_table() -> dict[str, Any]:
     of jobs cost more than all else. A coordinator older than this request refuses it as
     unknown, and the command then asks for `list_json`.
     """
-    return {"op": Op.LIST_TABLE}
+    message: dict[str, Any] = {"op": Op.LIST_TABLE}
+    for key, value in (("states", sorted(states)), ("tags", list(tags)), ("group", group),
+                       ("cwd", cwd), ("under", under)):
+        if value:
+            message[key] = value
+    return message
 
 
 def status(job_id: str) -> dict[str, Any]:

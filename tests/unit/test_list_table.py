@@ -175,3 +175,106 @@ def test_rows_of_an_unknown_shape_go_to_the_full_body(
         {"result": "jobs_table", "size": len(document), "pools": []}, document)})
     assert fastread.list_text() is None
     assert capsys.readouterr() == ("", "")
+
+
+def _grouped(coord: Coordinator) -> None:
+    add_job(coord, submitted_at=NOW - 9, tags=["nightly"], cwd="/src/a", group="g1" * 8,
+            group_name="fan")
+    add_job(coord, state="completed", submitted_at=NOW - 8, started_at=NOW - 8,
+            finished_at=NOW - 7, exit_code=0, tags=["nightly", "gpu"], cwd="/src/a/b",
+            group="g2" * 8, group_name="fan")
+    add_job(coord, state="failed", submitted_at=NOW - 7, started_at=NOW - 7,
+            finished_at=NOW - 6, exit_code=2, tags=["Ω weird"], cwd="/src", group="h3" * 8,
+            group_name="other")
+    add_job(coord, submitted_at=NOW - 6, cwd="/elsewhere")
+
+
+FILTERS: list[dict[str, Any]] = [
+    {"states": ["queued"]}, {"states": ["failed", "completed"]}, {"tags": ["nightly"]},
+    {"tags": ["nightly", "gpu"]}, {"tags": ["Ω_weird"]}, {"group": "other"},
+    {"group": "g1g1"}, {"cwd": "/src/a"}, {"under": "/src"}, {"under": "/src/a",
+                                                              "states": ["completed"]},
+    {"tags": ["none-such"]},
+]
+
+
+@pytest.mark.parametrize("message", FILTERS)
+def test_the_coordinator_chooses_the_rows_as_the_command_would(
+        tmp_path: Path, message: dict[str, Any]) -> None:
+    from qex.core.job_filters import chosen_jobs
+    from qex.core.record_view import row_cells
+
+    coord = make_coord(tmp_path)
+    coord.now = lambda: NOW  # type: ignore[method-assign]
+    _grouped(coord)
+    names = {"states": "states", "tags": "tags", "group": "group_word", "cwd": "cwd_dir",
+             "under": "under_dir"}
+    expected = chosen_jobs(_records(coord), **{names[k]: v for k, v in message.items()})
+    answer, document = listing.handle_list_table(coord, {"op": "list_table", **message})
+    assert json.loads(document) == [list(row_cells(r, NOW)) for r in expected]
+    assert "groups" not in answer
+
+
+def test_a_group_word_for_several_groups_or_none(tmp_path: Path) -> None:
+    coord = make_coord(tmp_path)
+    _grouped(coord)
+    answer, document = listing.handle_list_table(coord, {"op": "list_table", "group": "fan"})
+    assert len(json.loads(document)) == 2
+    assert answer["groups"] == ["g1" * 8, "g2" * 8] and answer["group"] == "fan"
+    refused, text = listing.handle_list_table(coord, {"op": "list_table", "group": "nope"})
+    assert (refused["result"], refused["kind"], text) == ("error", "no_such_job", b"")
+    wrong, _ = listing.handle_list_table(coord, {"op": "list_table", "tags": "nightly"})
+    assert wrong["result"] == "error" and "tags" in wrong["message"]
+
+
+def test_the_fast_filtered_list_sends_its_filters_resolved(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    from qex.cli import fastread
+
+    sent: list[dict[str, Any]] = []
+    rows = [["1a2b3c4d", "queued", "x", "1", "-", "1s", ""]]
+    text = json.dumps(rows).encode()
+
+    class Recording(_FakeWire):
+        def request_text(self, message: dict[str, Any]) -> object:
+            sent.append(message)
+            return super().request_text(message)
+
+    wire = Recording({"list_table": ({"result": "jobs_table", "size": len(text), "pools": [],
+                                      "groups": ["a", "b"], "group": "fan"}, text)})
+    monkeypatch.setattr(fastread, "_connect", lambda word=None: wire)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path / "link")
+    assert fastread.list_filtered(as_json=False, states={"queued"}, tags=("t",),
+                                  group_word="fan", cwd_dir=".", under_dir=None) == 0
+    assert sent == [{"op": "list_table", "states": ["queued"], "tags": ["t"], "group": "fan",
+                     "cwd": str(tmp_path / "real")}]
+    out, err = capsys.readouterr()
+    assert out.splitlines() == render_rows(rows)
+    assert "`fan` names 2 groups" in err
+
+
+def test_the_fast_filtered_list_of_no_group_or_an_older_coordinator(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from qex.cli import fastread
+
+    missing = ({"result": "error", "kind": "no_such_job", "message": "no group"}, b"")
+    _fast(monkeypatch, {"list_table": missing})
+    assert fastread.list_filtered(as_json=False, states=set(), tags=(), group_word="nope",
+                                  cwd_dir=None, under_dir=None) is None
+    record = {"id": "b" * 8 + "-0000", "name": "y", "submitted_at": NOW, "state": "failed",
+              "tags": ["t"]}
+    document = json.dumps([record, {**record, "id": "c" * 8, "tags": []}]).encode()
+    refusal = ({"result": "error", "kind": "internal",
+                "message": "unknown request `list_table`"}, b"")
+    wire = _fast(monkeypatch, {
+        "list_table": refusal,
+        "list_json": ({"result": "jobs_json", "size": len(document)}, document),
+        "capabilities": {"result": "capabilities", "names": []}})
+    assert fastread.list_filtered(as_json=False, states=set(), tags=("t",), group_word=None,
+                                  cwd_dir=None, under_dir=None) == 0
+    assert wire.asked == ["list_table", "list_json", "capabilities"]
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[1].startswith("bbbbbbbb  failed")

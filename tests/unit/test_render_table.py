@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.cli import job_filters as jf
 from qex.cli.queue_lines import health_line, lock_pause_line, pause_lines, queue_pause_line
 from qex.cli.render_table import HEADERS, cut, render_jobs, terminal_width, use_color
+from qex.core import job_filters as jf
 from qex.core import record_view
 from qex.core.record_json import display_record, sort_key
 from qex.core.record_view import typed

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from qex.cli.common import die, get_paths
+from qex.cli.common import canonical_dir, die, get_paths
 from qex.cli.dir_options import directory_options
 
 #: `--auto`: the jobs of this directory and below that stopped more than an hour ago.
@@ -40,9 +40,9 @@ def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...], 
     a group; a state word such as `done` or `failed` selects every job in that state. The
     filters only ever select jobs that stopped, and together they must all hold. This does
     not stop a running job."""
-    from qex.cli import job_filters as jf
     from qex.cli.reach import open_connection
     from qex.cli.resolve import resolve
+    from qex.core import job_filters as jf
     from qex.core.states import FINAL, Exit, State, parse_state_filter
     from qex.core.units import UnitError, parse_duration
 
@@ -95,8 +95,8 @@ def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...], 
         picked: list[dict[str, Any]] = []
         if filtering:
             now = time.time()
-            here = jf.canonical_dir(cwd_dir) if cwd_dir is not None else None
-            top = jf.canonical_dir(under_dir) if under_dir is not None else None
+            here = canonical_dir(cwd_dir) if cwd_dir is not None else None
+            top = canonical_dir(under_dir) if under_dir is not None else None
             for record in records:
                 if not jf.is_final(record):
                     continue

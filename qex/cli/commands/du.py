@@ -30,8 +30,8 @@ def _keep(paths: Any) -> float:
 def command(*, top_n: int, as_json: bool) -> None:
     """Show how much disk space the state directory uses, how much `qex gc` would free,
     and which job records are the largest."""
-    from qex.cli import job_filters as jf
     from qex.cli.disk_usage import is_orphan, scan_jobs, tree_size
+    from qex.core import job_filters as jf
     from qex.core.names import safe_name, short_id
     from qex.core.units import format_duration, format_size
 

@@ -21,10 +21,10 @@ def command(  # noqa: PLR0915 (one pass: records, damaged dirs, history, then th
 ) -> None:
     """Delete old records of stopped jobs (through the coordinator, which keeps the ones
     that unfinished work needs) and job directories whose record cannot be read."""
-    from qex.cli import job_filters as jf
     from qex.cli.common import load_config, warn
     from qex.cli.disk_usage import ORPHAN_MIN_AGE, is_orphan, scan_jobs
     from qex.cli.reach import open_connection, refusal
+    from qex.core import job_filters as jf
     from qex.core import protocol
     from qex.core.names import safe_name
     from qex.core.units import UnitError, format_duration, format_size, parse_duration

@@ -1,14 +1,14 @@
 """Filters that `list`, `clean` and `gc` share: state, tag, group, directory and age.
 
-Pure over status records (dicts), except `canonical_dir`, which resolves a path the way the
-submission did (absolute, symlinks resolved), so `--cwd .` finds the jobs submitted here.
-States are compared as words (a `State` is its word), so the fast `qex list` filters
-without `enum` and `typing`.
+Pure over status records (dicts). The directories are given resolved the way the
+submission resolved its own (`qex.cli.common.canonical_dir`: absolute, symlinks resolved),
+so `--cwd .` finds the jobs submitted here; the command resolves them, since only it knows
+where "here" is. States are compared as words (a `State` is its word), so the fast
+`qex list` filters without `enum` and `typing`. In the core so that the coordinator can
+choose the rows of a filtered `qex list` (`qex.coordinator.listing`) by the same rules.
 """
 
 from __future__ import annotations
-
-import os
 
 from qex.core import state_words as words
 from qex.core.names import safe_name
@@ -17,10 +17,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
-
-
-def canonical_dir(text: str) -> str:
-    return os.path.realpath(os.path.expanduser(text))
 
 
 def in_dir(record: dict[str, Any], directory: str, *, below: bool) -> bool:
@@ -130,8 +126,9 @@ def chosen_jobs(records: list[dict[str, Any]], *, states: Iterable[str] = (),
                 cwd_dir: str | None = None, under_dir: str | None = None,
                 on_groups: Callable[[list[str]], None] | None = None) -> list[dict[str, Any]]:
     """The records that `qex list`'s filters keep, in the records' order; every filter
-    given must hold. `on_groups` hears the ids when `group_word` names several groups (all
-    of them are kept). Raises LookupError when `group_word` names no group."""
+    given must hold. `cwd_dir` and `under_dir` are resolved already (`canonical_dir`).
+    `on_groups` hears the ids when `group_word` names several groups (all of them are
+    kept). Raises LookupError when `group_word` names no group."""
     chosen = records
     if group_word is not None:
         groups = groups_named(records, group_word)
@@ -148,9 +145,7 @@ def chosen_jobs(records: list[dict[str, Any]], *, states: Iterable[str] = (),
     if tags:
         chosen = [r for r in chosen if has_tags(r, tags)]
     if cwd_dir is not None:
-        here = canonical_dir(cwd_dir)
-        chosen = [r for r in chosen if in_dir(r, here, below=False)]
+        chosen = [r for r in chosen if in_dir(r, cwd_dir, below=False)]
     if under_dir is not None:
-        top = canonical_dir(under_dir)
-        chosen = [r for r in chosen if in_dir(r, top, below=True)]
+        chosen = [r for r in chosen if in_dir(r, under_dir, below=True)]
     return chosen
