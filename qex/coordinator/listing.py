@@ -28,24 +28,20 @@ from qex.core.protocol import Result
 from qex.core.record_json import display_record
 from qex.core.record_view import JobView, RowCells, pool_use_lines, row_cells, time_text
 
-#: The fields a row's TIME is made from (`record_view.elapsed_secs`).
-_CLOCK_FIELDS = ("state", "submitted_at", "started_at", "finished_at")
-
 
 class Listed:
     """What one job keeps for the listings, each part made on the first listing that needs
-    it: the `list --json` item text, and the table row (its cells; for a final job also the
-    row's text, since nothing but the record changes it; for another job the clock fields,
-    since its TIME moves on)."""
+    it: the `list --json` item text, and the table row (its cells, and for a final job the
+    row's text too, since nothing but the record changes it; another job's TIME moves on,
+    so it is made again for each listing)."""
 
-    __slots__ = ("cells", "clock", "item", "names", "row", "values")
+    __slots__ = ("cells", "item", "names", "row", "values")
 
     def __init__(self, names: tuple[str, ...], values: tuple[Any, ...]) -> None:
         self.names, self.values = names, values
         self.item: str | None = None
         self.cells: RowCells | None = None
         self.row: str | None = None
-        self.clock: JobView | None = None
 
     def holds(self, fields: dict[str, Any]) -> bool:
         """True when this was made from a record with these fields (`vars(record)`)."""
@@ -101,12 +97,14 @@ def _row(job: Job, now: float) -> str:
         if record.state in words.FINAL_WORDS:
             kept.row = _row_text(kept.cells)
             return kept.row
-        kept.clock = JobView({name: record.data.get(name) for name in _CLOCK_FIELDS})
         return _row_text(kept.cells)
+    # The record is the one the cells were made from, so its clock fields are theirs.
+    now_record = job.record
+    clock = JobView({"state": str(now_record.state), "submitted_at": now_record.submitted_at,
+                     "started_at": now_record.started_at,
+                     "finished_at": now_record.finished_at})
     cells = kept.cells
-    if kept.clock is not None:
-        cells = (*cells[:5], time_text(kept.clock, now), cells[6])
-    return _row_text(cells)
+    return _row_text((*cells[:5], time_text(clock, now), cells[6]))
 
 
 def handle_list_table(coord: Coordinator, message: dict[str, Any] | None = None
