@@ -559,7 +559,7 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     time.sleep(1.0)
     rss_many = rss_kb(pid)
     many = interleaved(reps, scale_argvs(env, first[:8]), env)
-    rss_listed = rss_kb(pid)  # the coordinator now also keeps each record's listing text
+    rss_listed = rss_kb(pid)  # the coordinator now also keeps each job's listing text and row
     print(f"-- scale: {queued} queued (load {os.getloadavg()[0]:.2f}) --")
     filled = queued - have
     print(f"{f'fan-out of {filled} lines, paused':<34} {fan_out * 1000:>8.0f} ms  "
@@ -568,13 +568,13 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
     print(f"{'list --json, 10 queued':<34} {few['list --json']:>8.1f} ms")
     print(f"{f'list --json, {queued} queued':<34} {many['list --json']:>8.1f} ms  (target <= 100 ms)")
-    for name in ("list", "status SHORT-ID"):
+    for name in ("list", "list --tag bench --cwd", "status SHORT-ID"):
         print(f"{f'{name}, 10 queued':<34} {few[name]:>8.1f} ms")
         print(f"{f'{name}, {queued} queued':<34} {many[name]:>8.1f} ms")
     grown = (rss_many - rss_10) / (queued - 10)
     print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
     listed = (rss_listed - rss_10) / (queued - 10)
-    print(f"{'  the same after list --json':<34} {listed:>8.2f} KB  (target < 10 KB)")
+    print(f"{'  the same after the listings':<34} {listed:>8.2f} KB  (target < 10 KB)")
     longest, typical = answers_after_resume(env)
     print(f"{'info --json after the resume':<34} {longest:>8.1f} ms  (the longest in 1.5 s; "
           f"median {typical:.1f} ms: every queued job's reason changes at once)")
