@@ -54,3 +54,22 @@ def add_job(coord: Coordinator, *, state: str = "queued", priority: int = 0,
     if state == "queued":
         coord.enqueue(job)
     return job
+
+
+class AnsweringWire:
+    """A coordinator seen from the fast path's wire (`qex.cli.wire.Wire`): it answers each
+    request from a table by its op, and records the ops it was asked, in order."""
+
+    def __init__(self, answers: dict[str, object]) -> None:
+        self.answers = answers
+        self.asked: list[str] = []
+
+    def request_text(self, message: dict[str, Any]) -> object:
+        self.asked.append(message["op"])
+        return self.answers[message["op"]]
+
+    def request(self, message: dict[str, Any]) -> object:
+        return self.request_text(message)
+
+    def close(self) -> None:
+        pass

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from coordkit import add_job, make_coord
+from coordkit import AnsweringWire, add_job, make_coord
 
 from qex.cli.wire import Wire
 from qex.coordinator import listing
@@ -108,25 +108,6 @@ def test_an_older_coordinator_refuses_the_request_in_one_line() -> None:
         wire.close()
 
 
-class _FakeWire:
-    """A coordinator that answers from a table, recording what it was asked."""
-
-    def __init__(self, answers: dict[str, object]) -> None:
-        self.answers = answers
-        self.asked: list[str] = []
-
-    def request_text(self, message: dict[str, str]) -> object:
-        self.asked.append(message["op"])
-        return self.answers[message["op"]]
-
-    def request(self, message: dict[str, str]) -> object:
-        self.asked.append(message["op"])
-        return self.answers[message["op"]]
-
-    def close(self) -> None:
-        pass
-
-
 def test_the_fast_list_asks_an_older_coordinator_for_the_records(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A coordinator that does not know `list_json` refuses it; the fast path then lists the
@@ -135,7 +116,7 @@ def test_the_fast_list_asks_an_older_coordinator_for_the_records(
 
     record = {"id": "a", "name": "x\x1b", "submitted_at": 1.0, "state": "queued"}
     refusal = ({"result": "error", "kind": "internal", "message": "unknown request"}, b"")
-    wire = _FakeWire({"list_json": refusal, "list": {"result": "jobs", "jobs": [record]},
+    wire = AnsweringWire({"list_json": refusal, "list": {"result": "jobs", "jobs": [record]},
                       "capabilities": {"result": "capabilities", "names": []}})
     monkeypatch.setattr(fastread, "_connect", lambda word=None: wire)
     assert fastread.list_json() == 0
@@ -147,7 +128,7 @@ def test_the_fast_list_prints_the_coordinator_document(
         monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     from qex.cli import fastread
 
-    wire = _FakeWire({"list_json": ({"result": "jobs_json", "size": 2}, b"[]"),
+    wire = AnsweringWire({"list_json": ({"result": "jobs_json", "size": 2}, b"[]"),
                       "capabilities": {"result": "capabilities", "names": []}})
     monkeypatch.setattr(fastread, "_connect", lambda word=None: wire)
     assert fastread.list_json() == 0

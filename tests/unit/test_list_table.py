@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coordkit import add_job, make_coord
+from coordkit import AnsweringWire, add_job, make_coord
 
 from qex.cli.render_table import render_jobs, render_rows, rows_table_lines
 from qex.coordinator import listing
@@ -106,28 +106,10 @@ def test_an_empty_table_and_the_pauses(tmp_path: Path) -> None:
     assert _table(coord)[0]["damaged"] == [{"id": "broken", "path": str(broken / "status.json")}]
 
 
-class _FakeWire:
-    """A coordinator that answers from a table, recording what it was asked."""
-
-    def __init__(self, answers: dict[str, object]) -> None:
-        self.answers = answers
-        self.asked: list[str] = []
-
-    def request_text(self, message: dict[str, str]) -> object:
-        self.asked.append(message["op"])
-        return self.answers[message["op"]]
-
-    def request(self, message: dict[str, str]) -> object:
-        return self.request_text(message)
-
-    def close(self) -> None:
-        pass
-
-
-def _fast(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) -> _FakeWire:
+def _fast(monkeypatch: pytest.MonkeyPatch, answers: dict[str, object]) -> AnsweringWire:
     from qex.cli import fastread
 
-    wire = _FakeWire(answers)
+    wire = AnsweringWire(answers)
     monkeypatch.setattr(fastread, "_connect", lambda word=None: wire)
     return wire
 
@@ -236,7 +218,7 @@ def test_the_fast_filtered_list_sends_its_filters_resolved(
     rows = [["1a2b3c4d", "queued", "x", "1", "-", "1s", ""]]
     text = json.dumps(rows).encode()
 
-    class Recording(_FakeWire):
+    class Recording(AnsweringWire):
         def request_text(self, message: dict[str, Any]) -> object:
             sent.append(message)
             return super().request_text(message)
