@@ -13,6 +13,7 @@ from coordkit import AnsweringWire, add_job, make_coord
 from qex.cli.render_table import render_jobs, render_rows, rows_table_lines
 from qex.coordinator import listing
 from qex.coordinator.state import Coordinator
+from qex.core import protocol
 from qex.core.record_json import sort_key
 from qex.core.record_view import pool_use_lines
 
@@ -233,6 +234,9 @@ def test_the_fast_filtered_list_sends_its_filters_resolved(
                                   group_word="fan", cwd_dir=".", under_dir=None) == 0
     assert sent == [{"op": "list_table", "states": ["queued"], "tags": ["t"], "group": "fan",
                      "cwd": str(tmp_path / "real")}]
+    # The fast path spells the request itself; the builder of the protocol agrees with it.
+    assert sent == [protocol.list_table(states=["queued"], tags=["t"], group="fan",
+                                        cwd=str(tmp_path / "real"))]
     out, err = capsys.readouterr()
     assert out.splitlines() == render_rows(rows)
     assert "`fan` names 2 groups" in err
