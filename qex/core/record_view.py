@@ -314,9 +314,3 @@ def row_cells(job: RecordLike, now: float) -> RowCells:
         time_text(record, now),
         note_text(record),
     )
-
-
-def depends_on_now(job: RecordLike) -> bool:
-    """True when a job's row changes with the clock alone: a queued or active job's TIME
-    grows; a final job's row changes only with its record."""
-    return view(job).state not in words.FINAL_WORDS

@@ -292,8 +292,9 @@ class ScopeLauncher:
     ) -> Launched:
         """`announce(pid, token)`, when given, runs just before the go of the supervisor (each
         one waits for it), so the caller can name it on the disk while it has not touched the
-        job yet. `standby_log`, when given, lets the systemd-run backend start the next
-        supervisor ahead of need, with its output there until it has a job."""
+        job yet. `standby_log`, when given, lets a scoped start be followed by the next
+        supervisor started ahead of need (`standby_possible`), with its output there until
+        it has a job."""
         argv = supervisor_argv(job_id)
         log = job_dir / "supervisor.log"
         if not want_scope:
@@ -310,28 +311,28 @@ class ScopeLauncher:
             description=f"qex job {job_id}",
         )
         scope_env = _with_manager_env(env)
-        launched = self._scoped(caps, request, argv, log, env=env, scope_env=scope_env,
-                                fork=fork, announce=announce)
+        launched = self._scoped(caps, job_id, request, argv, log, env=env,
+                                scope_env=scope_env, fork=fork, announce=announce)
         wants = launched.unit is not None and self._wants_standby(caps, env)
         if standby_log is not None and wants:
             self._prepare_standby(scope_env, standby_log)
         return launched
 
-    def _scoped(self, caps: Capabilities, request: ScopeRequest, argv: list[str], log: Path,
-                *, env: Mapping[str, str], scope_env: Mapping[str, str],
+    def _scoped(self, caps: Capabilities, job_id: str, request: ScopeRequest, argv: list[str],
+                log: Path, *, env: Mapping[str, str], scope_env: Mapping[str, str],
                 fork: ForkHeld | None, announce: NameSupervisor | None) -> Launched:
         """The supervisor in a scope: a standby that waits in one already, else one started
         by the backend (pystemd: held or fresh; systemd-run: fresh)."""
         hold = fork if fork is not None and forks_held(caps, os.environ) else None
         standby = self._take_standby(settled=hold is not None)
         if standby is not None:
-            launched = self._release_standby(standby, argv[-1], announce)
+            launched = self._release_standby(standby, job_id, announce)
             if launched is not None:
                 return launched
         if caps.scope_backend == "systemd-run":
             return self._systemd_run(request, argv, log, scope_env, announce=announce)
         if hold is not None:
-            held = self._hold(hold, argv[-1])
+            held = self._hold(hold, job_id)
             if held is not None:
                 return self._pystemd_held(request, held, argv, log, env, announce=announce)
         return self._pystemd(request, argv, log, scope_env, env, announce=announce)
