@@ -314,6 +314,7 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "list": [*prog(env), "list"],
         "list --json": [*prog(env), "list", "--json"],
         "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
+        "list --json --state running": [*prog(env), "list", "--json", "--state", "running"],
         "logs ID": [*prog(env), "logs", done],
         "logs ID --grep hel --lines 1:5": [*prog(env), "logs", done, "--grep", "hel", "--lines",
                                            "1:5"],
@@ -535,7 +536,8 @@ def scale_argvs(env: dict[str, str], short: str) -> dict[str, list[str]]:
     characters, as the table shows it and people type it."""
     return {"submit": [*prog(env), "submit", "--", "true"],
             "list --json": [*prog(env), "list", "--json"],
-        "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
+            "list --json --state running": [*prog(env), "list", "--json", "--state", "running"],
+            "list --tag bench --cwd": [*prog(env), "list", "--tag", "bench", "--cwd"],
             "list": [*prog(env), "list"],
             "status SHORT-ID": [*prog(env), "status", short]}
 
@@ -568,7 +570,8 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     floor_row(f"submit, {queued} queued", many["submit"], many["floor"], 2.0)
     print(f"{'list --json, 10 queued':<34} {few['list --json']:>8.1f} ms")
     print(f"{f'list --json, {queued} queued':<34} {many['list --json']:>8.1f} ms  (target <= 100 ms)")
-    for name in ("list", "list --tag bench --cwd", "status SHORT-ID"):
+    for name in ("list", "list --tag bench --cwd", "list --json --state running",
+                 "status SHORT-ID"):
         print(f"{f'{name}, 10 queued':<34} {few[name]:>8.1f} ms")
         print(f"{f'{name}, {queued} queued':<34} {many[name]:>8.1f} ms")
     grown = (rss_many - rss_10) / (queued - 10)

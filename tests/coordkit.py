@@ -56,6 +56,34 @@ def add_job(coord: Coordinator, *, state: str = "queued", priority: int = 0,
     return job
 
 
+def add_grouped_jobs(coord: Coordinator, now: float) -> None:
+    """Four jobs for the listing filters: two groups named `fan`, one named `other`, tags
+    (one not a plain word), and working directories under and beside `/src`."""
+    add_job(coord, submitted_at=now - 9, tags=["nightly"], cwd="/src/a", group="g1" * 8,
+            group_name="fan")
+    add_job(coord, state="completed", submitted_at=now - 8, started_at=now - 8,
+            finished_at=now - 7, exit_code=0, tags=["nightly", "gpu"], cwd="/src/a/b",
+            group="g2" * 8, group_name="fan")
+    add_job(coord, state="failed", submitted_at=now - 7, started_at=now - 7,
+            finished_at=now - 6, exit_code=2, tags=["Ω weird"], cwd="/src", group="h3" * 8,
+            group_name="other")
+    add_job(coord, submitted_at=now - 6, cwd="/elsewhere")
+
+
+#: Filters of a listing request over `add_grouped_jobs`, as the command sends them.
+FILTER_CASES: list[dict[str, Any]] = [
+    {"states": ["queued"]}, {"states": ["failed", "completed"]}, {"tags": ["nightly"]},
+    {"tags": ["nightly", "gpu"]}, {"tags": ["Ω_weird"]}, {"group": "other"},
+    {"group": "g1g1"}, {"cwd": "/src/a"}, {"under": "/src"}, {"under": "/src/a",
+                                                              "states": ["completed"]},
+    {"tags": ["none-such"]},
+]
+
+#: The keywords of `chosen_jobs` for each filter of a request.
+FILTER_KEYWORDS = {"states": "states", "tags": "tags", "group": "group_word", "cwd": "cwd_dir",
+                   "under": "under_dir"}
+
+
 class AnsweringWire:
     """A coordinator seen from the fast path's wire (`qex.cli.wire.Wire`): it answers each
     request from a table by its op, and records the ops it was asked, in order."""

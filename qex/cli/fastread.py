@@ -273,10 +273,9 @@ class _Listing:
     """What `list_core` asks the coordinator for: the records (or, for `--json`, the
     document the coordinator wrote), the damaged entries and the pauses.
 
-    The table is made from the same document as `--json`: the coordinator keeps each
-    record's text, so it answers without encoding thousands of records again. Those records
-    went through `display_record`, whose rules the table applies too and which change nothing
-    when applied twice (a unit test holds the two tables equal)."""
+    The document's records went through `display_record`, whose rules the table applies
+    too and which change nothing when applied twice (a unit test holds the two tables
+    equal), so the records decoded from it serve a coordinator older than `list_table`."""
 
     def __init__(self, records: list[dict[str, Any]], document: bytes | None,
                  damaged: list[Any], pauses: dict[str, Any] | None) -> None:
@@ -284,32 +283,39 @@ class _Listing:
         self.damaged, self.pauses = damaged, pauses
 
 
-def _listing(*, as_json: bool) -> _Listing | None:
-    """The listing, or None when the full body must ask."""
+def _listing(*, as_json: bool, message: dict[str, Any] | None = None) -> _Listing | None:
+    """The listing, or None when the full body must ask. With filters in `message` (a
+    `list_json` request), `document` is the coordinator's chosen records; a coordinator that
+    ignores the filters sends every record, which are then decoded for the caller to filter
+    (`records`, with `document` None)."""
     wire = _connect()
     if wire is None:
         return None
+    message = message or {"op": "list_json"}  # protocol.list_json()
     try:
         listed: dict[str, Any] | None = None
         document = None
-        got = wire.request_text({"op": "list_json"})  # protocol.list_json()
+        got = wire.request_text(message)
         if got is None:
             return None
         if got[0].get("result") == "jobs_json":
             listed, document = got
-        elif got[0].get("result") != "error":
-            return None  # an error: a coordinator older than `list_json`; ask for `list`
-        if listed is None:
+        elif got[0].get("result") != "error" or got[0].get("kind") == "no_such_job":
+            return None  # no such group (the full body words it), or an unknown answer
+        if listed is None:  # a coordinator older than `list_json`: ask for `list`
             listed = ask(wire, {"op": "list"})
             if listed is None or listed.get("result") != "jobs":
                 return None
-        asked, pauses = _pauses(wire)
-        if not asked:
-            return None
+        pauses = listed.get("pauses", False)
+        if pauses is False or not (pauses is None or isinstance(pauses, dict)):
+            asked, pauses = _pauses(wire)  # a coordinator that does not send them
+            if not asked:
+                return None
     finally:
         wire.close()
     jobs, damaged = listed.get("jobs"), listed.get("damaged")
-    if document is not None and not as_json:
+    whole = len(message) == 1 or listed.get("filtered") is True
+    if document is not None and not (as_json and whole):
         from qex.cli.wire import decode_array
 
         jobs, document = decode_array(document), None
@@ -340,33 +346,41 @@ def list_filtered(*, as_json: bool, states: set[str], tags: tuple[str, ...],
                   ) -> int | None:
     """`qex list` with filters (`qex.core.job_filters.chosen_jobs`, as the full body filters):
     the exit code, or None for the full body, which also words a group that is not there.
-    The table's rows are chosen and made by the coordinator; `--json`, and a coordinator
-    older than `list_table`, filter the records here."""
+    The coordinator chooses the jobs and makes the table's rows or the `--json` document; a
+    coordinator older than those filters sends the records, and they are filtered here."""
     from qex.cli.common import canonical_dir
 
     here = canonical_dir(cwd_dir) if cwd_dir is not None else None
     top = canonical_dir(under_dir) if under_dir is not None else None
-
-    def from_records() -> int | None:
-        return _filter_records(as_json=as_json, states=states, tags=tags,
-                               group_word=group_word, cwd_dir=here, under_dir=top)
-
-    if as_json:
-        return from_records()
-    message: dict[str, Any] = {"op": "list_table"}  # protocol.list_table(...)
+    filters: dict[str, Any] = {}  # as protocol.list_json(...) and list_table(...) add them
     for key, value in (("states", sorted(states)), ("tags", list(tags)), ("group", group_word),
                        ("cwd", here), ("under", top)):
         if value:
-            message[key] = value
-    return _table(message, from_records)
+            filters[key] = value
+
+    def chosen(found: _Listing) -> int | None:
+        return _chosen_records(found, as_json=as_json, states=states, tags=tags,
+                               group_word=group_word, cwd_dir=here, under_dir=top)
+
+    if as_json:
+        found = _listing(as_json=True, message={"op": "list_json", **filters})
+        if found is None:
+            return None
+        if found.document is not None:
+            return _show_listing(found, [], as_json=True, note=None)
+        return chosen(found)
+
+    def from_records() -> int | None:
+        found = _listing(as_json=False)
+        return None if found is None else chosen(found)
+
+    return _table({"op": "list_table", **filters}, from_records)
 
 
-def _filter_records(*, as_json: bool, states: set[str], tags: tuple[str, ...],
+def _chosen_records(found: _Listing, *, as_json: bool, states: set[str], tags: tuple[str, ...],
                     group_word: str | None, cwd_dir: str | None, under_dir: str | None
                     ) -> int | None:
-    found = _listing(as_json=False)  # the filters read the records, so they are decoded
-    if found is None:
-        return None
+    """Filter and print records that a coordinator older than the filters sent."""
     from qex.core.job_filters import chosen_jobs, several_groups_line
 
     several: list[str] = []

@@ -64,21 +64,60 @@ def _listed(job: Job) -> tuple[Listed, dict[str, Any] | None]:
     return kept, data
 
 
-def handle_list_json(coord: Coordinator) -> tuple[dict[str, Any], bytes]:
-    """`list_json`: the answer line and the document that follows it (`protocol.list_json`)."""
+def handle_list_json(coord: Coordinator, message: dict[str, Any] | None = None
+                     ) -> tuple[dict[str, Any], bytes]:
+    """`list_json`: the answer line (the pauses, the damaged entries, and `filtered` when the
+    message's filters chose the jobs) and the document that follows it
+    (`protocol.list_json`). A group word that names no group gets the `no_such_job`
+    refusal and no text."""
     refresh_active(coord)
+    chosen = _chosen_jobs(coord, message or {})
+    if isinstance(chosen, dict):
+        return chosen, b""
+    jobs, filters, _groups = chosen
     items: list[str] = []
-    for job in coord.sorted_jobs():
+    for job in jobs:
         kept, data = _listed(job)
         if kept.item is None:
             kept.item = array_item(display_record(data or job.record.to_dict()))
         items.append(kept.item)
     document = array(items).encode("ascii")
-    answer = protocol.answer(Result.JOBS_JSON, size=len(document))
+    answer = protocol.answer(Result.JOBS_JSON, size=len(document), pauses=_pauses(coord))
+    if filters:
+        answer["filtered"] = True
     damaged = damaged_entries(coord)
     if damaged:
         answer["damaged"] = damaged
     return answer, document
+
+
+def _pauses(coord: Coordinator) -> dict[str, Any]:
+    """The pause state as both listings send it (the `pause_state` answer's two parts)."""
+    pauses = pausing.state_answer(coord)
+    return {"queue": pauses["queue"], "locks": pauses["locks"]}
+
+
+def _chosen_jobs(coord: Coordinator, message: dict[str, Any]
+                 ) -> tuple[list[Job], dict[str, Any], list[str]] | dict[str, Any]:
+    """(the jobs in submission order that the message's filters keep, the filters, the ids
+    of the groups a group word named when it named several), or the refusal: filters of
+    the wrong shape, or a group word that names no group."""
+    jobs = coord.sorted_jobs()
+    filters = _filters(message)
+    if isinstance(filters, str):
+        return protocol.error(protocol.INTERNAL, filters)
+    groups: list[str] = []
+    if filters:
+        by_id = {job.id: job for job in jobs}
+        try:
+            kept = chosen_jobs([_filtered_fields(job) for job in jobs], **filters,
+                               on_groups=groups.extend)
+        except LookupError:
+            word = filters["group_word"]
+            return protocol.error(protocol.NO_SUCH_JOB, f"there is no group with the id or "
+                                  f"the name `{word}`")
+        jobs = [by_id[str(fields["id"])] for fields in kept]
+    return jobs, filters, groups
 
 
 def _row_text(cells: RowCells) -> str:
@@ -115,28 +154,16 @@ def handle_list_table(coord: Coordinator, message: dict[str, Any] | None = None
     refusal and no text."""
     refresh_active(coord)
     now = coord.now()
-    jobs = coord.sorted_jobs()
-    filters = _filters(message or {})
-    if isinstance(filters, str):
-        return protocol.error(protocol.INTERNAL, filters), b""
-    groups: list[str] = []
-    if filters:
-        by_id = {job.id: job for job in jobs}
-        try:
-            kept = chosen_jobs([_filtered_fields(job) for job in jobs], **filters,
-                               on_groups=groups.extend)
-        except LookupError:
-            word = filters["group_word"]
-            return protocol.error(protocol.NO_SUCH_JOB, f"there is no group with the id or "
-                                  f"the name `{word}`"), b""
-        jobs = [by_id[str(fields["id"])] for fields in kept]
+    chosen = _chosen_jobs(coord, message or {})
+    if isinstance(chosen, dict):
+        return chosen, b""
+    jobs, filters, groups = chosen
     rows = [_row(job, now) for job in jobs]
     document = ("[" + ",\n".join(rows) + "]").encode("ascii")
-    pauses = pausing.state_answer(coord)
     answer = protocol.answer(
         Result.JOBS_TABLE, size=len(document),
         pools=pool_use_lines([job.record.to_dict() for job in coord.started_jobs()]),
-        pauses={"queue": pauses["queue"], "locks": pauses["locks"]})
+        pauses=_pauses(coord))
     if groups:
         answer.update(groups=groups, group=filters["group_word"])
     damaged = damaged_entries(coord)

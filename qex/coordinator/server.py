@@ -300,7 +300,7 @@ class Server:
         return queries.handle_list(self.coord, message)
 
     async def _list_json(self, client: Client, message: dict[str, Any]) -> WithText:
-        return WithText(*listing.handle_list_json(self.coord))
+        return WithText(*listing.handle_list_json(self.coord, message))
 
     async def _list_table(self, client: Client, message: dict[str, Any]) -> WithText:
         return WithText(*listing.handle_list_table(self.coord, message))

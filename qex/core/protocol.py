@@ -225,15 +225,20 @@ def list_jobs(word: str | None = None, states: Iterable[str] | None = None) -> d
     return message
 
 
-def list_json() -> dict[str, Any]:
-    """Every record as `qex list --json` prints it, made by the coordinator.
+def list_json(states: Iterable[str] = (), tags: Iterable[str] = (), group: str | None = None,
+              cwd: str | None = None, under: str | None = None) -> dict[str, Any]:
+    """Every record as `qex list --json` prints it, made by the coordinator; with filters,
+    the records of the jobs they keep, chosen as for `list_table`.
 
-    The one answer that is more than a line: `{"result": "jobs_json", "size": N}` (with
-    `damaged` as `list` has it) is followed by exactly N bytes, the ASCII text of the JSON
-    document, so that a listing of thousands of jobs is neither encoded into a line nor
-    parsed back by the client. A coordinator older than this request refuses it as unknown.
+    The answer line `{"result": "jobs_json", "size": N, "pauses": {...}}` (with `damaged`
+    as `list` has it, `pauses` as for `list_table`, and `"filtered": true` when the filters
+    chose the jobs) is followed by exactly N bytes, the ASCII text of the JSON document, so
+    that a listing of thousands of jobs is neither encoded into a line nor parsed back by
+    the client. A coordinator older than this request refuses it as unknown. One that knows
+    the request but not its filters (or its `pauses`) leaves those out of its answer and
+    sends every record: the command then filters them itself (and asks for the pauses).
     """
-    return {"op": Op.LIST_JSON}
+    return _with_filters(Op.LIST_JSON, states=states, tags=tags, group=group, cwd=cwd, under=under)
 
 
 def list_table(states: Iterable[str] = (), tags: Iterable[str] = (), group: str | None = None,
@@ -242,7 +247,7 @@ def list_table(states: Iterable[str] = (), tags: Iterable[str] = (), group: str 
     around them, in one answer; with filters, the rows of the jobs they keep, chosen by
     `qex.core.job_filters.chosen_jobs` (`cwd` and `under` resolved by the command). A group
     word that names several groups adds `groups` (their ids) and `group` to the answer; one
-    that names none is refused with `no_such_job`.
+    that names none is refused with `no_such_job` (by `list_json` too).
 
     The answer line `{"result": "jobs_table", "size": N, "pools": [...], "pauses": {...}}`
     (with `damaged` as `list` has it; `pauses` as the `pause_state` answer has its `queue`
@@ -252,7 +257,14 @@ def list_table(states: Iterable[str] = (), tags: Iterable[str] = (), group: str 
     of jobs cost more than all else. A coordinator older than this request refuses it as
     unknown, and the command then asks for `list_json`.
     """
-    message: dict[str, Any] = {"op": Op.LIST_TABLE}
+    return _with_filters(Op.LIST_TABLE, states=states, tags=tags, group=group, cwd=cwd,
+                         under=under)
+
+
+def _with_filters(op: str, *, states: Iterable[str], tags: Iterable[str], group: str | None,
+                  cwd: str | None, under: str | None) -> dict[str, Any]:
+    """A listing request with the filters that are set (none: every job)."""
+    message: dict[str, Any] = {"op": op}
     for key, value in (("states", sorted(states)), ("tags", list(tags)), ("group", group),
                        ("cwd", cwd), ("under", under)):
         if value:

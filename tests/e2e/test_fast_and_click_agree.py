@@ -61,6 +61,7 @@ def test_read_commands_agree(qex_env: Env) -> None:
         ["status", "-q", failed], ["status", "no-such-job", "--json"],
         ["status", failed, "--tail", "1"], ["status", done, "--timeout", "1s"],
         ["list"], ["list", "--json"], ["list", "--state", "failed"], ["list", "--state", "x"],
+        ["list", "--json", "--state", "failed"], ["list", "--json", "--group", "nope"],
         ["logs", done], ["logs", failed, "--stderr"], ["logs", done, "--json"],
         ["logs", done, "--stdout", "--stderr"], ["logs", done, "--lines", "x"],
         ["kill", done], ["kill", "--signal", "NOPE", done], ["cancel", done],
@@ -276,7 +277,8 @@ def test_reads_through_the_wire_agree(qex_env: Env) -> None:
     # Queued jobs behind a paused queue: a pause line on stderr, a queue reason, a cancel.
     qex_env.run("pause", "queue", "--reason", "testing", check=True)
     queued = [qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "true") for _ in range(4)]
-    for args in (["list", "--json"], ["status", queued[0], "--json"],
+    for args in (["list", "--json"], ["list", "--json", "--state", "queued"],
+                 ["status", queued[0], "--json"],
                  ["status", queued[0], "--json", "--no-logs"], ["status", queued[0]]):
         _same_pair(qex_env, args, args)
     _same_pair(qex_env, ["status", queued[0][:8]], ["status", queued[0][:8]])

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coordkit import AnsweringWire, add_job, make_coord
+from coordkit import (
+    FILTER_CASES,
+    FILTER_KEYWORDS,
+    AnsweringWire,
+    add_grouped_jobs,
+    add_job,
+    make_coord,
+)
 
 from qex.cli.render_table import render_jobs, render_rows, rows_table_lines
 from qex.coordinator import listing
@@ -160,28 +167,7 @@ def test_rows_of_an_unknown_shape_go_to_the_full_body(
     assert capsys.readouterr() == ("", "")
 
 
-def _grouped(coord: Coordinator) -> None:
-    add_job(coord, submitted_at=NOW - 9, tags=["nightly"], cwd="/src/a", group="g1" * 8,
-            group_name="fan")
-    add_job(coord, state="completed", submitted_at=NOW - 8, started_at=NOW - 8,
-            finished_at=NOW - 7, exit_code=0, tags=["nightly", "gpu"], cwd="/src/a/b",
-            group="g2" * 8, group_name="fan")
-    add_job(coord, state="failed", submitted_at=NOW - 7, started_at=NOW - 7,
-            finished_at=NOW - 6, exit_code=2, tags=["Ω weird"], cwd="/src", group="h3" * 8,
-            group_name="other")
-    add_job(coord, submitted_at=NOW - 6, cwd="/elsewhere")
-
-
-FILTERS: list[dict[str, Any]] = [
-    {"states": ["queued"]}, {"states": ["failed", "completed"]}, {"tags": ["nightly"]},
-    {"tags": ["nightly", "gpu"]}, {"tags": ["Ω_weird"]}, {"group": "other"},
-    {"group": "g1g1"}, {"cwd": "/src/a"}, {"under": "/src"}, {"under": "/src/a",
-                                                              "states": ["completed"]},
-    {"tags": ["none-such"]},
-]
-
-
-@pytest.mark.parametrize("message", FILTERS)
+@pytest.mark.parametrize("message", FILTER_CASES)
 def test_the_coordinator_chooses_the_rows_as_the_command_would(
         tmp_path: Path, message: dict[str, Any]) -> None:
     from qex.core.job_filters import chosen_jobs
@@ -189,10 +175,9 @@ def test_the_coordinator_chooses_the_rows_as_the_command_would(
 
     coord = make_coord(tmp_path)
     coord.now = lambda: NOW  # type: ignore[method-assign]
-    _grouped(coord)
-    names = {"states": "states", "tags": "tags", "group": "group_word", "cwd": "cwd_dir",
-             "under": "under_dir"}
-    expected = chosen_jobs(_records(coord), **{names[k]: v for k, v in message.items()})
+    add_grouped_jobs(coord, NOW)
+    expected = chosen_jobs(_records(coord),
+                           **{FILTER_KEYWORDS[k]: v for k, v in message.items()})
     answer, document = listing.handle_list_table(coord, {"op": "list_table", **message})
     assert json.loads(document) == [list(row_cells(r, NOW)) for r in expected]
     assert "groups" not in answer
@@ -200,7 +185,7 @@ def test_the_coordinator_chooses_the_rows_as_the_command_would(
 
 def test_a_group_word_for_several_groups_or_none(tmp_path: Path) -> None:
     coord = make_coord(tmp_path)
-    _grouped(coord)
+    add_grouped_jobs(coord, NOW)
     answer, document = listing.handle_list_table(coord, {"op": "list_table", "group": "fan"})
     assert len(json.loads(document)) == 2
     assert answer["groups"] == ["g1" * 8, "g2" * 8] and answer["group"] == "fan"
