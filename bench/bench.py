@@ -320,6 +320,8 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
                                            "1:5"],
         "logs ID --grep '^h.l' -C 1 (regex)": [*prog(env), "logs", done, "--grep", "^h.l", "-C",
                                                "1"],
+        "logs ID --grep 'oops|^hel' (branches)": [*prog(env), "logs", done, "--grep",
+                                                  "oops|^hel"],
         "logs ID --follow (finished)": [*prog(env), "logs", done, "--follow"],
         "status ID --grep hel --json": [*prog(env), "status", done, "--grep", "hel", "--json"],
         "kill ID (finished: refused)": [*prog(env), "kill", done],

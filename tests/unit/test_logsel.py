@@ -13,6 +13,7 @@ from qex.core.logsel import (
     SelectionError,
     StreamFilter,
     parse_range,
+    plain_branches_test,
     select_lines,
     split_lines,
 )
@@ -96,6 +97,33 @@ def test_fixed_reads_the_pattern_as_text() -> None:
     assert select_lines(lines, Selection(grep="a.b")).matches == 2
     assert select_lines(lines, Selection(grep="a.b", fixed=True)).matches == 1
     assert select_lines(lines, Selection(grep="[x]", fixed=True)).lines == ["[x]"]
+
+
+#: Patterns of plain branches with anchors, and patterns that `re` must read.
+_PIECES = st.text(alphabet="ab^$|\n.", max_size=8)
+
+
+@given(_PIECES, st.lists(st.text(alphabet="ab$^|\n", max_size=5), min_size=1, max_size=5))
+def test_plain_branches_match_as_re_search_does(pattern: str, lines: list[str]) -> None:
+    import re
+
+    test = plain_branches_test(pattern)
+    if test is None:
+        return
+    for line in lines:
+        assert test(line) == (re.search(pattern, line) is not None), (pattern, line)
+
+
+@pytest.mark.parametrize(("pattern", "plain"), [
+    ("error|warning", True), ("^ERROR|Traceback", True), ("done$", True), ("^$", True),
+    ("a.b", False), ("(a|b)", False), ("a\\|b", False), ("^^a", False), ("a$b", False),
+    ("x+", False),
+])
+def test_which_patterns_skip_the_re_module(pattern: str, plain: bool) -> None:
+    assert (plain_branches_test(pattern) is not None) is plain
+    selection = Selection(grep=pattern)
+    assert selection.matcher()("an error, then done") == (
+        __import__("re").search(pattern, "an error, then done") is not None)
 
 
 def test_single_match_uses_the_singular() -> None:
