@@ -19,6 +19,9 @@ loop or an agent uses it: one `qex` process per call, each call timed beside the
 (the steps from one job's end to the next job's exec, from the trace of `QEX_CHAIN_TRACE`;
 with `--before DIR`, also the whole chain of both trees in interleaved rounds). With
 `--before DIR` the loop, drain and scale sections run in two rounds, each tree first once.
+`--dir DIR` puts the private state on another file system (default /tmp): the records'
+syncs and file creations are a large part of the per-job chain, and they differ between
+file systems (see docs/performance.md, twenty-fourth pass).
 """
 
 from __future__ import annotations
@@ -411,8 +414,8 @@ def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
     return time.perf_counter() - start
 
 
-#: Where `set_aside` moves what a section is done with; emptied when the benchmark ends.
-_SET_ASIDE = Path(tempfile.gettempdir()) / f"qxb-set-aside-{os.getpid()}"
+#: What `set_aside` moved out of the way, deleted when the benchmark ends.
+_SET_ASIDE: list[Path] = []
 
 
 def set_aside(path: Path) -> None:
@@ -425,8 +428,9 @@ def set_aside(path: Path) -> None:
     section ran slower than the one before it. A rename frees no inode."""
     if not path.exists():
         return
-    _SET_ASIDE.mkdir(exist_ok=True)
-    path.rename(_SET_ASIDE / f"{len(list(_SET_ASIDE.iterdir()))}-{path.name}")
+    aside = path.with_name(f".{path.name}.set-aside-{len(_SET_ASIDE)}")
+    path.rename(aside)  # beside it, so on the same file system
+    _SET_ASIDE.append(aside)
 
 
 def stop_coordinator(env: dict[str, str], root: Path) -> None:
@@ -889,6 +893,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and jobs")
     parser.add_argument("--only", default="", help="comma-separated sections: " + ",".join(SECTIONS))
+    parser.add_argument("--dir", metavar="DIR", type=Path, default=Path("/tmp"),
+                        help="where the private state lives (its file system; default /tmp)")
     parser.add_argument("--before", metavar="DIR", type=Path,
                         help="also measure the qex of this checkout (an older tree), side by side")
     args = parser.parse_args()
@@ -902,12 +908,12 @@ def main() -> None:
     import compileall
 
     compileall.compile_dir(str(HERE.parent / "qex"), quiet=1)
-    root = Path(tempfile.mkdtemp(prefix="qxb", dir="/tmp"))
+    root = Path(tempfile.mkdtemp(prefix="qxb", dir=args.dir))
     env = make_env(root)
     envs = {"": env}
     if args.before is not None:
         compileall.compile_dir(str(args.before / "qex"), quiet=1)
-        root_b = Path(tempfile.mkdtemp(prefix="qxb", dir="/tmp"))
+        root_b = Path(tempfile.mkdtemp(prefix="qxb", dir=args.dir))
         envs = {"now: ": env, "before: ": before_env(root_b, args.before.resolve())}
     try:
         print(f"qex benchmark, {os.cpu_count()} cores, python {sys.version.split()[0]}, medians, "
@@ -940,7 +946,8 @@ def main() -> None:
         for one in envs.values():
             stop_coordinator(one, root_of(one))
             shutil.rmtree(root_of(one), ignore_errors=True)
-        shutil.rmtree(_SET_ASIDE, ignore_errors=True)
+        for aside in _SET_ASIDE:
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 if __name__ == "__main__":
