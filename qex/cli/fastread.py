@@ -306,9 +306,9 @@ def _listing(*, as_json: bool, message: dict[str, Any] | None = None) -> _Listin
             listed = ask(wire, {"op": "list"})
             if listed is None or listed.get("result") != "jobs":
                 return None
-        pauses = listed.get("pauses", False)
-        if pauses is False or not (pauses is None or isinstance(pauses, dict)):
-            asked, pauses = _pauses(wire)  # a coordinator that does not send them
+        pauses = listed.get("pauses")
+        if not isinstance(pauses, dict):  # a coordinator that does not send them: ask
+            asked, pauses = _pauses(wire)
             if not asked:
                 return None
     finally:
