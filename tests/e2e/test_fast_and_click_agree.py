@@ -64,6 +64,7 @@ def test_read_commands_agree(qex_env: Env) -> None:
         ["list", "--json", "--state", "failed"], ["list", "--json", "--group", "nope"],
         ["logs", done], ["logs", failed, "--stderr"], ["logs", done, "--json"],
         ["logs", done, "--stdout", "--stderr"], ["logs", done, "--lines", "x"],
+        ["logs", done, "--grep", "nope|^hel"], ["logs", done, "--grep", "lo$|zz"],
         ["kill", done], ["kill", "--signal", "NOPE", done], ["cancel", done],
         ["cancel", "no-such-job"], ["status", "--bogus", done], ["wait"],
     ):
@@ -353,9 +354,17 @@ def test_logs_agree_with_and_without_a_coordinator(qex_env: Env) -> None:
         ["logs", long, "--follow", "--json"], ["logs", long, "--context", "1"],
         ["logs", long[:8], "--grep", "5", "--stdout", "-n"], ["logs", empty, "--follow"],
         ["logs", long, "--follow", "-n", "--grep", "e", "-C", "2", "--tail", "3"],
+        ["logs", long, "--grep", "^70|end$", "-n"], ["logs", long, "--grep", "^699$|^1$"],
     ]
     for args in cases:
         _same_bytes(qex_env, *args)
+    # Plain branches are matched without `re`, with the lines that `re.search` would pick.
+    import re
+
+    shown = qex_env.run("logs", long, "--stdout", "--grep", "^69|0$|end$", "--all",
+                        check=True).stdout.splitlines()
+    written = [str(n) for n in range(1, 701)] + ["no end"]  # the `bad` line matches none
+    assert shown == [line for line in written if re.search("^69|0$|end$", line)]
     fast = qex_env.run("logs", one_over)
     assert fast.stdout.startswith("==> stdout <==\n==> stderr <==\n2\n")
     assert "[stderr] 1 earlier line is not shown" in fast.stderr
