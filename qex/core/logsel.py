@@ -126,10 +126,10 @@ class Selection:
         """The test for one line. A bad regular expression is a SelectionError, raised here."""
         if self.grep is None:
             return lambda _line: True
-        if self.fixed or not REGEX_CHARS.intersection(self.grep):
-            needle = self.grep  # a pattern of plain characters matches where its text occurs
+        if self.fixed:
+            needle = self.grep
             return lambda line: needle in line
-        plain = plain_branches_test(self.grep)
+        plain = plain_branches_test(self.grep)  # plain text, perhaps in anchored branches
         if plain is not None:
             return plain
         import re
