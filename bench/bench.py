@@ -610,6 +610,36 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     qex(env, "info", "--json")
 
 
+def learned_store(env: dict[str, str], root: Path, reps: int, commands: int = 5000) -> None:
+    """`submit` when the learner knows `commands` commands (a shell loop over files makes
+    each line a command of its own). The store is written as earlier versions kept it, one
+    `usage.json`; this tree splits it into a file per command when the first job ends, an
+    older tree reads and rewrites the whole file at every submission and every job's end."""
+    config = root / "config" / "qex.toml"
+    saved = config.read_text()
+    config.write_text(saved.replace("[learn]\nenabled = false", "[learn]\nenabled = true"))
+    state = root / "state" / "qex"
+    state.mkdir(parents=True, exist_ok=True)
+    sample = {"kind": "peak", "max_rss": 50 * 1024 * 1024, "cpu_secs": 0.5,
+              "elapsed_secs": 1.0, "claim": None}
+    store = {f"{number:016x}": {"name": f"job-{number}",
+                                "samples": [{**sample, "at": 1.7e9 + number + i} for i in range(3)]}
+             for number in range(commands)}
+    (state / "usage.json").write_text(json.dumps({"commands": store}, separators=(",", ":")))
+    try:
+        qex(env, "submit", "--wait", "--", "true")  # the first job's end
+        time.sleep(0.5)  # its supervisor learns after it reported the result
+        found = interleaved(reps, {"submit": [*prog(env), "submit", "--", "true"]}, env)
+        print(f"-- scale: {commands} commands learned (load {os.getloadavg()[0]:.2f}) --")
+        floor_row(f"submit, {commands} learned", found["submit"], found["floor"], 2.0)
+        settle(env)
+    finally:
+        config.write_text(saved)
+        stop_coordinator(env, root)
+        set_aside(state)
+    qex(env, "info", "--json")
+
+
 def answers_after_resume(env: dict[str, str], window: float = 1.5) -> tuple[float, float]:
     """The longest and the median time (ms) of `qex info --json`, asked again and again for
     `window` seconds after `resume` ends a pause of the whole queue: how long the
@@ -831,6 +861,7 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
     if "scale" in only:
         print(f"-- {label}scale --")
         scale(env, root, 5 if quick else 15, 500 if quick else 2000)
+        learned_store(env, root, 5 if quick else 15, 1000 if quick else 5000)
     if "chain" in only and PROGRAM_KEY not in env:  # an older tree has no trace to read
         chain(root, 40 if quick else 200)
 

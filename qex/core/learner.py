@@ -110,6 +110,13 @@ def add_sample(entry: dict[str, Any] | None, sample: dict[str, Any], name: str) 
     return result
 
 
+def last_seen(entry: dict[str, Any]) -> float:
+    """When the command last taught something: the newest `at` among its samples (0 if none),
+    which orders the commands when the store must drop some."""
+    times = [_number(s.get("at")) for s in entry.get("samples", []) if valid_sample(s)]
+    return max((t for t in times if t is not None), default=0.0)
+
+
 def suggest(
     entry: dict[str, Any] | None, margin: float, growth: float, mem_budget: int
 ) -> tuple[int, int] | None:

@@ -30,7 +30,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *,
 
     `durable=False` skips both syncs: every process still sees the old file or the new one,
     never a part, but a power cut may lose the change. Only for a file that describes this
-    boot's processes, which a restart makes meaningless anyway (`supervisor.pid`).
+    boot's processes, which a restart makes meaningless anyway (`supervisor.pid`), or a copy
+    whose source stays on disk (the learner's store, split once into files).
     """
     target = os.fspath(path)
     directory, name = os.path.split(target)
@@ -91,14 +92,14 @@ def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> No
 
 
 def write_json(path: str | os.PathLike[str], data: Any, mode: int = 0o600, *,
-               sync_dir: bool = True) -> None:
+               sync_dir: bool = True, durable: bool = True) -> None:
     import json
 
     # One line, no indent: with `indent` set, json falls back from its C encoder to the pure
     # Python one, several times slower, and records are written at every change of every job.
     # `jq . status.json` shows it indented.
     write_bytes(path, (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8"), mode,
-                sync_dir=sync_dir)
+                sync_dir=sync_dir, durable=durable)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any | None:

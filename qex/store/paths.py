@@ -124,7 +124,13 @@ class Paths:
         return self.state_dir / "history.jsonl"
 
     @property
+    def usage_dir(self) -> Path:
+        """The learner's store: one file per command (`qex.store.usage`)."""
+        return self.state_dir / "usage"
+
+    @property
     def usage_file(self) -> Path:
+        """The learner's store as earlier versions kept it: every command in one file."""
         return self.state_dir / "usage.json"
 
     @property

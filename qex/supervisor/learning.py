@@ -1,4 +1,4 @@
-"""What a finished attempt teaches the learner (`usage.json`), from the supervisor's side.
+"""What a finished attempt teaches the learner (`qex.store.usage`), from the supervisor's side.
 
 Two kinds of lesson, and only these: a COMPLETED run gives its peak (what the command needs);
 a memory kill PROVEN by the job's own cgroup gives a lower bound (its claim was too small).

@@ -477,9 +477,10 @@ def test_a_broken_config_runs_with_defaults_and_says_so(qex_env: Env) -> None:
 def test_a_completed_job_teaches_the_learner(qex_env: Env) -> None:
     job_id = make_job(qex_env, ["true"])
     supervise(qex_env, job_id)
-    usage = json.loads((qex_env.state / "usage.json").read_text())
-    entry = usage["commands"][learn_key(str(qex_env.root), ["true"])]
+    key = learn_key(str(qex_env.root), ["true"])
+    entry = json.loads((qex_env.state / "usage" / f"{key}.json").read_text())
     assert entry["samples"][0]["kind"] == "peak" and entry["samples"][0]["max_rss"] > 0
+    assert not (qex_env.state / "usage.json").exists()
 
 
 def sandbox_script(env: Env, attempts: list[dict[str, Any]]) -> dict[str, str]:
@@ -520,8 +521,8 @@ def test_a_proven_oom_raises_the_claim_and_requeues(qex_env: Env) -> None:
     limits = [json.loads(line) for line in (qex_env.root / "limits.jsonl").read_text().splitlines()]
     assert limits == [{"mode": "hard", "memory_max": 256 * MIB, "memory_high": None,
                        "swap_max": 0}]
-    usage = json.loads((qex_env.state / "usage.json").read_text())
-    samples = usage["commands"][learn_key(str(qex_env.root), spec["command"])]["samples"]
+    key = learn_key(str(qex_env.root), spec["command"])
+    samples = json.loads((qex_env.state / "usage" / f"{key}.json").read_text())["samples"]
     assert samples[0]["kind"] == "oom" and samples[0]["claim"] == 256 * MIB
 
     # The coordinator admits the larger claim and starts a new supervisor: it appends.
@@ -560,6 +561,7 @@ def test_session_evidence_is_reported_but_not_acted_on(qex_env: Env) -> None:
     assert "cannot prove" in record["error"]
     assert record["mem"] == 256 * MIB
     assert not (qex_env.state / "usage.json").exists()
+    assert not (qex_env.state / "usage").exists()
 
 
 def test_a_kill_mark_wins_over_a_proven_oom(qex_env: Env) -> None:

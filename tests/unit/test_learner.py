@@ -1,4 +1,4 @@
-"""The learner: keys, pruning, suggestions (pure) and the usage.json store."""
+"""The learner: keys, pruning, suggestions (pure) and its store (a file per command)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import stat
 import threading
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -108,24 +109,130 @@ def test_store_round_trip_mode_and_concurrency(tmp_path: Path) -> None:
         thread.join()
     entry = usage.lookup(paths, "k")
     assert entry is not None and entry["name"] == "job" and len(entry["samples"]) == 4
-    assert stat.S_IMODE(os.stat(paths.usage_file).st_mode) == 0o600
+    entry_file = usage.entry_path(paths, "k")
+    assert entry_file is not None
+    assert stat.S_IMODE(os.stat(entry_file).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(paths.usage_dir).st_mode) == 0o700
     assert usage.record_oom(paths, "k", name="job", claim=GIB, max_rss=GIB, cpu_secs=1,
                             elapsed_secs=1, at=5)
     entry = usage.lookup(paths, "k")
     assert entry is not None and any(s["kind"] == "oom" for s in entry["samples"])
 
 
-def test_a_corrupt_store_is_salvaged_and_set_aside(tmp_path: Path) -> None:
+def record(paths: Paths, key: str, at: float, rss: int = MIB) -> bool:
+    return usage.record_peak(paths, key, name=key, max_rss=rss, cpu_secs=0, elapsed_secs=1,
+                             at=at)
+
+
+def test_a_corrupt_entry_is_salvaged_and_set_aside(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    paths.usage_dir.mkdir(parents=True)
+    (paths.usage_dir / "k.json").write_text(json.dumps(
+        {"name": "k", "samples": [{"kind": "peak", "max_rss": 5}, "nope"]}))
+    assert usage.lookup(paths, "k") == {"name": "k", "samples": [{"kind": "peak", "max_rss": 5}]}
+    assert record(paths, "k", at=1.0)
+    entry = usage.lookup(paths, "k")
+    assert entry is not None and [s["max_rss"] for s in entry["samples"]] == [5, MIB]
+    assert len(list(paths.usage_dir.glob("k.json.corrupt-*"))) == 1
+    (paths.usage_dir / "k.json").write_bytes(b"\x00not json")
+    assert usage.lookup(paths, "k") is None
+    assert record(paths, "k", at=2.0)
+    entry = usage.lookup(paths, "k")
+    assert entry is not None and [s["at"] for s in entry["samples"]] == [2.0]
+
+
+def test_an_unreadable_entry_is_left_alone(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    paths.usage_dir.mkdir(parents=True)
+    (paths.usage_dir / "k.json").mkdir()  # reading it fails with an error other than "missing"
+    assert usage.lookup(paths, "k") is None
+    assert not record(paths, "k", at=1.0)
+    assert (paths.usage_dir / "k.json").is_dir()
+
+
+def test_a_key_that_is_not_a_plain_name_never_reaches_the_disk(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    for key in ("", "../escape", "a/b", ".hidden", "x" * 65):
+        assert usage.entry_path(paths, key) is None
+        assert usage.lookup(paths, key) is None
+    assert not record(paths, "../escape", at=1.0)
+    assert not (paths.state_dir / "escape.json").exists()
+
+
+def test_the_store_keeps_the_commands_used_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(usage, "MAX_COMMANDS", 3)
+    paths = paths_in(tmp_path)
+    for number in range(3):
+        assert record(paths, f"c{number}", at=float(number))
+        entry_file = usage.entry_path(paths, f"c{number}")
+        assert entry_file is not None
+        os.utime(entry_file, (1000.0 + number, 1000.0 + number))  # the order of use
+    assert record(paths, "c0", at=9.0)  # a known command is used again: now the newest
+    assert record(paths, "c3", at=10.0)  # a new one pushes out the longest unused
+    assert sorted(p.name for p in paths.usage_dir.iterdir()) == ["c0.json", "c2.json", "c3.json"]
+    assert record(paths, "c4", at=11.0)
+    assert sorted(p.name for p in paths.usage_dir.iterdir()) == ["c0.json", "c3.json", "c4.json"]
+
+
+def test_the_bound_is_kept_with_room_to_spare(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the bound the store drops to a tenth below it, so the next new commands do not
+    each pay for reading every file's time."""
+    monkeypatch.setattr(usage, "MAX_COMMANDS", 20)
+    paths = paths_in(tmp_path)
+    for number in range(21):
+        assert record(paths, f"c{number:02}", at=float(number))
+        entry_file = usage.entry_path(paths, f"c{number:02}")
+        assert entry_file is not None
+        os.utime(entry_file, (1000.0 + number, 1000.0 + number))
+    assert sorted(p.name for p in paths.usage_dir.iterdir()) == \
+        [f"c{number:02}.json" for number in range(3, 21)]
+
+
+def test_the_single_file_store_is_read_then_split_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(usage, "MAX_COMMANDS", 2)
     paths = paths_in(tmp_path)
     paths.state_dir.mkdir(parents=True)
+    old = {"commands": {
+        "old": {"name": "a", "samples": [{"kind": "peak", "max_rss": 5, "at": 10.0}]},
+        "mid": {"name": "b", "samples": [{"kind": "peak", "max_rss": 6, "at": 20.0}]},
+        "new": {"name": "c", "samples": [{"kind": "peak", "max_rss": 7, "at": 30.0}]},
+        "bad": {"name": "d", "samples": "nope"},
+    }}
+    paths.usage_file.write_text(json.dumps(old))
+    # Until a job ends, lookups read the old store as it is.
+    assert usage.lookup(paths, "old") == old["commands"]["old"]
+    assert usage.lookup(paths, "bad") is None
+    assert record(paths, "mid", at=40.0)
+    assert not paths.usage_file.exists()
+    assert json.loads((paths.state_dir / "usage.json.migrated").read_text()) == old
+    assert sorted(p.name for p in paths.usage_dir.iterdir()) == ["mid.json", "new.json"]
+    assert usage.lookup(paths, "old") is None  # the bound kept the two used last
+    mid = usage.lookup(paths, "mid")
+    assert mid is not None and [s["max_rss"] for s in mid["samples"]] == [6, MIB]
+    new_file = usage.entry_path(paths, "new")
+    assert new_file is not None and new_file.stat().st_mtime == 30.0
+    assert usage.lookup(paths, "new") == old["commands"]["new"]
+
+
+def test_a_store_an_older_qex_wrote_again_is_merged(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    assert record(paths, "mine", at=50.0, rss=1) and record(paths, "theirs", at=50.0, rss=2)
     paths.usage_file.write_text(json.dumps({"commands": {
-        "good": {"name": "a", "samples": [{"kind": "peak", "max_rss": 5}]},
-        "bad": {"name": "b", "samples": "nope"},
+        "mine": {"name": "mine", "samples": [{"kind": "peak", "max_rss": 3, "at": 40.0}]},
+        "theirs": {"name": "theirs", "samples": [{"kind": "peak", "max_rss": 4, "at": 60.0}]},
     }}))
-    assert usage.record_peak(paths, "new", name="n", max_rss=1, cpu_secs=0, elapsed_secs=0, at=0)
-    data = json.loads(paths.usage_file.read_text())
-    assert set(data["commands"]) == {"good", "new"}
-    assert list(paths.state_dir.glob("usage.json.corrupt-*"))
+    assert record(paths, "other", at=70.0)
+    mine, theirs = usage.lookup(paths, "mine"), usage.lookup(paths, "theirs")
+    assert mine is not None and [s["max_rss"] for s in mine["samples"]] == [1]
+    assert theirs is not None and [s["max_rss"] for s in theirs["samples"]] == [4]
+
+
+def test_a_single_file_store_that_does_not_parse_is_kept_aside(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    paths.state_dir.mkdir(parents=True)
     paths.usage_file.write_bytes(b"\x00not json")
-    assert usage.record_peak(paths, "again", name="n", max_rss=1, cpu_secs=0, elapsed_secs=0, at=0)
-    assert set(json.loads(paths.usage_file.read_text())["commands"]) == {"again"}
+    assert usage.lookup(paths, "k") is None
+    assert record(paths, "k", at=1.0)
+    assert (paths.state_dir / "usage.json.migrated").read_bytes() == b"\x00not json"
+    assert [p.name for p in paths.usage_dir.iterdir()] == ["k.json"]
