@@ -21,7 +21,9 @@ with `--before DIR`, also the whole chain of both trees in interleaved rounds). 
 `--before DIR` the loop, drain and scale sections run in two rounds, each tree first once.
 `--dir DIR` puts the private state on another file system (default /tmp): the records'
 syncs and file creations are a large part of the per-job chain, and they differ between
-file systems (see docs/performance.md, twenty-fourth pass).
+file systems (see docs/performance.md, twenty-fourth pass). `--installed` runs qex, and the
+floor, from a layout as `pipx install` makes it: a development environment's `.pth` files
+(coverage, setuptools, the editable install) add about a millisecond to every call.
 """
 
 from __future__ import annotations
@@ -57,6 +59,34 @@ def prog(env: dict[str, str] | None) -> list[str]:
     return QEX
 
 
+#: The interpreter that runs an older tree's script (`--installed` sets its own).
+PROGRAM_PY = PY
+
+
+def installed_layout(where: Path) -> str:
+    """For `--installed`: a layout like the one `pipx install` makes, and its interpreter. A
+    virtual environment of the same base interpreter, without pip, whose one `.pth` file
+    names this checkout and the development environment's libraries, and a `qex` script as
+    the wheel installs it. The development environment's own `.pth` files (coverage's
+    start-up hook, setuptools' distutils shim, the editable install's finder) cost every
+    call about a millisecond that an installed qex does not pay; here they are not read."""
+    import sysconfig
+
+    base = getattr(sys, "_base_executable", PY)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    found = subprocess.run([str(python), "-c",
+                            "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True)
+    libraries = sysconfig.get_paths()["purelib"]
+    Path(found.stdout.strip(), "qex-libraries.pth").write_text(f"{HERE.parent}\n{libraries}\n")
+    body = (HERE.parent / "scripts" / "qex").read_text().split("\n", 1)[1]
+    script = where / "bin" / "qex"
+    script.write_text(f"#!{python}\n{body}")
+    script.chmod(0o755)
+    return str(python)
+
+
 def before_env(root: Path, tree: Path) -> dict[str, str]:
     """An environment that runs the qex of the checkout `tree` as it was installed: its own
     program script (`scripts/qex`) where it has one, else a console-script wrapper of the
@@ -68,11 +98,11 @@ def before_env(root: Path, tree: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(tree)
     script = tree / "scripts" / "qex"
     if script.is_file():
-        env[PROGRAM_KEY] = json.dumps([PY, str(script)])
+        env[PROGRAM_KEY] = json.dumps([PROGRAM_PY, str(script)])
         return env
     wrapper = root / "qex-console-script"
     wrapper.write_text(
-        f"#!{PY}\nimport re\nimport sys\nfrom qex.cli.main import main\n"
+        f"#!{PROGRAM_PY}\nimport re\nimport sys\nfrom qex.cli.main import main\n"
         "if __name__ == '__main__':\n"
         "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
         "    sys.exit(main())\n")
@@ -921,6 +951,7 @@ def idle_figures(label: str, env: dict[str, str], quick: bool) -> None:
 
 
 def main() -> None:
+    global QEX, FLOOR, PROGRAM_PY  # `--installed` measures another program and floor
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and jobs")
     parser.add_argument("--only", default="", help="comma-separated sections: " + ",".join(SECTIONS))
@@ -928,6 +959,9 @@ def main() -> None:
                         help="where the private state lives (its file system; default /tmp)")
     parser.add_argument("--before", metavar="DIR", type=Path,
                         help="also measure the qex of this checkout (an older tree), side by side")
+    parser.add_argument("--installed", action="store_true",
+                        help="run qex (and the floor) from a layout as `pipx install` makes it, "
+                             "without the development environment's .pth files")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(","))) or set(SECTIONS)
     reps = 5 if args.quick else 21
@@ -940,6 +974,12 @@ def main() -> None:
 
     compileall.compile_dir(str(HERE.parent / "qex"), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="qxb", dir=args.dir))
+    program = f"{QEX[0]} (the development environment's)"
+    if args.installed:
+        PROGRAM_PY = installed_layout(root / "installed")
+        QEX = [str(root / "installed" / "bin" / "qex")]
+        FLOOR = [PROGRAM_PY, "-S", "-c", "pass"]
+        program = f"{QEX[0]} (as installed: --installed)"
     env = make_env(root)
     envs = {"": env}
     if args.before is not None:
@@ -948,7 +988,7 @@ def main() -> None:
         envs = {"now: ": env, "before: ": before_env(root_b, args.before.resolve())}
     try:
         print(f"qex benchmark, {os.cpu_count()} cores, python {sys.version.split()[0]}, medians, "
-              f"load {os.getloadavg()[0]:.2f}\n")
+              f"load {os.getloadavg()[0]:.2f}\nprogram: {program}\n")
         # Warm the coordinator and one finished job for the read paths.
         for one in envs.values():
             qex(one, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)

@@ -19,7 +19,7 @@ from typing import Any
 
 from qex.coordinator import pausing
 from qex.coordinator.queries import damaged_entries, refresh_active
-from qex.coordinator.state import Coordinator, Job
+from qex.coordinator.state import Coordinator, Job, in_submission_order
 from qex.core import protocol
 from qex.core import state_words as words
 from qex.core.job_filters import chosen_jobs
@@ -102,10 +102,10 @@ def _chosen_jobs(coord: Coordinator, message: dict[str, Any]
     """(the jobs in submission order that the message's filters keep, the filters, the ids
     of the groups a group word named when it named several), or the refusal: filters of
     the wrong shape, or a group word that names no group."""
-    jobs = coord.sorted_jobs()
     filters = _filters(message)
     if isinstance(filters, str):
         return protocol.error(protocol.INTERNAL, filters)
+    jobs = _candidates(coord, filters)
     groups: list[str] = []
     if filters:
         by_id = {job.id: job for job in jobs}
@@ -192,8 +192,28 @@ def _filters(message: dict[str, Any]) -> dict[str, Any] | str:
     return found
 
 
+def _candidates(coord: Coordinator, filters: dict[str, Any]) -> list[Job]:
+    """The jobs the filters choose from, in submission order: only the jobs that are not
+    final when the states asked for are all states of such jobs (`list --state running`,
+    which agents repeat, then looks at the queue and the running jobs, not at the thousands
+    of finished ones a coordinator may hold); else every job. A group word is looked up
+    among every job, since it names a group by any of its stages."""
+    states = filters.get("states")
+    if states and "group_word" not in filters and set(states) <= words.NOT_FINAL_WORDS:
+        return in_submission_order(coord.jobs.live())
+    return coord.sorted_jobs()
+
+
 def _filtered_fields(job: Job) -> dict[str, Any]:
-    """The fields of a record that `chosen_jobs` reads, as the record's dict has them."""
+    """The fields of a record that `chosen_jobs` reads, as the record's dict has them; kept
+    once the job is final, since a final record never changes (a filtered listing of
+    thousands of finished jobs made them all again each time)."""
+    kept = job.filter_fields
+    if kept is not None:
+        return kept
     record = job.record
-    return {"id": record.id, "state": str(record.state), "tags": record.tags,
-            "group": record.group, "group_name": record.group_name, "cwd": record.cwd}
+    fields = {"id": record.id, "state": str(record.state), "tags": record.tags,
+              "group": record.group, "group_name": record.group_name, "cwd": record.cwd}
+    if job.final:
+        job.filter_fields = fields
+    return fields

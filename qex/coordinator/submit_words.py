@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from qex.coordinator.state import Coordinator
+from qex.coordinator.state import Coordinator, in_submission_order
 from qex.coordinator.submit import SubmissionWakes, handle_submit
 from qex.core import protocol
 
@@ -112,11 +112,10 @@ def _dependencies(coord: Coordinator, paths: Any, options: dict[str, Any], now: 
                   job_file: Any = None) -> tuple[dict[str, list[str]], dict[str, Any] | None]:
     """The ids that the `needs` and `after` words name (`{"needs": [...], "after": [...]}`)
     and None, or nothing and the refusal to answer. Only the records a word may name are
-    looked at (`job_words.may_name`, as `list` with a word sends them), and the history file
+    looked at (`JobTable.named_by`, as `list` with a word sends them), and the history file
     (every id ever accepted) is read only for a word that names nothing, as the command's
     own look-up does: a deleted job's id is then told apart from a typo. A job file's own
     words come first, as the command puts them."""
-    from qex.core.job_words import may_name
     from qex.core.word_match import ResolveError, dependency_ids
 
     resolved: dict[str, list[str]] = {}
@@ -127,13 +126,9 @@ def _dependencies(coord: Coordinator, paths: Any, options: dict[str, Any], now: 
         if not parts:
             resolved[key] = []  # the usual submission: no walk over every job it knows
             continue
-        # The few records a word may name, then in submission order (sorting every job
-        # first cost each submission O(n log n) in the jobs this coordinator knows).
-        named = [job.record for job in coord.jobs.values()
-                 if any(may_name(p, job.record.id, job.record.name, job.record.group or "",
-                                 job.record.group_name or "") for p in parts)]
-        named.sort(key=lambda r: (r.submitted_at, r.sequence))
-        records = [r.to_dict() for r in named]
+        # The few records a word may name (`JobTable.named_by`), in submission order.
+        chosen = {job.id: job for part in parts for job in coord.jobs.named_by(part)}
+        records = [job.record.to_dict() for job in in_submission_order(chosen.values())]
         try:
             try:
                 resolved[key] = dependency_ids(records, words, option=option)

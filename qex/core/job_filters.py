@@ -43,10 +43,22 @@ def is_final(record: dict[str, Any]) -> bool:
 
 def has_tags(record: dict[str, Any], tags: Iterable[str]) -> bool:
     """Every given tag is on the job (compared in safe form, as `qex list` shows tags)."""
-    held = record.get("tags")
-    mine = {safe_name(str(t)) for t in held} if isinstance(held, list) else set()
-    mine |= {str(t) for t in held} if isinstance(held, list) else set()
-    return all(t in mine or safe_name(t) in mine for t in tags)
+    return tags_test(tags)(record)
+
+
+def tags_test(tags: Iterable[str]) -> Callable[[dict[str, Any]], bool]:
+    """`has_tags` for one set of tags over many records: the tags' safe forms made once."""
+    wanted = [(tag, safe_name(tag)) for tag in tags]
+
+    def test(record: dict[str, Any]) -> bool:
+        held = record.get("tags")
+        if not isinstance(held, list) or not held:
+            return not wanted
+        mine = {str(t) for t in held}
+        mine |= {safe_name(t) for t in mine}
+        return all(tag in mine or safe in mine for tag, safe in wanted)
+
+    return test
 
 
 def age_secs(record: dict[str, Any], now: float) -> float | None:
@@ -143,7 +155,8 @@ def chosen_jobs(records: list[dict[str, Any]], *, states: Iterable[str] = (),
         chosen = [r for r in chosen if str(r.get("state")) in wanted]
     tags = tuple(tags)
     if tags:
-        chosen = [r for r in chosen if has_tags(r, tags)]
+        test = tags_test(tags)
+        chosen = [r for r in chosen if test(r)]
     if cwd_dir is not None:
         chosen = [r for r in chosen if in_dir(r, cwd_dir, below=False)]
     if under_dir is not None:

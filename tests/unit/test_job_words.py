@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qex.coordinator import queries
-from qex.core.job_words import may_name
+from qex.core import job_filters
+from qex.core.job_words import NameForms, may_name, names_group, names_job, word_test
+from qex.core.names import is_uuid, safe_name
 from qex.core.word_match import Resolved, ResolveError, match_word
 
 IDS = ("aaaaaaaa-1111-4111-8111-111111111111", "aaaabbbb-2222-4222-8222-222222222222",
@@ -55,6 +57,40 @@ def test_the_records_a_word_may_name_resolve_it_as_all_records_do(
     kept = [r for r in records
             if may_name(word, r["id"], r["name"], r["group"] or "", r["group_name"] or "")]
     assert _outcome(kept, word) == _outcome(records, word)
+
+
+@given(job_id=st.sampled_from(IDS), name=st.sampled_from(NAMES) | st.text(max_size=6),
+       group=st.sampled_from(("", *GROUPS)), group_name=st.sampled_from(NAMES),
+       word=words_strategy)
+def test_the_kept_forms_decide_as_the_rule_does(job_id: str, name: str, group: str,
+                                                group_name: str, word: str) -> None:
+    """`word_test` over a job's kept `NameForms` (what the coordinator runs for each job it
+    holds) against the rule written out from `names_job` and `names_group`."""
+    stripped = word.strip()
+    if not stripped:
+        expected = False
+    elif is_uuid(stripped):
+        expected = stripped.lower() in (job_id.lower(), group.lower())
+    else:
+        by_id, by_name = names_job(stripped, job_id, name)
+        expected = by_id or by_name or names_group(stripped, group, group_name)
+    forms = NameForms(job_id, name, group, group_name)
+    assert word_test(word)(forms) is expected
+    assert may_name(word, job_id, name, group, group_name) is expected
+    assert forms.same(job_id, name, group, group_name)
+    assert not forms.same(job_id, name + "x", group, group_name)
+
+
+@given(held=st.one_of(st.none(), st.lists(st.sampled_from(("ml", "gpu", "a b", "a_b", "-x", "")),
+                                         max_size=3)),
+       wanted=st.lists(st.sampled_from(("ml", "gpu", "a b", "a_b", "-x", "_x", "")), max_size=3))
+def test_the_tags_test_decides_as_the_rule_does(held: list[str] | None,
+                                                wanted: list[str]) -> None:
+    record = {"tags": held}
+    mine = {safe_name(str(t)) for t in held} | {str(t) for t in held} if held else set()
+    expected = all(t in mine or safe_name(t) in mine for t in wanted)
+    assert job_filters.tags_test(wanted)(record) is expected
+    assert job_filters.has_tags(record, wanted) is expected
 
 
 def test_a_blank_word_names_nothing() -> None:
