@@ -596,6 +596,15 @@ def scale_argvs(env: dict[str, str], short: str) -> dict[str, list[str]]:
             "status SHORT-ID": [*prog(env), "status", short]}
 
 
+def finished_argvs(env: dict[str, str], short: str) -> dict[str, list[str]]:
+    """The look-ups agents repeat, timed while the coordinator holds thousands of finished
+    jobs: by a short id, and the filters of live states."""
+    return {"status SHORT-ID": [*prog(env), "status", short],
+            "wait SHORT-ID": [*prog(env), "wait", short],
+            "list --state running": [*prog(env), "list", "--state", "running"],
+            "list --json --state queued": [*prog(env), "list", "--json", "--state", "queued"]}
+
+
 def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> None:
     """With the queue paused: one submit at 10 queued and at `queued`, `list --json`, the
     `list` table, `status` by a short id, RSS."""
@@ -635,6 +644,11 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     longest, typical = answers_after_resume(env)
     print(f"{'info --json after the resume':<34} {longest:>8.1f} ms  (the longest in 1.5 s; "
           f"median {typical:.1f} ms: every queued job's reason changes at once)")
+    settle(env)  # the queued jobs run to their ends: a coordinator that holds them finished
+    done = interleaved(reps, finished_argvs(env, first[:8]), env)
+    print(f"-- scale: {queued} finished (load {os.getloadavg()[0]:.2f}) --")
+    for name in finished_argvs(env, first[:8]):
+        floor_row(f"{name}, {queued} done", done[name], done["floor"], 2.0)
     stop_coordinator(env, root)
     set_aside(root / "state" / "qex")
     qex(env, "info", "--json")

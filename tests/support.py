@@ -64,12 +64,30 @@ def kill_job_groups(state: Path) -> None:
             pid = data.get(key)
             if not isinstance(pid, int) or pid <= 1:
                 continue
-            if key == "last_pid" and not _started_under(pid, state):
-                continue  # a finished job's pid may name another process by now
+            if not (_started_under(pid, state) or _started_since(pid, state.parent)):
+                continue  # a pid from a record may name another process by now
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def _started_since(pid: int, made: Path) -> bool:
+    """True when the process `pid` started after the folder `made` was created: a process of
+    this test, not one whose pid a record names from before. Pids wrap around at 32,768 on
+    the development machine, so a stale pid in a record can name any process by then, the
+    test runner's own process group among them (the runner died that way once)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[19])  # field 22 of stat: the start time, in ticks after boot
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        born = made.stat().st_mtime
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
+    # `btime` is in whole seconds: a process is counted as the test's when it started no
+    # earlier than a second before the folder.
+    return boot + ticks / os.sysconf("SC_CLK_TCK") >= born - 1.0
 
 
 def _started_under(pid: int, state: Path) -> bool:
