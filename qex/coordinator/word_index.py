@@ -37,7 +37,9 @@ class WordIndex:
         self._ids: list[str] = []
         self._groups: list[str] = []
         self._members: dict[str, set[str]] = {}
-        self._named: dict[str, set[str]] = {}
+        #: The ids a name names: one id as itself, several as a set (most names are a job's
+        #: own, and a set for each was half a kilobyte per queued job).
+        self._named: dict[str, str | set[str]] = {}
         self._held: dict[str, NameForms] = {}
 
     def __len__(self) -> int:
@@ -50,7 +52,13 @@ class WordIndex:
         self._held[job_id] = forms
         bisect.insort(self._ids, job_id)
         for word in self._words(forms):
-            self._named.setdefault(word, set()).add(job_id)
+            named = self._named.get(word)
+            if named is None:
+                self._named[word] = job_id
+            elif isinstance(named, str):
+                self._named[word] = {named, job_id}
+            else:
+                named.add(job_id)
         if forms.group:
             members = self._members.get(forms.group)
             if members is None:
@@ -65,10 +73,12 @@ class WordIndex:
         del self._ids[bisect.bisect_left(self._ids, job_id)]
         for word in self._words(forms):
             named = self._named.get(word)
-            if named is not None:
+            if named == job_id:
+                del self._named[word]
+            elif isinstance(named, set):
                 named.discard(job_id)
-                if not named:
-                    del self._named[word]
+                if len(named) == 1:
+                    self._named[word] = next(iter(named))
         members = self._members.get(forms.group) if forms.group else None
         if members is not None:
             members.discard(job_id)
@@ -84,7 +94,8 @@ class WordIndex:
             return set()
         if is_uuid(word):
             return None
-        found = set(self._named.get(word, ()))
+        named = self._named.get(word)
+        found = {named} if isinstance(named, str) else set(named or ())
         found.update(_starting_with(self._ids, word))
         for group in _starting_with(self._groups, word):
             found |= self._members[group]
