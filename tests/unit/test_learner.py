@@ -159,14 +159,21 @@ def test_a_key_that_is_not_a_plain_name_never_reaches_the_disk(tmp_path: Path) -
     assert not (paths.state_dir / "escape.json").exists()
 
 
-def test_the_store_keeps_the_commands_used_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def record_in_order(paths: Paths, keys: list[str]) -> None:
+    """Record each command, its file's time one second after the one before (the order of
+    use, which the bound reads)."""
+    for number, key in enumerate(keys):
+        assert record(paths, key, at=float(number))
+        entry_file = usage.entry_path(paths, key)
+        assert entry_file is not None
+        os.utime(entry_file, (1000.0 + number, 1000.0 + number))
+
+
+def test_the_store_keeps_the_commands_used_last(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(usage, "MAX_COMMANDS", 3)
     paths = paths_in(tmp_path)
-    for number in range(3):
-        assert record(paths, f"c{number}", at=float(number))
-        entry_file = usage.entry_path(paths, f"c{number}")
-        assert entry_file is not None
-        os.utime(entry_file, (1000.0 + number, 1000.0 + number))  # the order of use
+    record_in_order(paths, ["c0", "c1", "c2"])
     assert record(paths, "c0", at=9.0)  # a known command is used again: now the newest
     assert record(paths, "c3", at=10.0)  # a new one pushes out the longest unused
     assert sorted(p.name for p in paths.usage_dir.iterdir()) == ["c0.json", "c2.json", "c3.json"]
@@ -180,11 +187,7 @@ def test_the_bound_is_kept_with_room_to_spare(tmp_path: Path,
     each pay for reading every file's time."""
     monkeypatch.setattr(usage, "MAX_COMMANDS", 20)
     paths = paths_in(tmp_path)
-    for number in range(21):
-        assert record(paths, f"c{number:02}", at=float(number))
-        entry_file = usage.entry_path(paths, f"c{number:02}")
-        assert entry_file is not None
-        os.utime(entry_file, (1000.0 + number, 1000.0 + number))
+    record_in_order(paths, [f"c{number:02}" for number in range(21)])
     assert sorted(p.name for p in paths.usage_dir.iterdir()) == \
         [f"c{number:02}.json" for number in range(3, 21)]
 
