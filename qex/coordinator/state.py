@@ -71,8 +71,8 @@ class JobTable(dict[str, "Job"]):
     def __init__(self) -> None:
         super().__init__()
         self._live: dict[str, None] = {}  # insertion-ordered, like the table
-        #: Counts the changes of which jobs the table holds (`Coordinator.sorted_jobs` keeps
-        #: its order until the next one).
+        #: Counts the changes of which jobs the table holds (`ordered` keeps its order
+        #: until the next one).
         self.version = 0
         self._sorted: tuple[int, list[Job]] | None = None
         self._words = WordIndex()
@@ -109,7 +109,7 @@ class JobTable(dict[str, "Job"]):
         jobs.sort(key=submission_key)
         return jobs
 
-    def in_submission_order(self) -> list[Job]:
+    def ordered(self) -> list[Job]:
         """Every job in submission order (the time, then the sequence for a tie): sorted
         once per change of the jobs held, not for every listing (5,000 records took 2-3 ms
         to sort). The two keys are set at submission and every record written later copies
@@ -364,7 +364,7 @@ class Coordinator:
 
     def sorted_jobs(self) -> list[Job]:
         """Every job in submission order (the time, then the sequence for a tie)."""
-        return self.jobs.in_submission_order()
+        return self.jobs.ordered()
 
     def sorted_records(self) -> list[JobStatus]:
         return [job.record for job in self.sorted_jobs()]

@@ -36,7 +36,8 @@ from qex.core import learner
 from qex.store import atomic
 from qex.store.paths import Paths, ensure_private_dir
 
-#: Commands kept; a new one past this removes the longest unused (about 1 KB of disk each).
+#: Commands kept; a new one past this removes the longest unused (each file takes a block
+#: of the disk, 4 KB on most, so the store stays under about 8 MB).
 MAX_COMMANDS = 2000
 #: What the store of earlier versions is renamed to once it is split.
 MIGRATED_SUFFIX = ".migrated"
