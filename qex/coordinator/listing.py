@@ -19,7 +19,7 @@ from typing import Any
 
 from qex.coordinator import pausing
 from qex.coordinator.queries import damaged_entries, refresh_active
-from qex.coordinator.state import Coordinator, Job, in_submission_order
+from qex.coordinator.state import Coordinator, Job
 from qex.core import protocol
 from qex.core import state_words as words
 from qex.core.job_filters import chosen_jobs
@@ -105,7 +105,8 @@ def _chosen_jobs(coord: Coordinator, message: dict[str, Any]
     filters = _filters(message)
     if isinstance(filters, str):
         return protocol.error(protocol.INTERNAL, filters)
-    jobs = _candidates(coord, filters)
+    # A group word names a group by any of its stages, so it is looked up among every job.
+    jobs = coord.jobs.for_states(None if "group_word" in filters else filters.get("states"))
     groups: list[str] = []
     if filters:
         by_id = {job.id: job for job in jobs}
@@ -190,18 +191,6 @@ def _filters(message: dict[str, Any]) -> dict[str, Any] | str:
             return f"`{key}` must be a string"
         found[name] = value
     return found
-
-
-def _candidates(coord: Coordinator, filters: dict[str, Any]) -> list[Job]:
-    """The jobs the filters choose from, in submission order: only the jobs that are not
-    final when the states asked for are all states of such jobs (`list --state running`,
-    which agents repeat, then looks at the queue and the running jobs, not at the thousands
-    of finished ones a coordinator may hold); else every job. A group word is looked up
-    among every job, since it names a group by any of its stages."""
-    states = filters.get("states")
-    if states and "group_word" not in filters and set(states) <= words.NOT_FINAL_WORDS:
-        return in_submission_order(coord.jobs.live())
-    return coord.sorted_jobs()
 
 
 def _filtered_fields(job: Job) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from qex.coordinator import pausing
-from qex.coordinator.state import Coordinator, in_submission_order, label
+from qex.coordinator.state import Coordinator, label
 from qex.core import protocol
 from qex.core.names import short_id
 from qex.core.pools import pool_usage
@@ -38,16 +38,11 @@ def handle_list(coord: Coordinator, message: dict[str, Any] | None = None) -> di
     word, states = message.get("word"), message.get("states")
     wanted = set(states) if isinstance(states, list) and all(
         isinstance(s, str) for s in states) else None
-    from qex.core.state_words import NOT_FINAL_WORDS, listed_for
-
-    if isinstance(word, str):
-        records = [job.record for job in coord.jobs.named_by(word)]
-    elif wanted is not None and wanted <= NOT_FINAL_WORDS:
-        # Only jobs that are not final can be kept: the thousands of final ones are not read.
-        records = [job.record for job in in_submission_order(coord.jobs.live())]
-    else:
-        records = coord.sorted_records()
+    jobs = coord.jobs.named_by(word) if isinstance(word, str) else coord.jobs.for_states(wanted)
+    records = [job.record for job in jobs]
     if wanted is not None:
+        from qex.core.state_words import listed_for
+
         records = [r for r in records if listed_for(str(r.state), wanted)]
     answer = protocol.answer(Result.JOBS, jobs=[record.to_dict() for record in records])
     damaged = damaged_entries(coord)

@@ -27,6 +27,7 @@ from qex.core.job_words import NameForms, word_test
 from qex.core.model import dataclass, field
 from qex.core.records import JobSpec, JobStatus
 from qex.core.scheduler_types import PeerLoad
+from qex.core.state_words import NOT_FINAL_WORDS
 from qex.core.states import ACTIVE, FINAL, State, rank
 from qex.store import jobs as job_files
 from qex.store.paths import Paths
@@ -108,6 +109,15 @@ class JobTable(dict[str, "Job"]):
         jobs = [job for job in pool if test(job.name_forms())]
         jobs.sort(key=submission_key)
         return jobs
+
+    def for_states(self, states: Iterable[str] | None) -> list[Job]:
+        """The jobs a filter of `states` chooses from, in submission order: only the jobs
+        that are not final when every state asked for is one of theirs (`list --state
+        running`, which agents repeat, then looks at the queue and the running jobs, not at
+        the thousands of finished ones a coordinator may hold); else every job."""
+        if states and set(states) <= NOT_FINAL_WORDS:
+            return in_submission_order(self.live())
+        return self.ordered()
 
     def ordered(self) -> list[Job]:
         """Every job in submission order (the time, then the sequence for a tie): sorted

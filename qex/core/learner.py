@@ -152,13 +152,20 @@ def salvage(data: object) -> dict[str, Any]:
     source = data.get("commands") if isinstance(data, dict) else None
     if isinstance(source, dict):
         for key, entry in source.items():
-            if not isinstance(key, str) or not isinstance(entry, dict):
-                continue
-            samples = entry.get("samples")
-            if not isinstance(samples, list):
-                continue
-            good = [s for s in samples if valid_sample(s)]
-            if good:
-                name = entry.get("name")
-                commands[key] = {"name": name if isinstance(name, str) else "", "samples": good}
+            kept = salvage_entry(entry) if isinstance(key, str) else None
+            if kept is not None:
+                commands[key] = kept
     return {"commands": commands}
+
+
+def salvage_entry(entry: object) -> dict[str, Any] | None:
+    """What can be kept of one command's entry: its usable samples and its name; None when
+    no sample is usable."""
+    samples = entry.get("samples") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict) or not isinstance(samples, list):
+        return None
+    good = [s for s in samples if valid_sample(s)]
+    if not good:
+        return None
+    name = entry.get("name")
+    return {"name": name if isinstance(name, str) else "", "samples": good}

@@ -62,13 +62,6 @@ def _well_formed(data: object) -> bool:
             and all(learner.valid_sample(s) for s in data["samples"]))
 
 
-def _salvaged(data: object) -> dict[str, Any] | None:
-    """The usable part of an entry that is not well formed, or None when nothing is."""
-    kept = learner.salvage({"commands": {"entry": data}})["commands"]
-    entry = kept.get("entry")
-    return entry if isinstance(entry, dict) else None
-
-
 def _parse(raw: bytes) -> object:
     try:
         return json.loads(raw)
@@ -95,7 +88,7 @@ def _read_entry(path: Path, *, set_aside: bool) -> dict[str, Any] | None:
             os.rename(path, path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
         except OSError:
             pass
-    return _salvaged(data)
+    return learner.salvage_entry(data)
 
 
 def _legacy_commands(paths: Paths) -> dict[str, Any] | None:
