@@ -10,6 +10,7 @@ through `run_forked`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False
@@ -17,19 +18,23 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
-def run_daemon(detached: bool = False) -> None:
+def run_daemon(detached: bool = False, ready_fd: int | None = None) -> None:
     """Run the coordinator of this state directory until it is idle or told to stop.
 
-    `detached`: this process already left its caller (`qex.platform.detach.fork_detached`)."""
+    `detached`: this process already left its caller (`qex.platform.detach.fork_detached`).
+    `ready_fd`: where to say that the socket listens (the command that forked this process
+    waits on it); a spawned coordinator finds it in `READY_FD_VAR`."""
     # asyncio loads the TLS module only to offer TLS servers, which the coordinator never
     # runs; blocking that import saves about 4MB of resident memory for the coordinator's
     # whole life (asyncio treats a missing `ssl` as "no TLS", a supported configuration).
     if "ssl" not in sys.modules:
         sys.modules["ssl"] = None  # type: ignore[assignment]
     if not detached:
-        from qex.platform.detach import detach_from_caller
+        from qex.platform.detach import detach_from_caller, take_ready_fd
 
-        detach_from_caller()  # directory `/`, and no descriptor of the caller's kept open
+        ready_fd = take_ready_fd(os.environ)
+        # Directory `/`, and no descriptor of the caller's kept open but the ready pipe.
+        detach_from_caller(keep=() if ready_fd is None else (ready_fd,))
     from qex.platform import chaintrace
 
     chaintrace.mark("co.process", "-")
@@ -39,12 +44,13 @@ def run_daemon(detached: bool = False) -> None:
     from qex.cli.common import get_paths
     from qex.coordinator.main import run
 
-    sys.exit(run(get_paths(code=1)))
+    sys.exit(run(get_paths(code=1), ready_fd))
 
 
-def run_forked() -> NoReturn:
+def run_forked(ready_fd: int) -> NoReturn:
     """The child that a command forked at a cold start (`qex.client.starting`): become the
     coordinator, then end this process without ever returning into the command's code.
+    `ready_fd`: the pipe on which the command waits for the socket.
 
     The child looks like a new program where that matters: `sys.path` loses the entry that
     `python -P` leaves out (the script's directory), `ps` shows `qex daemon`, and a fault is
@@ -57,7 +63,7 @@ def run_forked() -> NoReturn:
         from qex.platform.proctitle import set_title
 
         set_title("qex daemon", "qex-daemon")
-        run_daemon(detached=True)
+        run_daemon(detached=True, ready_fd=ready_fd)
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
@@ -68,8 +74,6 @@ def run_forked() -> NoReturn:
 
         traceback.print_exc()
     finally:
-        import os
-
         from qex.platform.detach import flush_standard_streams
 
         flush_standard_streams()

@@ -275,7 +275,7 @@ def _nobody_listens(exc: OSError) -> bool:
     return nobody_listens(exc)
 
 
-def _fork_target() -> Callable[[], NoReturn] | None:
+def _fork_target() -> Callable[[int], NoReturn] | None:
     """What a child forked from this command runs to become the coordinator, where this
     command may fork one (`qex.client.starting.spawn_coordinator`): on Linux, from the lean
     path of the `qex` program itself (a few small modules, no thread). The full CLI (click and

@@ -31,7 +31,13 @@ import time
 
 from qex.client.errors import TimedOut, Unreachable
 from qex.core.pyexec import module_argv
-from qex.platform.detach import Spawned, fork_detached, spawn_detached
+from qex.platform.detach import (
+    PASSED_FD,
+    READY_FD_VAR,
+    Spawned,
+    fork_detached,
+    spawn_detached,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -235,7 +241,7 @@ def _log_tail(path: str, count: int = 5, since: int = 0) -> str:
     return " / ".join(lines) if lines else "(the coordinator wrote nothing to its log)"
 
 
-def spawn_coordinator(where: Where, fork_into: Callable[[], NoReturn] | None = None
+def spawn_coordinator(where: Where, fork_into: Callable[[int], NoReturn] | None = None
                       ) -> Spawned:
     """Start a coordinator detached: its own session, output to daemon.log, directory `/`.
 
@@ -245,27 +251,51 @@ def spawn_coordinator(where: Where, fork_into: Callable[[], NoReturn] | None = N
     about 35 ms of the cold path. Otherwise `python -m qex daemon` is spawned, and it closes
     what it inherited from this command's caller as its first act
     (`qex.platform.detach.detach_from_caller`); the spawn lock's descriptor is close-on-exec,
-    so it never holds that."""
+    so it never holds that.
+
+    Either way the child gets the write end of a pipe (`fork_into`'s argument, or
+    `READY_FD_VAR`), and writes to it once its socket listens: `Spawned.ready` wakes `start`
+    then, where polling for the socket missed it by up to 30 ms."""
     log = os.open(where.daemon_log,
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    ready_read, ready_write = os.pipe()
     try:
         if fork_into is not None:
-            pid = fork_detached(log)
+            pid = fork_detached(log, keep=ready_write)
             if pid == 0:  # pragma: no cover - the child, which never returns
-                fork_into()
-            return Spawned(pid)
-        return Spawned(spawn_detached(module_argv("qex", "daemon"), log))
+                fork_into(ready_write)
+        else:
+            pid = spawn_detached(module_argv("qex", "daemon"), log,
+                                 {**os.environ, READY_FD_VAR: str(PASSED_FD)},
+                                 pass_fd=ready_write)
     except OSError as exc:
+        os.close(ready_read)
         raise Unreachable(
             f"qex could not start a coordinator ({exc.strerror or exc}); check that "
             f"{sys.executable} still exists"
         ) from None
     finally:
         os.close(log)
+        os.close(ready_write)
+    return Spawned(pid, ready=ready_read)
+
+
+def _pause(child: Spawned, seconds: float) -> None:
+    """Wait `seconds`, or less when the child says that it listens (or closes its end of the
+    pipe: it stopped, or handed the socket to no one). Without the pipe, a plain sleep."""
+    if child.ready is None:
+        time.sleep(seconds)
+        return
+    import select
+
+    readable, _, _ = select.select([child.ready], [], [], seconds)
+    if readable:
+        os.close(child.ready)  # one word only: after it, or at its end, the socket decides
+        child.ready = None
 
 
 def start(where: Where, began: float, deadline: float,
-          fork_into: Callable[[], NoReturn] | None = None) -> tuple[Any, bool]:
+          fork_into: Callable[[int], NoReturn] | None = None) -> tuple[Any, bool]:
     """A connected socket (a `_socket.socket`) to the coordinator, started here when nobody
     listens even under the spawn lock; and True when this command started it.
 
@@ -284,41 +314,55 @@ def start(where: Where, began: float, deadline: float,
             raise no_answer_error(where, time.monotonic() - began, exc)
         log_start = _log_size(where.daemon_log)
         child = spawn_coordinator(where, fork_into)
-        spawned_at = time.monotonic()
-        spawn_deadline = min(deadline, spawned_at + SPAWN_WAIT)
-        pause = 0.002
-        probed = False
-        while True:
-            outcome, sock, exc = attempt(where, spawn_deadline - time.monotonic())
-            if outcome == CONNECTED and sock is not None:
-                return sock, True
-            now = time.monotonic()
-            if not probed and now - spawned_at >= SANDBOX_PROBE_AFTER:
-                probed = True
-                directory = where.socket_dir if os.path.isdir(where.socket_dir) else where.run_dir
-                refused = probe_socket_dir(directory)
-                if refused is not None:
-                    raise Unreachable(sandbox_message(directory, refused))
-            code = child.poll()
-            if code not in (None, 0):
-                raise Unreachable(
-                    f"the coordinator stopped at once with the code {code}; its log "
-                    f"{where.daemon_log} ends with: "
-                    f"{_log_tail(where.daemon_log, since=log_start)}"
-                )
-            if now >= spawn_deadline:
-                if now >= deadline:
-                    raise no_answer_error(where, now - began, exc)
-                raise Unreachable(
-                    f"the coordinator did not open its socket in {seconds_text(SPAWN_WAIT)} "
-                    "seconds; its log "
-                    f"{where.daemon_log} ends with: "
-                    f"{_log_tail(where.daemon_log, since=log_start)}"
-                )
-            time.sleep(min(pause, max(spawn_deadline - now, 0.0)))
-            pause = min(pause * 2, 0.05)
+        try:
+            return _connect_to(where, child, log_start, began, deadline), True
+        finally:
+            if child.ready is not None:
+                os.close(child.ready)
     finally:
         try:
             fcntl.flock(lock, fcntl.LOCK_UN)
         finally:
             os.close(lock)
+
+
+def _connect_to(where: Where, child: Spawned, log_start: int, began: float,
+                deadline: float) -> Any:
+    """A socket connected to the coordinator `child` that this command just started; the
+    errors of `qex.client.errors` when it does not come up."""
+    spawned_at = time.monotonic()
+    spawn_deadline = min(deadline, spawned_at + SPAWN_WAIT)
+    pause = 0.002
+    probed = False
+    while True:
+        outcome, sock, exc = attempt(where, spawn_deadline - time.monotonic())
+        if outcome == CONNECTED and sock is not None:
+            return sock
+        now = time.monotonic()
+        if not probed and now - spawned_at >= SANDBOX_PROBE_AFTER:
+            probed = True
+            directory = where.socket_dir if os.path.isdir(where.socket_dir) else where.run_dir
+            refused = probe_socket_dir(directory)
+            if refused is not None:
+                raise Unreachable(sandbox_message(directory, refused))
+        code = child.poll()
+        if code not in (None, 0):
+            raise Unreachable(
+                f"the coordinator stopped at once with the code {code}; its log "
+                f"{where.daemon_log} ends with: "
+                f"{_log_tail(where.daemon_log, since=log_start)}"
+            )
+        if now >= spawn_deadline:
+            if now >= deadline:
+                raise no_answer_error(where, now - began, exc)
+            raise Unreachable(
+                f"the coordinator did not open its socket in {seconds_text(SPAWN_WAIT)} "
+                "seconds; its log "
+                f"{where.daemon_log} ends with: "
+                f"{_log_tail(where.daemon_log, since=log_start)}"
+            )
+        # With the pipe the wait ends when the child speaks or stops; the slices only bound
+        # how late a sandbox's refusal or the deadline is seen.
+        _pause(child, min(pause if child.ready is None else 0.05,
+                          max(spawn_deadline - now, 0.0)))
+        pause = min(pause * 2, 0.05)

@@ -8,7 +8,8 @@ Start sequence (each step can end the process, with the reason in the log):
 2. the run and jobs dirs, 0700;
 3. the pid lock (held by another process: exit 0 quietly; a CLI may have raced us);
 4. the socket: systemd's, or our own bound under umask 0177 (a command may connect and send
-   its request from here on: it waits in the socket's backlog while we import the rest);
+   its request from here on: it waits in the socket's backlog while we import the rest),
+   and the command that started this process is told so on its ready pipe;
 5. keep the fork server if the config uses it, else stop it; then the imports of the event
    loop and the rest of the coordinator;
 6. recovery from the records, then READY=1 to systemd.
@@ -53,8 +54,11 @@ def idle_limit(env: dict[str, str] | None = None) -> float:
                        DEFAULT_IDLE_SECS, low=0.001)
 
 
-def run(paths: Paths) -> int:
-    """The whole life of a coordinator. Returns the process exit code."""
+def run(paths: Paths, ready_fd: int | None = None) -> int:
+    """The whole life of a coordinator. Returns the process exit code.
+
+    `ready_fd`: a pipe to the command that started this process, told once the socket
+    listens (`qex.platform.detach.tell_ready`), so that it sends its request then."""
     from qex.coordinator.forking import ForkServer
     from qex.coordinator.log import configure
 
@@ -62,7 +66,7 @@ def run(paths: Paths) -> int:
     forkserver = ForkServer(paths.daemon_log)
     serving = False
     try:
-        code = _start(paths, forkserver)
+        code = _start(paths, forkserver, ready_fd)
         if not isinstance(code, int):
             serving = True
             code = code()
@@ -72,7 +76,8 @@ def run(paths: Paths) -> int:
             forkserver.stop_unused()
 
 
-def _start(paths: Paths, forkserver: ForkServer) -> int | Callable[[], int]:
+def _start(paths: Paths, forkserver: ForkServer,
+           ready_fd: int | None) -> int | Callable[[], int]:
     """Steps 1 to 5: an exit code when this process does not become the coordinator, else
     the call that serves until the stop."""
     from qex.coordinator.forking import wanted
@@ -111,6 +116,9 @@ def _start(paths: Paths, forkserver: ForkServer) -> int | Callable[[], int]:
         os.close(lock_fd)
         return listener
     chaintrace.mark("co.bound", "-")
+    from qex.platform.detach import tell_ready
+
+    tell_ready(ready_fd)  # its request waits in the backlog while the rest is imported
     if wanted(config):
         forkserver.warm()  # forked already, unless its log could not be opened then
     else:

@@ -3,7 +3,8 @@
 The coordinator (started by a command), each supervisor (started by the coordinator) and the
 hook runner all start the same way: `posix_spawn` into a session of their own, stdin from
 /dev/null, stdout and stderr appended to a log, and at most one descriptor handed on on
-purpose (a supervisor's go pipe). An exec that fails raises its `OSError` in the starter, as
+purpose (a supervisor's go pipe, or the pipe on which a coordinator tells the command that
+started it that its socket listens). An exec that fails raises its `OSError` in the starter, as
 `subprocess` would. `posix_spawn` is one system call with no Python code between fork and
 exec, so it is safe from a threaded or asyncio process and cheap from a large one.
 
@@ -27,10 +28,13 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping, MutableMapping
 
 #: The number of the descriptor handed on with `pass_fd` (`QEX_SUPERVISOR_GO_FD` says it).
 PASSED_FD = 3
+#: Names the descriptor on which a coordinator that a command spawned says that its socket
+#: listens (`qex.client.starting`); the coordinator takes it out of its environment at once.
+READY_FD_VAR = "QEX_READY_FD"
 
 
 def spawn_detached(argv: list[str], log_fd: int, env: Mapping[str, str] | None = None, *,
@@ -80,9 +84,12 @@ class Spawned:
     as `subprocess.Popen` has it (None while it runs, then its exit code, or minus the
     signal that ended it)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, ready: int | None = None) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        #: The read end of the pipe on which a coordinator says that its socket listens
+        #: (`tell_ready`); its starter closes it.
+        self.ready = ready
 
     def poll(self) -> int | None:
         return self._wait(os.WNOHANG)
@@ -99,13 +106,14 @@ class Spawned:
         return self.returncode
 
 
-def fork_detached(log_fd: int, stdin: int | None = None, stdout: int | None = None) -> int:
+def fork_detached(log_fd: int, stdin: int | None = None, stdout: int | None = None,
+                  keep: int | None = None) -> int:
     """`daemon(3)` without an exec: fork, and detach the child as `spawn_detached` and
     `detach_from_caller` together detach a new program. The parent gets the child's pid;
     the child gets 0, in a session of its own, with stdin from `stdin` (default /dev/null),
     stdout on `stdout` (default `log_fd`), stderr on `log_fd`, directory `/`, no other
-    descriptor, the signal handlers this program had set back at their defaults and no
-    signal blocked.
+    descriptor but `keep`, the signal handlers this program had set back at their defaults
+    and no signal blocked.
 
     Why: a command that finds no coordinator has already paid for its interpreter's start,
     which a new program would pay again on the cold path. The caller must be
@@ -124,7 +132,7 @@ def fork_detached(log_fd: int, stdin: int | None = None, stdout: int | None = No
         os.dup2(source, 0)
         if stdin is None and source > 2:
             os.close(source)
-        detach_from_caller()
+        detach_from_caller(keep=() if keep is None else (keep,))
         _default_signals()
     except BaseException:  # pragma: no cover - out of descriptors, say
         # Never back into the caller's code (its lock, its output): the caller sees the
@@ -162,22 +170,52 @@ def _default_signals() -> None:
     _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
 
 
-def detach_from_caller(env: Mapping[str, str] | None = None) -> None:
+def detach_from_caller(env: Mapping[str, str] | None = None, keep: Iterable[int] = ()) -> None:
     """A daemon's first act: the root directory as its own (a directory it started in can
     then be unmounted), and every inherited descriptor above 2 closed but the sockets that
-    systemd passed (`LISTEN_FDS` for this pid)."""
+    systemd passed (`LISTEN_FDS` for this pid) and those in `keep`."""
     environ = os.environ if env is None else env
     os.chdir("/")
-    keep = {0, 1, 2}
+    kept = {0, 1, 2, *keep}
     count, owner = environ.get("LISTEN_FDS", ""), environ.get("LISTEN_PID", "")
     if count.isdigit() and owner.isdigit() and int(owner) == os.getpid():
-        keep.update(range(3, 3 + int(count)))
+        kept.update(range(3, 3 + int(count)))
     for fd in _open_descriptors():
-        if fd not in keep:
+        if fd not in kept:
             try:
                 os.close(fd)
             except OSError:
                 pass  # the listing's own descriptor, closed already
+
+
+def take_ready_fd(environ: MutableMapping[str, str]) -> int | None:
+    """The descriptor that `READY_FD_VAR` names, taken out of `environ` at once (no job may
+    inherit the name of a descriptor it does not have) and made close-on-exec; None when the
+    variable is unset or names no open descriptor."""
+    text = environ.pop(READY_FD_VAR, "")
+    if not text.isdigit():
+        return None
+    fd = int(text)
+    try:
+        os.set_inheritable(fd, False)
+    except OSError:
+        return None
+    return fd
+
+
+def tell_ready(fd: int | None) -> None:
+    """Say on `fd` that the socket listens, and close it. A starter that has gone meanwhile
+    (the pipe is broken) is no fault: it no longer waits."""
+    if fd is None:
+        return
+    try:
+        os.write(fd, b"\n")
+    except OSError:
+        pass
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _open_descriptors() -> list[int]:

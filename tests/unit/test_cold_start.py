@@ -625,3 +625,122 @@ def test_only_the_qex_program_itself_forks_into_a_coordinator(
     finally:
         release.set()
         other.join()
+
+
+# -- the ready pipe: a started coordinator says when its socket listens ----------------------
+
+READY_REPORT = """
+import os, select, sys
+from qex.cli.daemon_start import run_forked
+from qex.client import starting
+from qex.store.where import Where
+where = Where.from_env(os.environ)
+os.makedirs(where.run_dir, mode=0o700, exist_ok=True)
+child = starting.spawn_coordinator(where, run_forked if sys.argv[1] == "fork" else None)
+readable, _, _ = select.select([child.ready], [], [], 60)
+word = os.read(child.ready, 16) if readable else b"(nothing in 60 s)"
+outcome, sock, _ = starting.attempt(where, 5.0)
+print(word, outcome, flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork is Linux only")
+@pytest.mark.parametrize("how", ["fork", "spawn"])
+def test_a_started_coordinator_says_on_its_pipe_that_its_socket_listens(how: str) -> None:
+    """Forked from the command or spawned as a new program: one line on the ready pipe, and
+    the socket takes a connection from then on (the command's request waits in its backlog).
+    The pipe's name never reaches the coordinator's environment, so no job inherits it."""
+    root, env = isolated_env("qxr", {})
+    try:
+        shown = subprocess.run([sys.executable, "-c", READY_REPORT, how], env=env,
+                               capture_output=True, text=True, timeout=120, check=True)
+        assert shown.stdout.strip() == "b'\\n' connected"
+        job = subprocess.run([sys.executable, "-m", "qex", "run", "--", "sh", "-c",
+                              'echo "${QEX_READY_FD-unset}"; ls /proc/self/fd'],
+                             env=env, capture_output=True, text=True, timeout=120, check=True)
+        assert job.stdout.split() == ["unset", "0", "1", "2", "3"]  # 3: the listing's own
+    finally:
+        subprocess.run([sys.executable, "-m", "qex", "coordinator", "stop"], env=env,
+                       capture_output=True, timeout=60, check=False)
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+KEPT_REPORT = """
+import os, sys
+from qex.platform import detach
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+other = os.open("/dev/null", os.O_RDONLY)          # a caller's descriptor: it goes
+read_end, write_end = os.pipe()                    # the ready pipe: its write end stays
+pid = detach.fork_detached(log, keep=write_end)
+if pid == 0:
+    fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+    detach.tell_ready(write_end)
+    print(fds, write_end, sep="|", flush=True)
+    os._exit(0)
+os.close(write_end)
+print(os.read(read_end, 16), os.read(read_end, 16))   # its line, then the end of the pipe
+while detach.Spawned(pid).poll() is None:
+    pass
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_forked_daemon_keeps_only_the_descriptor_it_is_given(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    log.touch()
+    shown = subprocess.run([sys.executable, "-c", KEPT_REPORT, str(log)], capture_output=True,
+                           text=True, check=True, timeout=60).stdout
+    assert shown.strip() == "b'\\n' b''"
+    fds, kept = log.read_text().strip().split("|")
+    # 3 is the listing's own: the lowest number free once the caller's descriptors closed.
+    assert int(kept) > 3 and fds == str([0, 1, 2, 3, int(kept)])
+
+
+def test_the_ready_descriptor_leaves_the_environment_and_closes_on_exec() -> None:
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        env = {detach.READY_FD_VAR: str(write_end), "KEPT": "1"}
+        assert detach.take_ready_fd(env) == write_end
+        assert env == {"KEPT": "1"}
+        assert not os.get_inheritable(write_end)
+        assert detach.take_ready_fd(env) is None  # taken once
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    closed = os.open(os.devnull, os.O_RDONLY)
+    os.close(closed)
+    for value in ("", "three", "-1", str(closed)):
+        env = {detach.READY_FD_VAR: value}
+        assert detach.take_ready_fd(env) is None
+        assert env == {}
+
+
+def test_telling_a_starter_that_has_gone_is_no_fault() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    detach.tell_ready(write_end)  # EPIPE (Python ignores SIGPIPE): swallowed
+    with pytest.raises(OSError):
+        os.fstat(write_end)  # closed all the same
+    detach.tell_ready(None)
+
+
+@pytest.mark.parametrize("word", [b"\n", b""])
+def test_the_wait_for_the_socket_ends_when_the_child_speaks_or_stops(word: bytes) -> None:
+    """A line (the socket listens) or the end of the pipe (the child stopped, or handed
+    the work to another coordinator): either ends the pause at once, and the pipe is then
+    closed, so the next pauses are plain sleeps until the socket or the child's exit
+    code decides."""
+    read_end, write_end = os.pipe()
+    if word:
+        os.write(write_end, word)
+    os.close(write_end)
+    child = detach.Spawned(os.getpid(), ready=read_end)
+    began = time.monotonic()
+    starting._pause(child, 120.0)
+    assert time.monotonic() - began < 60  # not the whole pause: the pipe ended it
+    assert child.ready is None
+    with pytest.raises(OSError):
+        os.fstat(read_end)
