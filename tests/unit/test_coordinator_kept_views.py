@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from coordkit import add_job, make_coord
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qex.coordinator import listing, queries
@@ -146,3 +146,80 @@ def test_a_filter_of_live_states_chooses_as_over_every_job(tmp_path: Path) -> No
         assert json_ids(coord, {**message, "group": "fan"}) == expected
     made[1].record.state = "completed"  # ended: it leaves the live jobs
     assert json_ids(coord, {"op": "list_json", "states": ["running"]}) == [made[4].id]
+
+
+_TAGS = ("nightly", "night ly", "night_ly", "gpu", "-x", "_x", "é")
+_DIRS = ("/", "/src", "/src/a", "/src/a/b", "/src2", "/srcx/a", "/other")
+
+
+@given(jobs=st.lists(st.tuples(st.sampled_from(_IDS),
+                               st.one_of(st.none(), st.lists(st.sampled_from(_TAGS), max_size=3)),
+                               st.one_of(st.none(), st.sampled_from(_DIRS))),
+                     max_size=6),
+       gone=st.lists(st.sampled_from(_IDS), max_size=2),
+       tags=st.lists(st.one_of(st.sampled_from(_TAGS), st.text(alphabet="nx _-", max_size=3)),
+                     max_size=2),
+       cwd=st.one_of(st.none(), st.sampled_from(_DIRS)),
+       under=st.one_of(st.none(), st.sampled_from((*_DIRS, "/src/", "/sr"))))
+@settings(max_examples=300)
+@example(jobs=[(_IDS[0], ["night ly"], "/src/a")], gone=[], tags=["night_ly"], cwd=None,
+         under="/src")
+@example(jobs=[(_IDS[0], ["_x"], "/srcx/a"), (_IDS[1], ["gpu"], "/src2")], gone=[],
+         tags=["-x"], cwd=None, under="/src/")
+def test_the_filter_index_finds_what_the_filters_keep(
+    jobs: list[tuple[str, list[str] | None, str | None]], gone: list[str], tags: list[str],
+    cwd: str | None, under: str | None,
+) -> None:
+    """The candidates of a filter of tags and directories against the rules over every
+    job (`chosen_jobs`), as jobs come and go: never one fewer (and here none more)."""
+    from qex.coordinator.filter_index import FilterIndex
+    from qex.core.job_filters import chosen_jobs
+
+    index = FilterIndex()
+    held: dict[str, dict[str, object]] = {}
+    for job_id, job_tags, job_cwd in jobs:
+        index.add(job_id, job_tags, job_cwd)
+        held[job_id] = {"id": job_id, "tags": job_tags, "cwd": job_cwd, "state": "queued"}
+    for job_id in gone:
+        index.remove(job_id)
+        held.pop(job_id, None)
+    assert len(index) == len(held)
+    kept = {str(r["id"]) for r in chosen_jobs(list(held.values()), tags=tags, cwd_dir=cwd,
+                                              under_dir=under)}
+    found = index.candidates(tags, cwd, under)
+    if not tags and cwd is None and under is None:
+        assert found is None
+    else:
+        assert found == kept
+
+
+def test_a_filter_of_tags_or_directories_lists_what_it_listed_over_every_job(
+        tmp_path: Path) -> None:
+    """The listings through the index, with states and without, as jobs come and go: a
+    few candidates among many (sorted), and most of the jobs (picked from the kept order)."""
+    from coordkit import add_grouped_jobs
+
+    coord = make_coord(tmp_path)
+    for n in range(30):
+        add_job(coord, submitted_at=990.0 - n, cwd="/", state="completed")
+    add_grouped_jobs(coord, 1000.0)
+    every = [job.record.to_dict() for job in coord.sorted_jobs()]
+    from qex.core.job_filters import chosen_jobs
+
+    messages: list[dict[str, object]] = [
+        {"tags": ["nightly"]}, {"tags": ["nightly", "gpu"]}, {"cwd": "/src/a"},
+        {"under": "/src"}, {"under": "/"}, {"tags": ["nightly"], "under": "/src/a"},
+        {"tags": ["nightly"], "states": ["completed"]}, {"tags": ["none"]},
+        {"tags": ["nightly"], "group": "fan"},
+    ]
+    keys = {"tags": "tags", "cwd": "cwd_dir", "under": "under_dir", "states": "states",
+            "group": "group_word"}
+    for message in messages:
+        expected = [str(r["id"]) for r in chosen_jobs(
+            every, **{keys[k]: v for k, v in message.items()})]  # type: ignore[arg-type]
+        assert json_ids(coord, {"op": "list_json", **message}) == expected, message
+        table, _ = listing.handle_list_table(coord, {"op": "list_table", **message})
+        assert table["result"] == "jobs_table"
+    gone = coord.sorted_jobs()[0]
+    coord.forget(gone)
+    assert gone.id not in json_ids(coord, {"op": "list_json", "under": "/"})
