@@ -191,12 +191,15 @@ def detach_from_caller(env: Mapping[str, str] | None = None, keep: Iterable[int]
 def take_ready_fd(environ: MutableMapping[str, str]) -> int | None:
     """The descriptor that `READY_FD_VAR` names, taken out of `environ` at once (no job may
     inherit the name of a descriptor it does not have) and made close-on-exec; None when the
-    variable is unset or names no open descriptor."""
+    variable is unset or names no open pipe (a stray variable must never make the
+    coordinator write into a descriptor that is something else, such as systemd's socket)."""
     text = environ.pop(READY_FD_VAR, "")
     if not text.isdigit():
         return None
     fd = int(text)
     try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o010000:  # S_IFMT, S_IFIFO: not a pipe
+            return None
         os.set_inheritable(fd, False)
     except OSError:
         return None

@@ -712,10 +712,14 @@ def test_the_ready_descriptor_leaves_the_environment_and_closes_on_exec() -> Non
         os.close(write_end)
     closed = os.open(os.devnull, os.O_RDONLY)
     os.close(closed)
-    for value in ("", "three", "-1", str(closed)):
-        env = {detach.READY_FD_VAR: value}
-        assert detach.take_ready_fd(env) is None
-        assert env == {}
+    not_a_pipe = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for value in ("", "three", "-1", str(closed), str(not_a_pipe)):
+            env = {detach.READY_FD_VAR: value}
+            assert detach.take_ready_fd(env) is None
+            assert env == {}
+    finally:
+        os.close(not_a_pipe)
 
 
 def test_telling_a_starter_that_has_gone_is_no_fault() -> None:
