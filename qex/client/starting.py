@@ -4,7 +4,9 @@ Twenty commands started at the same moment must give ONE coordinator. Each takes
 exclusive flock on `spawn.lock`, connects again once it holds the lock (another command may
 have started one meanwhile), and only then starts a coordinator, detached (its own session,
 stdin from /dev/null, output appended to `daemon.log`, cwd `/`): the lean CLI on Linux forks
-itself into one, everything else spawns `python -m qex daemon`. The lock is held
+itself into one, everything else spawns `python -m qex daemon`. The new coordinator
+says on a pipe when its socket listens, and the command connects then (its request waits
+in the socket's backlog while the coordinator finishes its start). The lock is held
 until the socket answers, so the next command in line finds the new coordinator. A spawn
 that does not come up says why: the last lines of its log, or a sandbox that refuses Unix
 sockets in the socket's directory (the harness's owner must allow it; docs/sandbox.md).

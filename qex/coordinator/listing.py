@@ -105,17 +105,19 @@ def _chosen_jobs(coord: Coordinator, message: dict[str, Any]
     filters = _filters(message)
     if isinstance(filters, str):
         return protocol.error(protocol.INTERNAL, filters)
-    # A group word names a group by any of its stages, so it is looked up among every job.
-    jobs = None if "group_word" in filters else coord.jobs.tagged_or_in(
-        filters.get("tags", ()), filters.get("cwd_dir"), filters.get("under_dir"))
-    if jobs is None:
-        jobs = coord.jobs.for_states(None if "group_word" in filters else filters.get("states"))
-    states = filters.get("states")
-    if states and "group_word" not in filters:
-        # The test `chosen_jobs` makes, on the record itself: only the jobs it keeps get
-        # their filter fields made (2,000 queued jobs for `list --state running`).
-        wanted = {str(state) for state in states}
-        jobs = [job for job in jobs if str(job.record.state) in wanted]
+    if "group_word" in filters:
+        # A group word names a group by any of its stages: it is looked up among every job.
+        jobs = coord.jobs.ordered()
+    else:
+        states = filters.get("states")
+        found = coord.jobs.tagged_or_in(filters.get("tags", ()), filters.get("cwd_dir"),
+                                        filters.get("under_dir"))
+        jobs = coord.jobs.for_states(states) if found is None else found
+        if states:
+            # The test `chosen_jobs` makes, on the record itself: only the jobs it keeps get
+            # their filter fields made (2,000 queued jobs for `list --state running`).
+            wanted = {str(state) for state in states}
+            jobs = [job for job in jobs if str(job.record.state) in wanted]
     groups: list[str] = []
     if filters:
         by_id = {job.id: job for job in jobs}
