@@ -8,7 +8,8 @@ each tag, as given and in safe form, and by the directory the job runs in, with 
 directories in a sorted list, so that those under one directory are one range of it. The
 listing still applies every filter to the candidates (`job_filters.chosen_jobs`), so the
 index only narrows what the rules decide: a tag matches when the tag or its safe form is
-one of the job's tags or their safe forms (`job_filters.tags_test`), and a directory as
+one of the job's tags or their safe forms (`job_filters.tag_forms`, which `tags_test` reads
+too), and a directory as
 `job_filters.in_dir` compares it.
 
 It holds what a job had when it was added: a job's tags and directory are set at its
@@ -20,6 +21,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
+from qex.coordinator.word_index import starting_with
+from qex.core.job_filters import tag_forms
 from qex.core.names import safe_name
 
 
@@ -38,10 +41,10 @@ class FilterIndex:
     def __len__(self) -> int:
         return len(self._held)
 
-    def add(self, job_id: str, tags: Iterable[object] | None, cwd: object) -> None:
+    def add(self, job_id: str, tags: object, cwd: object) -> None:
         if job_id in self._held:
             self.remove(job_id)
-        forms = _tag_forms(tags)
+        forms = tuple(tag_forms(tags)) or None
         directory = cwd if isinstance(cwd, str) else None
         self._held[job_id] = (forms, directory)
         for form in forms or ():
@@ -83,19 +86,9 @@ class FilterIndex:
     def _under(self, directory: str) -> set[str]:
         found = set(self._in_dir.get(directory, ()))
         prefix = directory if directory.endswith("/") else directory + "/"
-        for held in self._dirs[bisect.bisect_left(self._dirs, prefix):]:
-            if not held.startswith(prefix):
-                break
+        for held in starting_with(self._dirs, prefix):
             found |= self._in_dir[held]
         return found
-
-
-def _tag_forms(tags: Iterable[object] | None) -> tuple[str, ...] | None:
-    """A job's tags as given and in safe form, as `tags_test` compares them."""
-    if not isinstance(tags, list) or not tags:
-        return None
-    given = {str(tag) for tag in tags}
-    return tuple(sorted(given | {safe_name(tag) for tag in given}))
 
 
 def _discard(index: dict[str, set[str]], key: str, job_id: str) -> bool:

@@ -23,7 +23,8 @@ from qex.core.job_words import NameForms
 from qex.core.names import is_uuid
 
 
-def _starting_with(ordered: list[str], prefix: str) -> Iterator[str]:
+def starting_with(ordered: list[str], prefix: str) -> Iterator[str]:
+    """The items of the sorted list `ordered` that start with `prefix`: one range of it."""
     for item in ordered[bisect.bisect_left(ordered, prefix):]:
         if not item.startswith(prefix):
             return
@@ -96,8 +97,8 @@ class WordIndex:
             return None
         named = self._named.get(word)
         found = {named} if isinstance(named, str) else set(named or ())
-        found.update(_starting_with(self._ids, word))
-        for group in _starting_with(self._groups, word):
+        found.update(starting_with(self._ids, word))
+        for group in starting_with(self._groups, word):
             found |= self._members[group]
         return found
 

@@ -46,16 +46,23 @@ def has_tags(record: dict[str, Any], tags: Iterable[str]) -> bool:
     return tags_test(tags)(record)
 
 
+def tag_forms(held: object) -> set[str]:
+    """A job's tags (its record's `tags`) as given and in safe form: what a wanted tag, or
+    its safe form, is looked for in."""
+    if not isinstance(held, list):
+        return set()
+    given = {str(tag) for tag in held}
+    return given | {safe_name(tag) for tag in given}
+
+
 def tags_test(tags: Iterable[str]) -> Callable[[dict[str, Any]], bool]:
     """`has_tags` for one set of tags over many records: the tags' safe forms made once."""
     wanted = [(tag, safe_name(tag)) for tag in tags]
 
     def test(record: dict[str, Any]) -> bool:
-        held = record.get("tags")
-        if not isinstance(held, list) or not held:
+        mine = tag_forms(record.get("tags"))
+        if not mine:
             return not wanted
-        mine = {str(t) for t in held}
-        mine |= {safe_name(t) for t in mine}
         return all(tag in mine or safe in mine for tag, safe in wanted)
 
     return test

@@ -19,12 +19,14 @@ On Linux a command that finds no coordinator forks it instead (`fork_detached`: 
 detachment, in the process that has already paid for an interpreter's start); the portable
 implementation, the full CLI and the fork server's restarts keep `posix_spawn`.
 
-This module imports `os` alone: the command that starts a coordinator is on the cold path.
+This module imports `os` alone (and `stat`, which `os` has loaded): the command that starts a
+coordinator is on the cold path.
 """
 
 from __future__ import annotations
 
 import os
+import stat  # already loaded by `os`
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -198,7 +200,7 @@ def take_ready_fd(environ: MutableMapping[str, str]) -> int | None:
         return None
     fd = int(text)
     try:
-        if os.fstat(fd).st_mode & 0o170000 != 0o010000:  # S_IFMT, S_IFIFO: not a pipe
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             return None
         os.set_inheritable(fd, False)
     except OSError:
