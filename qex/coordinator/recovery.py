@@ -74,7 +74,7 @@ def recover(coord: Coordinator) -> None:
     if expired_pause_end is not None:
         pausing.end_queue_pause(coord, expired_pause_end)
     for record in coord.sorted_records():
-        coord.events.observe(record.to_dict(), now)
+        coord.events.observe(record, now)
     counts = {"queued": 0, "active": 0, "final": 0}
     for job in coord.jobs.values():
         counts["queued" if job.state == State.QUEUED else "final" if job.final else "active"] += 1

@@ -24,7 +24,7 @@ from qex.coordinator import pausing
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, describe_os_error, label
 from qex.core.config import Pool
-from qex.core.model import dataclass
+from qex.core.model import dataclass, shallow_copy
 from qex.core.records import Assignment, JobStatus, PoolClaim
 from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
 from qex.core.states import State
@@ -218,7 +218,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     chaintrace.mark("co.start", job.id)
     now = coord.now()
     record = job.record
-    before = record.to_dict()
+    before = shallow_copy(record)  # `_mark_starting` sets fields; it changes no list or dict
     _mark_starting(record, assigned, forced=forced, forced_reason=forced_reason, now=now,
                    boot_id=coord.boot_id)
     config = coord.config
@@ -234,7 +234,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     except OSError as exc:
         if plain is not None and parked:
             plain.discard_parked()
-        wait_for_disk(coord, job, JobStatus.from_dict(before), describe_os_error(exc), now)
+        wait_for_disk(coord, job, before, describe_os_error(exc), now)
         return
     chaintrace.mark("co.starting.written", job.id)
     coord.queue.remove(job.id)

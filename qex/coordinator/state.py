@@ -367,10 +367,9 @@ class Coordinator:
         return (job for job in self.active_jobs() if job.pending is None)
 
     def queued_jobs(self) -> Iterator[Job]:
-        for job_id in self.queue:
-            job = self.jobs.get(job_id)
-            if job is not None:
-                yield job
+        # In C (`map`, `filter`): a pass takes every queued job, once per job as a long queue
+        # drains. A `Job` is always true, so `filter(None, ...)` drops only the missing ids.
+        return filter(None, map(self.jobs.get, self.queue))
 
     def timed_queued_jobs(self) -> Iterator[Job]:
         """The queued jobs that have a `max_queue_time`; the others never expire. The loop
@@ -515,7 +514,7 @@ class Coordinator:
             log("qex can write its records again")
 
     def publish(self, job: Job) -> None:
-        self.events.observe(job.record.to_dict(), self.now())
+        self.events.observe(job.record, self.now())
 
     def read_disk(self, job: Job) -> JobStatus | None:
         return job_files.read_status(job.dir)

@@ -155,8 +155,42 @@ def _compile_init(specs: tuple[Field, ...], frozen: bool) -> Callable[..., None]
     return init
 
 
+#: Per class, a C-level getter of all its fields as one tuple (`operator.attrgetter`), made
+#: at the class's first comparison: the coordinator compares a supervisor's record with the
+#: one it holds at every note, and a getattr per field in Python was most of that test.
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
 def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, spec.name) for spec in getattr(self, _FIELDS))
+    cls = self.__class__
+    getter = _GETTERS.get(cls)
+    if getter is None:
+        getter = _GETTERS[cls] = _fields_getter(getattr(cls, _FIELDS))
+    return getter(self)
+
+
+def _fields_getter(specs: tuple[Field, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    from operator import attrgetter  # not at import: a status query never compares records
+
+    names = [spec.name for spec in specs]
+    if len(names) > 1:
+        getter: Callable[[Any], tuple[Any, ...]] = attrgetter(*names)
+        return getter
+    if names:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda _obj: ()
+
+
+def shallow_copy(obj: T) -> T:
+    """A new instance with the same field values, the values themselves shared.
+
+    A snapshot of a record at one moment, at the cost of one dict copy. It stays true only
+    because qex replaces a record's lists and dicts instead of changing them in place; the
+    event ring (`qex.coordinator.events`) and a start's rollback rely on that."""
+    copy: T = object.__new__(obj.__class__)
+    copy.__dict__.update(obj.__dict__)
+    return copy
 
 
 def _repr(self: Any) -> str:

@@ -10,14 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.coordinator.events import EventHub, retained_from_env
+from qex.core.records import JobStatus
+from qex.core.states import State
 
 
 def hub(retained: int = 512) -> EventHub:
     return EventHub(retained=retained, version="0.0.0-test", pid=42, started_at=1000.0)
 
 
-def record(job_id: str, state: str = "queued", reason: str | None = None) -> dict[str, Any]:
-    return {"id": job_id, "name": f"job-{job_id}", "state": state, "blocked_reason": reason}
+def record(job_id: str, state: str = "queued", reason: str | None = None) -> JobStatus:
+    return JobStatus(id=job_id, name=f"job-{job_id}", command=["true"], cwd="/",
+                     state=State(state), blocked_reason=reason)
 
 
 def events(lines: list[bytes]) -> list[dict[str, Any]]:
@@ -212,3 +215,27 @@ def test_no_event_is_lost_without_a_gap(retained: int, total: int, reads: list[i
         for event in events(lines):
             accounted += event["missed"] if event["event"] == "gap" else 1
     assert accounted == total
+
+
+def test_an_event_shows_the_record_as_it_was_when_published() -> None:
+    """The ring holds a copy and turns it into a line only when read: a change made to the
+    coordinator's record afterwards must not reach an event published before it."""
+    h = hub()
+    live = record("a", reason="waits for a core")
+    h.observe(live, 1.0)
+    live.blocked_reason = "waits for memory"
+    live.cpu = 7
+    h.observe(live, 2.0)
+    first, second = events(h.take(h.open_cursor("start", 3.0)[0], 3.0))
+    assert (first["job"]["blocked_reason"], first["job"]["cpu"]) == ("waits for a core", 1)
+    assert (second["job"]["blocked_reason"], second["job"]["cpu"]) == ("waits for memory", 7)
+    assert first["job"]["state"] == "queued" and first["change"] == "state"
+    assert second["change"] == "reason" and second["previous"] == "queued"
+
+
+def test_every_reader_gets_the_same_line_of_one_event() -> None:
+    h = hub()
+    h.observe(record("a"), 1.0)
+    one = h.take(h.open_cursor("start", 2.0)[0], 2.0)
+    two = h.take(h.open_cursor("start", 3.0)[0], 3.0)
+    assert one == two and len(one) == 1

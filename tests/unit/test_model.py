@@ -6,7 +6,15 @@ import sys
 
 import pytest
 
-from qex.core.model import FrozenInstanceError, asdict, dataclass, field, fields, replace
+from qex.core.model import (
+    FrozenInstanceError,
+    asdict,
+    dataclass,
+    field,
+    fields,
+    replace,
+    shallow_copy,
+)
 
 
 @dataclass
@@ -71,6 +79,32 @@ def test_inheritance_post_init_and_helpers() -> None:
         Checked(-1)
     with pytest.raises(TypeError):
         replace(child, nope=1)
+
+
+def test_equality_of_one_field_no_field_and_a_subclass() -> None:
+    @dataclass(frozen=True)
+    class One:
+        a: int
+
+    @dataclass(frozen=True)
+    class Empty:
+        pass
+
+    assert One(1) == One(1) and One(1) != One(2) and hash(One(1)) == hash(One(1))
+    assert Empty() == Empty() and hash(Empty()) == hash(Empty())
+    # The subclass compares its own field too, and never equals its base.
+    assert Child(1, c=2.0) != Child(1, c=3.0) and Child(1) == Child(1)
+    assert Plain(1) != Child(1) and Child(1) != Plain(1)
+
+
+def test_a_shallow_copy_keeps_its_values_when_the_original_changes() -> None:
+    original = Child(1, "y", [4], 2.0)
+    copy = shallow_copy(original)
+    assert copy == original and copy is not original and type(copy) is Child
+    original.b, original.items = "z", [5]  # qex replaces containers, never edits them
+    assert (copy.b, copy.items) == ("y", [4])
+    frozen = Frozen(1, (2,))
+    assert shallow_copy(frozen) == frozen
 
 
 def test_the_records_import_no_dataclasses_module() -> None:
