@@ -16,8 +16,9 @@ The shell-loop section (`--shell`, also part of the full run) measures qex as a 
 loop or an agent uses it: one `qex` process per call, each call timed beside the floor
 `python -S -c pass` in the same round (interleaved), so load on the machine hits both alike.
 `--only NAME[,NAME]` runs only some sections: hot, loop, drain, cold, scale, idle, chain
-(the steps from one job's end to the next job's exec, from the trace of `QEX_CHAIN_TRACE`;
-with `--before DIR`, also the whole chain of both trees in interleaved rounds). With
+(the steps from one job's end to the next job's exec, from the trace of `QEX_CHAIN_TRACE`,
+at one slot and at two, where each start is paired with the end that freed its slot; with
+`--before DIR`, also the whole chain of both trees in interleaved rounds). With
 `--before DIR` the loop, drain and scale sections run in two rounds, each tree first once.
 `--dir DIR` puts the private state on another file system (default /tmp): the records'
 syncs and file creations are a large part of the per-job chain, and they differ between
@@ -31,7 +32,6 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
-import itertools
 import json
 import os
 import shutil
@@ -733,11 +733,16 @@ FINAL_MARKS = ("completed", "failed", "oom", "killed", "timeout", "cancelled")
 
 
 def read_chain(trace: Path) -> tuple[dict[str, list[float]], list[float]]:
-    """ms per step of the chain (and of the side steps) for each pair of consecutive jobs,
-    and the whole chain (end seen -> next exec) per pair."""
+    """ms per step of the chain (and of the side steps) for each start and the job whose end
+    freed its slot, and the whole chain (end seen -> next exec) of each such pair.
+
+    Each ending note frees one slot, and the first start after it takes that slot: the
+    endings are matched to the starts in order. At one slot that is the job before; at two,
+    both slots' jobs often end close together, and each start still pairs with its own end.
+    The starts that fill the empty slots at the resume have no end before them and are left
+    out."""
     marks: dict[str, dict[str, int]] = {}
     ticks: list[int] = []
-    starts: list[tuple[int, str]] = []
     for line in trace.read_text().splitlines():
         t_text, _pid, job, step = line.split(" ", 3)
         t = int(t_text)
@@ -751,15 +756,24 @@ def read_chain(trace: Path) -> tuple[dict[str, list[float]], list[float]]:
             own[step] = t  # the last note of a job is the one of its final record
         else:
             own.setdefault(step, t)
-        if step == "co.start":
-            starts.append((t, job))
-    starts.sort()
+    ticks.sort()
+    timeline = sorted(
+        [(m["co.start"], 1, job) for job, m in marks.items() if "co.start" in m]
+        + [(m["co.ending"], 0, job) for job, m in marks.items() if "co.ending" in m]
+    )
+    freed: collections.deque[str] = collections.deque()
+    pairs: list[tuple[str, str]] = []
+    for _t, is_start, job in timeline:
+        if not is_start:
+            freed.append(job)
+        elif freed:
+            pairs.append((freed.popleft(), job))
     steps: dict[str, list[float]] = {name: [] for name, *_ in (*CHAIN_STEPS, *SIDE_STEPS)}
     whole: list[float] = []
-    for (_, prev), (_, nxt) in itertools.pairwise(starts):
-        pair = {"prev": marks.get(prev, {}), "next": marks.get(nxt, {})}
-        freed = pair["prev"].get("co.ending")
-        tick = next((t for t in ticks if freed is not None and t >= freed), None)
+    for prev, nxt in pairs:
+        pair = {"prev": marks[prev], "next": marks[nxt]}
+        ended = pair["prev"]["co.ending"]
+        tick = next((t for t in ticks if t >= ended), None)
         pair["tick"] = {"co.tick": tick} if tick is not None else {}
         for name, a_job, a_mark, b_job, b_mark in (*CHAIN_STEPS, *SIDE_STEPS):
             a, b = pair[a_job].get(a_mark), pair[b_job].get(b_mark)
@@ -771,21 +785,24 @@ def read_chain(trace: Path) -> tuple[dict[str, list[float]], list[float]]:
     return steps, whole
 
 
-def chain(root: Path, count: int) -> None:
-    """The per-job chain, step by step: `count` jobs of `true` at ONE slot (so each start
-    waits for the previous end), queued as one fan-out, with the chain trace on."""
-    root = root / "chain"
+def chain(root: Path, count: int, slots: int = 1) -> None:
+    """The per-job chain, step by step: `count` jobs queued as one fan-out, with the chain
+    trace on. At one slot, `true` (each start waits for the previous end); at two, 50 ms
+    jobs, as in the drain, where the two slots' chains share the coordinator and the disk."""
+    root = root / f"chain-{slots}"
     root.mkdir(exist_ok=True)
-    env = make_env(root, cpu_budget=1)
+    env = make_env(root, cpu_budget=slots)
     trace = root / "chain.trace"
     env["QEX_CHAIN_TRACE"] = str(trace)
     qex(env, "submit", "--wait", "-q", "--cpu", "1", "--mem", "16MB", "--", "true", check=False)
     trace.unlink(missing_ok=True)
-    drain(env, root, count, ["true"])
+    argv = ["true"] if slots == 1 else ["sh", "-c", "sleep 0.05", "job"]
+    drain(env, root, count, argv)
     stop_coordinator(env, root)
     steps, whole = read_chain(trace)
-    print(f"-- chain: one job's end to the next job's exec, {count} x true at 1 slot "
-          f"(load {os.getloadavg()[0]:.2f}) --")
+    what = "true" if slots == 1 else "50 ms"
+    print(f"-- chain: one job's end to the next job's exec, {count} x {what} at {slots} "
+          f"slot{'s' if slots > 1 else ''} (load {os.getloadavg()[0]:.2f}) --")
     print(f"{'step':<42} {'median':>8} {'p90':>8}")
     total = 0.0
     for name, *_ in CHAIN_STEPS:
@@ -908,6 +925,7 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
         learned_store(env, root, 5 if quick else 15, 1000 if quick else 5000)
     if "chain" in only and PROGRAM_KEY not in env:  # an older tree has no trace to read
         chain(root, 40 if quick else 200)
+        chain(root, 40 if quick else 200, slots=2)
 
 
 def cold_section(envs: dict[str, dict[str, str]], reps: int) -> None:
