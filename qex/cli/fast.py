@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from qex.cli.wire import Wire
+
 #: submit's click parameter names -> `SubmitOptions` field names, where they differ.
 SPEC_RENAME = {"claim": "claims", "tag": "tags", "lock": "locks", "command_args": "command"}
 #: submit's parameters that are not part of the job.
@@ -295,12 +297,13 @@ def _cancel(p: dict[str, Any]) -> int | None:
 
 
 def _submit_options(p: dict[str, Any], wanted: list[str] | None = None
-                    ) -> dict[str, Any] | None:
+                    ) -> tuple[dict[str, Any], Wire | None] | None:
     """The options of a `submit_words` request: the job's fields; the `--needs` and
     `--after` words as typed, for the coordinator to resolve; the text of a `--job` file, for
     it to read. Those (and the capabilities in `wanted`) go only to a listening coordinator
-    that says it can (`fastsubmit.coordinator_can`; an older one would refuse the fields):
-    otherwise None, and the full path does that work here."""
+    that says it can (`fastsubmit.capable_wire`; an older one would refuse the fields):
+    otherwise None, and the full path does that work here. With them comes the connection
+    on which the coordinator said so, for the request (None when nothing was asked)."""
     options = spec_options(p)
     wanted = list(wanted or ())
     if p["job"]:
@@ -314,12 +317,12 @@ def _submit_options(p: dict[str, Any], wanted: list[str] | None = None
     if p["needs"] or p["after"]:
         options.update(needs=list(p["needs"]), after=list(p["after"]))
         wanted.append("dependency-words")  # protocol.DEPENDENCY_WORDS
-    if wanted:
-        from qex.cli.fastsubmit import coordinator_can
+    if not wanted:
+        return options, None
+    from qex.cli.fastsubmit import capable_wire
 
-        if not coordinator_can(wanted):
-            return None
-    return options
+    wire = capable_wire(wanted)
+    return None if wire is None else (options, wire)
 
 
 #: The options that a fan-out refuses, or that need a wait: the full path words them.
@@ -338,12 +341,14 @@ def _submit_lines(p: dict[str, Any]) -> int | None:
     max_jobs = p["max_jobs"] if p["max_jobs"] is not None else DEFAULT_MAX_JOBS
     if max_jobs > DEFAULT_MAX_JOBS:
         return None
-    options = _submit_options(p, ["each-line-text"])  # protocol.EACH_LINE_TEXT
-    if options is None:
+    chosen = _submit_options(p, ["each-line-text"])  # protocol.EACH_LINE_TEXT
+    if chosen is None:
         return None
     from qex.cli import fastsubmit
 
-    return fastsubmit.submit_lines(p, options, source=p["each_line"], max_jobs=max_jobs)
+    options, wire = chosen
+    return fastsubmit.submit_lines(p, options, source=p["each_line"], max_jobs=max_jobs,
+                                   wire=wire)
 
 
 def _submit(p: dict[str, Any]) -> int | None:
@@ -358,24 +363,30 @@ def _submit(p: dict[str, Any]) -> int | None:
     ok, wait_timeout = _duration(p["wait_timeout"])
     if not ok:
         return None
-    options = _submit_options(p)
-    if options is None:
+    chosen = _submit_options(p)
+    if chosen is None:
         return None
     from qex.cli import fastsubmit
 
+    options, wire = chosen
+    if wait or follow:
+        fastsubmit.close_wire(wire)  # each wait opens the connection it needs
+        wire = None
     return fastsubmit.submit(p, options, wait=wait, quiet=quiet, as_json=as_json,
-                             wait_timeout=wait_timeout, follow=follow)
+                             wait_timeout=wait_timeout, follow=follow, wire=wire)
 
 
 def _run(p: dict[str, Any]) -> int | None:
     """`qex run -- CMD`: `submit --follow` without its other options."""
     if not (p["command_args"] or p["job"]):
         return None
-    options = _submit_options(p)
-    if options is None:
+    chosen = _submit_options(p)
+    if chosen is None:
         return None
     from qex.cli import fastsubmit
 
+    options, wire = chosen
+    fastsubmit.close_wire(wire)  # the follow opens the connection it needs
     return fastsubmit.submit(p, options, wait=False, quiet=False, as_json=False,
                              wait_timeout=None, follow=True)
 

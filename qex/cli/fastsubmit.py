@@ -29,14 +29,17 @@ if TYPE_CHECKING:
     from qex.client.connection import Connection
 
 def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet: bool,
-           as_json: bool, wait_timeout: float | None, follow: bool = False) -> int | None:
+           as_json: bool, wait_timeout: float | None, follow: bool = False,
+           wire: Wire | None = None) -> int | None:
     """Submit one job; None (having sent nothing) when the click path must do it. `follow`:
-    `qex run`, and `submit --follow`."""
+    `qex run`, and `submit --follow`. `wire`: the connection `capable_wire` left open, for
+    a submit that does not wait (the waits and the follow open their own)."""
     from qex import __version__
 
     try:
         cwd = os.getcwd()
     except OSError:
+        close_wire(wire)
         return None
     from qex.core import protocol
 
@@ -49,7 +52,7 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
             return followed
         answer, conn = followed
     elif not wait:
-        answer = lean_request(request)
+        answer = lean_request(request, wire)
     else:
         lean = _lean_submit_and_wait(request, params["id_file"], quiet=quiet, as_json=as_json,
                                      wait_timeout=wait_timeout)
@@ -91,12 +94,13 @@ EACH_LINE_LEAN_BYTES = 1024 * 1024
 
 
 def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str,
-                 max_jobs: int) -> int | None:
+                 max_jobs: int, wire: Wire | None = None) -> int | None:
     """`submit --each-line`: the input's text goes to the coordinator, which submits every
     line's job (`qex.coordinator.submit_lines`); this prints what `fanout_submit` prints, in
     its order, with `fanout_output`. None, having sent nothing, for the full path: an input
     that cannot be read, is over `EACH_LINE_LEAN_BYTES` or is not UTF-8 (the full path words
-    each, from the same bytes: `fanout_input` keeps what it read)."""
+    each, from the same bytes: `fanout_input` keeps what it read). `wire`: the connection
+    that `capable_wire` left open, for the request."""
     from qex.cli.fanout_input import read_input
 
     try:
@@ -104,8 +108,9 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
         text = data.decode("utf-8") if len(data) <= EACH_LINE_LEAN_BYTES else None
         cwd = os.getcwd()
     except (OSError, UnicodeDecodeError):
-        return None
+        text = None
     if text is None:
+        close_wire(wire)
         return None
     from qex import __version__
     from qex.core import protocol
@@ -113,7 +118,7 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
     options = {**options, "each_line": {"path": source, "text": text, "max_jobs": max_jobs}}
     request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
                                     client_version=__version__)
-    answer = lean_request(request)
+    answer = lean_request(request, wire)
     if answer is None:
         return None
     jobs = _queued_jobs(answer)
@@ -238,24 +243,37 @@ def job_file_text(typed: str) -> dict[str, str] | None:
     return {"path": typed, "source": os.path.abspath(typed), "text": text}
 
 
-def coordinator_can(capabilities: list[str]) -> bool:
-    """True when a coordinator listens and says it can do each of `capabilities`
-    (`protocol.DEPENDENCY_WORDS`, `protocol.JOB_FILE_TEXT`). One older than that would
-    refuse the request's fields as malformed, and with nobody listening the full path,
-    which does that work in the command, takes the submission (its cold start is the same)."""
+def capable_wire(capabilities: list[str]) -> Wire | None:
+    """A connection to a listening coordinator that says it can do each of `capabilities`
+    (`protocol.DEPENDENCY_WORDS`, `protocol.JOB_FILE_TEXT`, `protocol.EACH_LINE_TEXT`), left
+    open for the request that needs them: asked on the same connection, the question costs a
+    round trip instead of a second connect (and a second accept in the coordinator). None,
+    with nothing left open, when nobody listens or the coordinator is older than one of
+    them: it would refuse the request's fields as malformed, and the full path, which does
+    that work in the command, takes the submission."""
     from qex.cli.wire import Wire
 
     wire = Wire.connect()
     if wire is None:
-        return False
+        return None
     try:
         answer = wire.request({"op": "capabilities"})  # protocol.capabilities()
-        if not isinstance(answer, dict):
-            answer.close()
-            return False
-        names = answer.get("names")
-        return isinstance(names, list) and all(name in names for name in capabilities)
-    finally:
+    except BaseException:
+        wire.close()
+        raise
+    if not isinstance(answer, dict):
+        answer.close()
+        return None
+    names = answer.get("names")
+    if isinstance(names, list) and all(name in names for name in capabilities):
+        return wire
+    wire.close()
+    return None
+
+
+def close_wire(wire: Wire | None) -> None:
+    """Close the connection that `capable_wire` left open, when a caller will not use it."""
+    if wire is not None:
         wire.close()
 
 

@@ -94,7 +94,8 @@ def status_record(answer: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 class Wire:
-    """One connected socket that has not sent anything yet."""
+    """One connected socket, each of whose requests so far was answered whole (a fresh
+    one, or one that `fastsubmit.capable_wire` asked a question on)."""
 
     def __init__(self, sock: Any, *, started: bool = False) -> None:
         self.sock = sock
