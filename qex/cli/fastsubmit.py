@@ -244,16 +244,17 @@ def job_file_text(typed: str) -> dict[str, str] | None:
 
 
 def capable_wire(capabilities: list[str]) -> Wire | None:
-    """A connection to a listening coordinator that says it can do each of `capabilities`
+    """A connection to a coordinator that says it can do each of `capabilities`
     (`protocol.DEPENDENCY_WORDS`, `protocol.JOB_FILE_TEXT`, `protocol.EACH_LINE_TEXT`), left
     open for the request that needs them: asked on the same connection, the question costs a
-    round trip instead of a second connect (and a second accept in the coordinator). None,
-    with nothing left open, when nobody listens or the coordinator is older than one of
-    them: it would refuse the request's fields as malformed, and the full path, which does
-    that work in the command, takes the submission."""
-    from qex.cli.wire import Wire
+    round trip instead of a second connect (and a second accept in the coordinator).
 
-    wire = Wire.connect()
+    When nobody listens, one is started here, as for any submission (`_open_wire`): it comes
+    from this installation, so it can, and the command does not load the full path (click)
+    only to start it. None, with nothing left open, when the coordinator is older than one
+    of them (it would refuse the request's fields as malformed, and the full path, which
+    does that work in the command, takes the submission), or when no socket can be named."""
+    wire = _open_wire()
     if wire is None:
         return None
     try:

@@ -85,6 +85,29 @@ def test_an_older_coordinator_gets_nothing_more(sock_path: str) -> None:
     assert fake.connections == [["capabilities"]]
 
 
-def test_nobody_listening_leaves_the_full_path_to_start_one(sock_path: str) -> None:
-    assert capable_wire(["dependency-words"]) is None
-    assert not Path(sock_path).exists()  # nothing was started from here
+def test_nobody_listening_starts_one_as_any_submission_does(
+        sock_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start itself is `Wire.connect(start=True)`'s (tested with the cold start); here,
+    that the question is asked on the connection it gives."""
+    from qex.cli import wire as wire_module
+
+    started: list[bool] = []
+    plain_connect = wire_module.Wire.connect.__func__  # type: ignore[attr-defined]
+
+    def connect(cls: type[wire_module.Wire], *, start: bool = False) -> wire_module.Wire | None:
+        started.append(start)
+        if start and not Path(sock_path).exists():
+            fakes.append(FakeCoordinator(sock_path, ["dependency-words"]))
+        return plain_connect(cls, start=False)  # type: ignore[no-any-return]
+
+    fakes: list[FakeCoordinator] = []
+    monkeypatch.setattr(wire_module.Wire, "connect", classmethod(connect))
+    try:
+        wire = capable_wire(["dependency-words"])
+        assert wire is not None
+        wire.close()
+    finally:
+        for fake in fakes:
+            fake.close()
+    assert started == [True]
+    assert fakes[0].connections == [["capabilities"]]
