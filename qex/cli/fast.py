@@ -300,10 +300,11 @@ def _submit_options(p: dict[str, Any], wanted: list[str] | None = None
                     ) -> tuple[dict[str, Any], Wire | None] | None:
     """The options of a `submit_words` request: the job's fields; the `--needs` and
     `--after` words as typed, for the coordinator to resolve; the text of a `--job` file, for
-    it to read. Those (and the capabilities in `wanted`) go only to a listening coordinator
-    that says it can (`fastsubmit.capable_wire`; an older one would refuse the fields):
-    otherwise None, and the full path does that work here. With them comes the connection
-    on which the coordinator said so, for the request (None when nothing was asked)."""
+    it to read. Those (and the capabilities in `wanted`) go only to a coordinator that says
+    it can (`fastsubmit.capable_wire`, which starts one when nobody listens; an older one
+    would refuse the fields): otherwise None, and the full path does that work here. With
+    them comes the connection on which the coordinator said so, for the request (None when
+    nothing was asked)."""
     options = spec_options(p)
     wanted = list(wanted or ())
     if p["job"]:
