@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +154,55 @@ def request_lines(conn: Any) -> Any:
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             yield json.loads(line)
+
+
+class SocketCoordinator:
+    """A stand-in coordinator on a Unix socket, for the unit tests of a client's
+    connections: it answers each request line with `answer(message)` (`{"result": "ok"}` by
+    default), keeps the requests of each connection it accepted, in order, and closes a
+    connection after `close_after` answers when that is set."""
+
+    def __init__(self, path: Path | str,
+                 answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None, *,
+                 close_after: int | None = None) -> None:
+        self.path = Path(path)
+        self.answer = answer or (lambda _message: {"result": "ok"})
+        self.close_after = close_after
+        #: The requests of each accepted connection.
+        self.connections: list[list[dict[str, Any]]] = []
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(self.path))
+        self.server.listen(8)
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return [message for requests in self.connections for message in requests]
+
+    def ops(self) -> list[list[str]]:
+        """The `op` of each request, by connection."""
+        return [[str(message.get("op")) for message in requests] for requests in self.connections]
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            requests: list[dict[str, Any]] = []
+            self.connections.append(requests)
+            with conn:
+                for handled, message in enumerate(request_lines(conn), 1):
+                    requests.append(message)
+                    conn.sendall(json.dumps(self.answer(message)).encode() + b"\n")
+                    if self.close_after is not None and handled >= self.close_after:
+                        break
+
+    def close(self) -> None:
+        try:
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the thread's accept on Linux
+        except OSError:
+            pass
+        self.server.close()
+        self.thread.join(5)
