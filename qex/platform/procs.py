@@ -148,11 +148,14 @@ def same_process(pid: int | None, token: str | None) -> bool:
     except OSError:
         return False
     if host.linux():
-        if is_zombie(pid):
+        # One read of /proc/<pid>/stat answers both questions: the state (field 3) and the
+        # start time (field 22). The coordinator asks twice for every job it starts.
+        fields = _linux_stat(pid)
+        if fields is None or _dead_letter(fields[0]):
             return False
         if token is None or token.startswith(PS_TOKEN):
             return True
-        return start_token(pid) == token
+        return len(fields) >= 20 and fields[19] == token
     found = ps_state(pid)  # one `ps` answers both questions
     if found is None or _dead_letter(found[0]):
         return False

@@ -393,3 +393,38 @@ def test_the_supervisor_reaps_the_job_without_waitid(
         time.sleep(0.02)
     assert status is not None and os.WEXITSTATUS(status) == 3
     child.returncode = 3  # reaped here, not by Popen
+
+
+@linux_only
+def test_same_process_under_linux_reads_state_and_start_time_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One read of /proc/<pid>/stat decides: a zombie is dead, a start time must match."""
+    monkeypatch.delenv(host.ENV_VAR, raising=False)
+    me = os.getpid()
+    token = procs.start_token(me)
+    assert token is not None
+    reads: list[int] = []
+    real = procs._linux_stat
+
+    def counted(pid: int) -> list[str] | None:
+        reads.append(pid)
+        return real(pid)
+
+    monkeypatch.setattr(procs, "_linux_stat", counted)
+    assert procs.same_process(me, token)
+    assert reads == [me]
+    assert not procs.same_process(me, str(int(token) + 1))
+    child = subprocess.Popen(["true"])
+    child_token = real(child.pid)
+    try:
+        deadline = time.monotonic() + 20
+        while not procs.is_zombie(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert procs.is_zombie(child.pid)
+        os.kill(child.pid, 0)  # a zombie still answers kill(pid, 0)
+        assert child_token is not None
+        assert not procs.same_process(child.pid, child_token[19])
+        assert not procs.same_process(child.pid, None)
+    finally:
+        child.wait()
+    assert not procs.same_process(child.pid, None)
