@@ -9,7 +9,8 @@ benchmark never touches a user's queue. Baselines:
   start-up         `python -c pass` with the same interpreter (the floor any Python CLI pays)
   submit->done     spawning `true` with subprocess and waiting for it (no queue at all)
   drain rate       a 2-worker pool of subprocess `true` (what 2 slots could do with no bookkeeping)
-  50 ms jobs       the ideal time: jobs x 50 ms / 2 slots
+  50 ms jobs       the ideal time: jobs x 50 ms / 2 slots, and beside it a 2-worker pool of
+                   the same command (the ideal counts no process start; the pool does)
   memory           RSS of a bare `python -c` that sleeps (the interpreter's own floor)
 
 The shell-loop section (`--shell`, also part of the full run) measures qex as a user's shell
@@ -864,6 +865,17 @@ def chain_side_by_side(envs: dict[str, dict[str, str]], rounds: int, count: int)
               f" (rounds: {drains})")
 
 
+def pool_row(count: int, took: float, argv: list[str]) -> None:
+    """The same 50 ms jobs run by a bare 2-worker pool, timed now: the ideal counts no
+    process start at all, so this shows how much of the distance to it is the jobs' own
+    fork and exec, and how much qex adds."""
+    pooled = pool_drain(count, argv)
+    ideal = count * 0.05 / 2
+    print(f"  beside a 2-worker subprocess pool of the same command: {pooled:.2f} s "
+          f"(x{pooled / ideal:.2f} ideal); qex adds {(took - pooled) / count * 2 * 1000:.1f} ms "
+          f"per job and slot to it, x{took / pooled:.2f}")
+
+
 def row(name: str, value: float, unit: str, base: float, base_name: str, target: str) -> None:
     ratio = value / base if base else float("nan")
     print(f"{name:<34} {value:>9.2f} {unit:<6} baseline {base:>8.2f} {unit:<6} "
@@ -900,6 +912,7 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
         per = (t_50l - ideal) / n_50ms * 2 * 1000
         print(f"{f'{n_50ms} x 50 ms in a loop, 2 slots':<34} {t_50l:>8.2f} s  ideal {ideal:.2f} s  "
               f"x{t_50l / ideal:.2f}  ({per:.1f} ms per job and slot; target <= 1.1 x)")
+        pool_row(n_50ms, t_50l, ["sleep", "0.05"])
     if "drain" in only:
         print(f"-- {label}batch: one fan-out, timed from the resume (load {os.getloadavg()[0]:.2f}) --")
         cpu_per_job: dict[str, float] = {}
@@ -919,6 +932,7 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
         per = (t_50 - ideal) / n_50ms * 2 * 1000
         row(f"{n_50ms} x 50 ms, 2 slots", t_50, "s", ideal, "ideal",
             f"<= 1.05 x ideal; {per:.1f} ms per job and slot")
+        pool_row(n_50ms, t_50, ["sh", "-c", "sleep 0.05", "job", "0"])
     if "scale" in only:
         print(f"-- {label}scale --")
         scale(env, root, 5 if quick else 15, 500 if quick else 2000)

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench.py"
 
 
@@ -50,3 +52,22 @@ def test_one_slot_pairs_consecutive_jobs(tmp_path: Path) -> None:
                         *job_marks("c", 21.5, 30.0)])
     _steps, whole = bench.read_chain(trace)
     assert whole == [2.0, 2.5]
+
+
+def test_the_pool_row_shows_what_qex_adds_to_a_bare_pool(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """200 jobs of 50 ms: ideal 5 s; a pool that took 5.2 s and qex 5.8 s means 6 ms per job
+    and slot that qex adds (0.6 s over 100 jobs per slot)."""
+    bench = load_bench()
+    asked: list[tuple[int, list[str]]] = []
+
+    def pool(count: int, argv: list[str], workers: int = 2) -> float:
+        asked.append((count, argv))
+        return 5.2
+
+    monkeypatch.setattr(bench, "pool_drain", pool)
+    bench.pool_row(200, 5.8, ["sleep", "0.05"])
+    shown = capsys.readouterr().out
+    assert asked == [(200, ["sleep", "0.05"])]
+    assert "5.20 s (x1.04 ideal)" in shown
+    assert "qex adds 6.0 ms per job and slot" in shown and "x1.12" in shown
