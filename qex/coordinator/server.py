@@ -266,7 +266,7 @@ class Server:
     async def _submit(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         if client.submissions is None:
             client.submissions = SubmissionWakes(self.coord)
-        return handle_submit(self.coord, message, kick=client.submissions.wake_now())
+        return handle_submit(self.coord, message, wakes=client.submissions)
 
     async def _submit_words(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         from qex.coordinator.submit_words import EACH_LINE_FIELD, handle_submit_words

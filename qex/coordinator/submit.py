@@ -216,7 +216,8 @@ class SubmissionWakes:
     2,000 queued jobs). So the first submission of a run wakes the scheduler at once (a free
     slot takes that job now), and the later ones at most once per `GROUP_PASS_GAP_SECS`: a
     submission that does not wake it leaves a wake-up due at the end of the gap, so no job
-    waits longer than that for its pass. A single `qex submit` is a run of one.
+    waits longer than that for its pass. A single `qex submit` is a run of one. A job that
+    gives a pass nothing to decide (`needs_pass`) asks for no wake-up at all.
     """
 
     def __init__(self, coord: Coordinator) -> None:
@@ -254,15 +255,32 @@ class SubmissionWakes:
 
 
 def handle_submit(coord: Coordinator, message: dict[str, Any], *,
-                  kick: bool = True) -> dict[str, Any]:
-    """`kick=False`: queue the job without waking the scheduler (see `SubmissionWakes`)."""
+                  wakes: SubmissionWakes | None = None) -> dict[str, Any]:
+    """`wakes`: the run of submissions this one belongs to, which decides when the
+    scheduler wakes for it (`SubmissionWakes`); None wakes it at once."""
     try:
-        return _submit(coord, message, kick)
+        return _submit(coord, message, wakes)
     except Refusal as refusal:
         return refusal.answer
 
 
-def _submit(coord: Coordinator, message: dict[str, Any], kick: bool = True) -> dict[str, Any]:
+def needs_pass(record: JobStatus, paused_reason: str | None) -> bool:
+    """Whether a scheduler pass has anything to decide about a job just queued.
+
+    While the whole queue is paused, a pass gives a job with no dependency, lock or pool
+    claim the pause's reason, which is the reason it was queued with (`_pause_notes`), and
+    it starts nothing: one more job that cannot start changes no other job's verdict. A
+    fan-out into a paused queue still woke the scheduler every `GROUP_PASS_GAP_SECS`, and
+    each of those passes gave every queued job its reason again, so the passes grew with
+    the queue. A job that waits for another job, or for a lock or a pool (whose reason
+    comes before the pause's), is still looked at.
+    """
+    return (paused_reason is None or record.blocked_reason != paused_reason
+            or bool(record.needs or record.after or record.locks or record.claims))
+
+
+def _submit(coord: Coordinator, message: dict[str, Any],
+            wakes: SubmissionWakes | None = None) -> dict[str, Any]:
     from qex.core.pools import check_claim
 
     spec = parse_spec(message.get("spec"))
@@ -278,6 +296,7 @@ def _submit(coord: Coordinator, message: dict[str, Any], kick: bool = True) -> d
     if spec.engine and spec.engine != "local":
         return _submit_to_engine(coord, spec, key)
     warnings, reason = _pause_notes(coord, spec)
+    paused_reason = reason
     problem = check_claim(spec.pool_claims(), spec.locks, coord.config.pools,
                           coord.config.defaults.vram,
                           config_path=str(coord.paths.config_file))
@@ -302,7 +321,7 @@ def _submit(coord: Coordinator, message: dict[str, Any], kick: bool = True) -> d
         history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
     except OSError as exc:
         log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
-    if kick:
+    if needs_pass(record, paused_reason) and (wakes is None or wakes.wake_now()):
         coord.kick()
     return {"result": Result.SUBMITTED, "id": job.id, "warning": " ".join(warnings) or None,
             "deduplicated": False}

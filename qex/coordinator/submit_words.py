@@ -310,7 +310,7 @@ async def submit_each(coord: Coordinator, named: Iterable[tuple[str, Any]],
             if index:
                 await asyncio.sleep(0)
             answer = handle_submit(coord, {"op": "submit", "spec": spec.to_dict()},
-                                   kick=wakes.wake_now())
+                                   wakes=wakes)
             if answer.get("result") != protocol.Result.SUBMITTED:
                 return {**answer, **told, "stage": name, "jobs": jobs}
             jobs.append({"name": name, "id": answer["id"], "warning": answer.get("warning")})

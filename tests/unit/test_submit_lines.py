@@ -162,3 +162,56 @@ def test_a_malformed_input_field_is_refused(coord: Coordinator, tmp_path: Path) 
         message["options"]["each_line"] = bad
         assert _expand(coord, message)["kind"] == protocol.INTERNAL
     assert not coord.jobs
+
+
+def _pause_queue(coord: Coordinator) -> None:
+    from qex.coordinator import pausing
+
+    pausing.pause(coord, {"target": {"kind": "queue"}, "reason": "batch", "by_pid": 77})
+
+
+def test_a_fan_out_into_a_paused_queue_wakes_no_pass_that_would_change_nothing(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each job is queued with the pause's reason, which is what a pass would give it: the
+    pass that follows changes no record and starts nothing."""
+    from qex.coordinator.scheduling import run_pass
+    from qex.core.scheduler_types import PeerLoad
+
+    _pause_queue(coord)
+    wakes = _count_wakes(coord, monkeypatch, step=0.6)
+    answer = _expand(coord, _message(tmp_path, "".join(f"{i}\n" for i in range(10)),
+                                     ["echo", "{}"]))
+    assert answer["result"] == protocol.Result.SUBMITTED and len(answer["jobs"]) == 10
+    assert wakes == []
+    reasons = {coord.jobs[j["id"]].record.blocked_reason for j in answer["jobs"]}
+    assert len(reasons) == 1 and "paused" in str(reasons.pop())
+    result = run_pass(coord, PeerLoad())
+    assert result.decision.waits == {} and result.decision.starts == ()
+    assert result.decision.skips == () and result.decision.expiries == ()
+
+
+def test_a_paused_fan_out_that_waits_for_a_lock_still_wakes_the_scheduler(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A lock's reason comes before the pause's, so the pass has something to say.
+    _pause_queue(coord)
+    wakes = _count_wakes(coord, monkeypatch, step=0.0)
+    answer = _expand(coord, _message(tmp_path, "a\nb\nc\n", ["echo", "{}"], locks=["gpu0"]))
+    assert answer["result"] == protocol.Result.SUBMITTED, answer
+    assert wakes == [1, 3]
+
+
+def test_needs_pass_only_skips_a_job_that_the_pause_alone_holds() -> None:
+    from qex.core.records import JobStatus
+
+    def record(**fields: Any) -> JobStatus:
+        made = JobStatus.from_dict({"id": "j", "name": "j", "state": "queued", "cpu": 1,
+                                    "mem": 1, "submitted_at": 1.0, "command": ["true"],
+                                    "cwd": "/", "blocked_reason": "paused", **fields})
+        return made
+
+    assert not submit.needs_pass(record(), "paused")
+    assert submit.needs_pass(record(), None)  # not paused: a slot may be free
+    assert submit.needs_pass(record(blocked_reason="too big"), "paused")
+    for waits in ({"needs": ["x"]}, {"after": ["x"]}, {"locks": ["gpu0"]},
+                  {"claims": {"gpu": {"count": 1}}}):
+        assert submit.needs_pass(record(**waits), "paused"), waits
