@@ -415,15 +415,15 @@ def test_same_process_under_linux_reads_state_and_start_time_once(
     assert reads == [me]
     assert not procs.same_process(me, str(int(token) + 1))
     child = subprocess.Popen(["true"])
-    child_token = real(child.pid)
+    child_stat = real(child.pid)
     try:
         deadline = time.monotonic() + 20
         while not procs.is_zombie(child.pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert procs.is_zombie(child.pid)
         os.kill(child.pid, 0)  # a zombie still answers kill(pid, 0)
-        assert child_token is not None
-        assert not procs.same_process(child.pid, child_token[19])
+        assert child_stat is not None
+        assert not procs.same_process(child.pid, child_stat[19])  # its own start time
         assert not procs.same_process(child.pid, None)
     finally:
         child.wait()

@@ -204,10 +204,9 @@ def test_needs_pass_only_skips_a_job_that_the_pause_alone_holds() -> None:
     from qex.core.records import JobStatus
 
     def record(**fields: Any) -> JobStatus:
-        made = JobStatus.from_dict({"id": "j", "name": "j", "state": "queued", "cpu": 1,
+        return JobStatus.from_dict({"id": "j", "name": "j", "state": "queued", "cpu": 1,
                                     "mem": 1, "submitted_at": 1.0, "command": ["true"],
                                     "cwd": "/", "blocked_reason": "paused", **fields})
-        return made
 
     assert not submit.needs_pass(record(), "paused")
     assert submit.needs_pass(record(), None)  # not paused: a slot may be free
