@@ -264,6 +264,31 @@ def handle_submit(coord: Coordinator, message: dict[str, Any], *,
         return refusal.answer
 
 
+def reason_at_the_end(coord: Coordinator, record: JobStatus, priority: int) -> str | None:
+    """The reason that the next pass will give a job about to join the end of the queue,
+    when the job last in the queue already shows it: that job waits for capacity alone (no
+    lock, pool, dependency, and not the head, whose sentence is its own) and claims the same
+    cores and memory, so the pass's walk reaches both in the same state and judges them
+    alike. None when that cannot be known.
+
+    Behind busy slots every queued job gets the same sentence, and a record queued without
+    it was written a second time soon after, only to add it: a fan-out of 2,000 lines into
+    such a queue wrote 6,000 records where 4,000 now do. The pass still runs; a guess that
+    turns out wrong costs what it cost before, since each pass gives every queued job its
+    reason anew."""
+    if not coord.queue or record.locks or record.claims or record.needs or record.after:
+        return None
+    last = coord.jobs.get(coord.queue[-1])
+    if last is None or last.priority < priority or last.id == coord.head_id:
+        return None  # the new job would not follow it, or it is the head
+    other = last.record
+    if (other.state != State.QUEUED or other.blocked_since is not None
+            or other.locks or other.claims or other.needs or other.after
+            or (other.cpu, other.mem) != (record.cpu, record.mem)):
+        return None
+    return other.blocked_reason
+
+
 def needs_pass(record: JobStatus, paused_reason: str | None) -> bool:
     """Whether a scheduler pass has anything to decide about a job just queued.
 
@@ -309,7 +334,8 @@ def _submit(coord: Coordinator, message: dict[str, Any],
         reason = size_reason
     record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=coord.config.retry.on_oom)
     record.sequence = coord.next_sequence
-    record.blocked_reason = reason
+    record.blocked_reason = reason if reason is not None else reason_at_the_end(
+        coord, record, int(spec.priority))
     job = _write_job(coord, spec, record)
     coord.next_sequence += 1
     coord.jobs[job.id] = job

@@ -214,3 +214,68 @@ def test_needs_pass_only_skips_a_job_that_the_pause_alone_holds() -> None:
     for waits in ({"needs": ["x"]}, {"after": ["x"]}, {"locks": ["gpu0"]},
                   {"claims": {"gpu": {"count": 1}}}):
         assert submit.needs_pass(record(**waits), "paused"), waits
+
+
+def _pass(coord: Coordinator) -> Any:
+    """One scheduler pass, and the records it deferred written at once."""
+    from qex.coordinator.scheduling import run_pass
+    from qex.core.scheduler_types import PeerLoad
+
+    async def run() -> Any:
+        result = run_pass(coord, PeerLoad())
+        coord.flush_deferred()
+        return result
+
+    return asyncio.run(run())
+
+
+def _busy(coord: Coordinator) -> None:
+    """Running jobs that hold every core of the budget, so that queued jobs wait for cores."""
+    from coordkit import add_job
+
+    for _ in range(coord.cpu_budget()):
+        add_job(coord, state="running", pid=None, started_at=1.0)
+
+
+def test_behind_busy_slots_a_job_is_queued_with_the_reason_its_pass_gives_it(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job before it at the end of the queue waits for cores alone and claims as much:
+    the new record is written once, with its reason, instead of again after the pass."""
+    _busy(coord)
+    first = _expand(coord, _message(tmp_path, "a\nb\n", ["echo", "{}"]))
+    _pass(coord)  # the first job is the head; the second waits behind it
+    writes: list[str] = []
+    real_write = coord.write
+    monkeypatch.setattr(coord, "write", lambda job, **how: (writes.append(job.id),
+                                                            real_write(job, **how))[1])
+    answer = _expand(coord, _message(tmp_path, "c\nd\ne\n", ["echo", "{}"]))
+    later = [j["id"] for j in answer["jobs"]]
+    reasons = {coord.jobs[i].record.blocked_reason for i in later}
+    second = coord.jobs[first["jobs"][1]["id"]].record.blocked_reason
+    assert reasons == {second} and "waits for cores" in str(second)
+    result = _pass(coord)
+    assert not set(later) & set(result.decision.waits)  # the pass has nothing to change
+    assert result.decision.starts == ()
+    assert not set(later) & set(writes)  # so no record is written a second time
+
+
+def test_a_job_unlike_the_one_before_it_waits_for_its_pass_to_be_given_a_reason(
+        coord: Coordinator, tmp_path: Path) -> None:
+    _busy(coord)
+    _expand(coord, _message(tmp_path, "a\nb\n", ["echo", "{}"]))
+    _pass(coord)
+    for options in ({"mem": "32MB"}, {"locks": ["db"]}, {"cpu": 2}):
+        answer = _expand(coord, _message(tmp_path, "z\n", ["echo", "{}"], **options))
+        assert answer["result"] == protocol.Result.SUBMITTED, answer
+        assert coord.jobs[answer["jobs"][0]["id"]].record.blocked_reason is None, options
+        _pass(coord)
+
+
+def test_the_head_s_own_sentence_is_not_given_to_the_job_behind_it(
+        coord: Coordinator, tmp_path: Path) -> None:
+    _busy(coord)
+    head = _expand(coord, _message(tmp_path, "a\n", ["echo", "{}"]))["jobs"][0]["id"]
+    _pass(coord)
+    assert coord.head_id == head and coord.jobs[head].record.blocked_since is not None
+    answer = _expand(coord, _message(tmp_path, "b\n", ["echo", "{}"]))
+    assert coord.jobs[answer["jobs"][0]["id"]].record.blocked_reason is None
