@@ -289,7 +289,8 @@ def reason_at_the_end(coord: Coordinator, record: JobStatus, priority: int) -> s
     return other.blocked_reason
 
 
-def needs_pass(record: JobStatus, paused_reason: str | None) -> bool:
+def needs_pass(record: JobStatus, paused_reason: str | None, *, like_the_last: bool = False
+               ) -> bool:
     """Whether a scheduler pass has anything to decide about a job just queued.
 
     While the whole queue is paused, a pass gives a job with no dependency, lock or pool
@@ -299,7 +300,15 @@ def needs_pass(record: JobStatus, paused_reason: str | None) -> bool:
     each of those passes gave every queued job its reason again, so the passes grew with
     the queue. A job that waits for another job, or for a lock or a pool (whose reason
     comes before the pause's), is still looked at.
+
+    `like_the_last`: the job was queued with the reason of the job before it
+    (`reason_at_the_end`) and has no queue time limit. A pass would judge it as it judged
+    that job, which cannot start, and a job at the end of the queue changes no verdict of
+    a job before it. Whatever changed since the last pass woke the scheduler itself, and
+    the loop's deadlines are those it had, since no new limit came with the job.
     """
+    if like_the_last:
+        return False
     return (paused_reason is None or record.blocked_reason != paused_reason
             or bool(record.needs or record.after or record.locks or record.claims))
 
@@ -334,8 +343,11 @@ def _submit(coord: Coordinator, message: dict[str, Any],
         reason = size_reason
     record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=coord.config.retry.on_oom)
     record.sequence = coord.next_sequence
-    record.blocked_reason = reason if reason is not None else reason_at_the_end(
-        coord, record, int(spec.priority))
+    like_the_last = reason is None and spec.max_queue_time is None
+    if reason is None:
+        reason = reason_at_the_end(coord, record, int(spec.priority))
+        like_the_last = like_the_last and reason is not None
+    record.blocked_reason = reason
     job = _write_job(coord, spec, record)
     coord.next_sequence += 1
     coord.jobs[job.id] = job
@@ -347,7 +359,8 @@ def _submit(coord: Coordinator, message: dict[str, Any],
         history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
     except OSError as exc:
         log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
-    if needs_pass(record, paused_reason) and (wakes is None or wakes.wake_now()):
+    if (needs_pass(record, paused_reason, like_the_last=like_the_last)
+            and (wakes is None or wakes.wake_now())):
         coord.kick()
     return {"result": Result.SUBMITTED, "id": job.id, "warning": " ".join(warnings) or None,
             "deduplicated": False}

@@ -248,7 +248,9 @@ def test_behind_busy_slots_a_job_is_queued_with_the_reason_its_pass_gives_it(
     real_write = coord.write
     monkeypatch.setattr(coord, "write", lambda job, **how: (writes.append(job.id),
                                                             real_write(job, **how))[1])
+    wakes = _count_wakes(coord, monkeypatch, step=0.6)
     answer = _expand(coord, _message(tmp_path, "c\nd\ne\n", ["echo", "{}"]))
+    assert wakes == []  # nor is the scheduler woken for a pass that would change nothing
     later = [j["id"] for j in answer["jobs"]]
     reasons = {coord.jobs[i].record.blocked_reason for i in later}
     second = coord.jobs[first["jobs"][1]["id"]].record.blocked_reason
@@ -279,3 +281,16 @@ def test_the_head_s_own_sentence_is_not_given_to_the_job_behind_it(
     assert coord.head_id == head and coord.jobs[head].record.blocked_since is not None
     answer = _expand(coord, _message(tmp_path, "b\n", ["echo", "{}"]))
     assert coord.jobs[answer["jobs"][0]["id"]].record.blocked_reason is None
+
+
+def test_a_job_like_the_last_but_with_a_queue_time_limit_still_wakes_the_scheduler(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its limit is a deadline that the loop learns of only in a pass.
+    _busy(coord)
+    _expand(coord, _message(tmp_path, "a\nb\n", ["echo", "{}"]))
+    _pass(coord)
+    wakes = _count_wakes(coord, monkeypatch, step=0.0)
+    answer = _expand(coord, _message(tmp_path, "c\n", ["echo", "{}"], max_queue_time="1h"))
+    job = coord.jobs[answer["jobs"][0]["id"]]
+    assert job.max_queue_time == 3600 and "waits for cores" in str(job.record.blocked_reason)
+    assert wakes == [len(coord.jobs)]
