@@ -181,6 +181,15 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def cpu_ns(pid: int) -> int:
+    """A process's CPU time in ns: the scheduler's own count where the kernel keeps one, else
+    the clock ticks of /proc/<pid>/stat."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return cpu_ticks(pid) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 def coordinator_pid(env: dict[str, str]) -> int:
     return int(json.loads(qex(env, "info", "--json").stdout)["pid"])
 
@@ -650,9 +659,55 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     print(f"-- scale: {queued} finished (load {os.getloadavg()[0]:.2f}) --")
     for name in finished_argvs(env, first[:8]):
         floor_row(f"{name}, {queued} done", done[name], done["floor"], 2.0)
+    behind_busy_slots(env, root, reps, queued)
     stop_coordinator(env, root)
     set_aside(root / "state" / "qex")
     qex(env, "info", "--json")
+
+
+def submits_costed(env: dict[str, str], pid: int, argv: list[str], count: int
+                   ) -> tuple[float, float]:
+    """`count` runs of `argv`, one process each: the median wall time (ms), and the
+    coordinator's CPU per run (ms), the scheduler passes that the runs woke included."""
+    walls: list[float] = []
+    before = cpu_ns(pid)
+    for _ in range(count):
+        walls.append(timed(argv, env) * 1000)
+    time.sleep(0.3)  # a pass that a submission woke runs after its answer
+    return statistics.median(walls), (cpu_ns(pid) - before) / 1e6 / count
+
+
+def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -> None:
+    """Submissions into a queue whose slots are busy, at 10 and at `queued` queued: two long
+    jobs hold the budget of two cores, and every job queued behind them claims what the
+    submissions claim. Each queued job waits for cores; its reason is the scheduler's."""
+    claim = ["--cpu", "1", "--mem", "16MB"]
+    holders = [submit_id(env, *claim, "--", "sleep", "600") for _ in range(2)]
+    for _ in range(8):
+        submit_id(env, *claim, "--", "true")
+    time.sleep(0.5)
+    pid = coordinator_pid(env)
+    argv = [*prog(env), "submit", *claim, "--", "true"]
+    count = max(reps, 20)
+    few = submits_costed(env, pid, argv, count)
+    filled = queued - 10 - count
+    lines = root / "busy-lines.txt"
+    lines.write_text("".join(f"{i}\n" for i in range(filled)))
+    started = time.perf_counter()
+    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(queued), *claim,
+                "--", "true", "{}").stdout.strip()
+    fan_out = time.perf_counter() - started
+    time.sleep(1.0)  # the reasons that a pass deferred are written
+    many = submits_costed(env, pid, argv, count)
+    print(f"-- scale: {queued} queued behind busy slots (load {os.getloadavg()[0]:.2f}) --")
+    print(f"{f'fan-out of {filled} lines, busy':<34} {fan_out * 1000:>8.0f} ms  "
+          f"({fan_out * 1000 / filled:.2f} ms per job)")
+    for label, (wall, cpu) in (("10", few), (str(queued), many)):
+        print(f"{f'submit, {label} queued, busy':<34} {wall:>8.1f} ms  "
+              f"(coordinator CPU {cpu:.2f} ms per submission)")
+    qex(env, "cancel", group, check=False)
+    qex(env, "kill", *holders, check=False)
+    settle(env)
 
 
 def learned_store(env: dict[str, str], root: Path, reps: int, commands: int = 5000) -> None:
