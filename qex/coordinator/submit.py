@@ -273,9 +273,9 @@ def reason_at_the_end(coord: Coordinator, record: JobStatus, priority: int) -> s
 
     Behind busy slots every queued job gets the same sentence, and a record queued without
     it was written a second time soon after, only to add it: a fan-out of 2,000 lines into
-    such a queue wrote 6,000 records where 4,000 now do. The pass still runs; a guess that
-    turns out wrong costs what it cost before, since each pass gives every queued job its
-    reason anew."""
+    such a queue wrote 6,000 records where 4,000 now do. A guess that turns out wrong
+    (something changed since the last pass) is mended by the pass that the change woke,
+    since each pass gives every queued job its reason anew."""
     if not coord.queue or record.locks or record.claims or record.needs or record.after:
         return None
     last = coord.jobs.get(coord.queue[-1])
@@ -343,11 +343,8 @@ def _submit(coord: Coordinator, message: dict[str, Any],
         reason = size_reason
     record = JobStatus.new(spec, boot_id=coord.boot_id, oom_retries=coord.config.retry.on_oom)
     record.sequence = coord.next_sequence
-    like_the_last = reason is None and spec.max_queue_time is None
-    if reason is None:
-        reason = reason_at_the_end(coord, record, int(spec.priority))
-        like_the_last = like_the_last and reason is not None
-    record.blocked_reason = reason
+    copied = None if reason is not None else reason_at_the_end(coord, record, int(spec.priority))
+    record.blocked_reason = reason if copied is None else copied
     job = _write_job(coord, spec, record)
     coord.next_sequence += 1
     coord.jobs[job.id] = job
@@ -359,6 +356,7 @@ def _submit(coord: Coordinator, message: dict[str, Any],
         history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
     except OSError as exc:
         log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
+    like_the_last = copied is not None and spec.max_queue_time is None
     if (needs_pass(record, paused_reason, like_the_last=like_the_last)
             and (wakes is None or wakes.wake_now())):
         coord.kick()
