@@ -4,8 +4,9 @@ The sizes, the cut rules and the words of the notes come from `qex.core.logcap_p
 module does the file work. Output goes straight to `<name>.log` until the file reaches the
 fill mark. At the first byte beyond it the file is cut back to the head (at a line end), a
 note says that the newest part is kept aside, and from then on the output goes round a ring
-file `<name>.log.tail` of the tail's size. When the attempt ends, a summary note and the ring
-(oldest byte first) are appended and the ring file is deleted.
+file `<name>.log.tail` of the tail's size, which starts with the newest output that the cut
+removed. When the attempt ends, a summary note and the ring (oldest byte first) are appended
+and the ring file is deleted.
 
 A write error never stops the job: the bytes that could not be written are counted as
 dropped, the first fault is reported once, and the pipe keeps being drained so the job never
@@ -53,6 +54,8 @@ class CappedLog:
         self._at_line_start = True
         # The file may hold qex's own lines (an earlier attempt, a mark): cuts must skip them.
         self._mixed = False
+        #: From this offset on, the file holds only the job's text (qex wrote nothing after).
+        self._job_since = 0
         self._overflowed = False
         self._head_kept = 0
         self._ring_fd: int | None = None
@@ -73,6 +76,7 @@ class CappedLog:
             if self.size:
                 self._at_line_start = _pread(self._fd, 1, self.size - 1) == b"\n"
                 self._mixed = True
+                self._job_since = self.size
         except OSError as exc:
             self._fault(f"qex could not open the log file {path}: {exc.strerror or exc}")
             self.write_error = exc.strerror or str(exc)
@@ -172,6 +176,7 @@ class CappedLog:
                 self._drop(bytes(view))
         if not job:
             self._mixed = True
+            self._job_since = self.size
         if len(view) < len(data):
             self._at_line_start = data[len(data) - len(view) - 1 : len(data) - len(view)] == b"\n"
 
@@ -181,15 +186,29 @@ class CappedLog:
 
     def _cut_head(self) -> bool:
         """Cut the file back to the head, counting what goes; True when it ends inside a line."""
+        found = self._find_cut()
+        return found is not None and self._cut_at(*found) and found[1]
+
+    def _find_cut(self) -> tuple[int, bool] | None:
+        """Where the head ends (`plan.head_cut`), or None when the file keeps all it holds (it
+        is no longer than the head, or cannot be read)."""
         assert self.parts is not None and self._fd is not None
         head = self.parts.head
         if self.size <= head:
             self._head_kept = self.size
-            return False
+            return None
         try:
             start, end = plan.cut_window(head)
-            window = _pread(self._fd, end - start, start)
-            cut, fragment = plan.head_cut(window, start, head)
+            return plan.head_cut(_pread(self._fd, end - start, start), start, head)
+        except OSError as exc:
+            self._fault(f"qex could not shorten the log file {self.path}: {exc.strerror or exc}")
+            self._head_kept = self.size
+            return None
+
+    def _cut_at(self, cut: int, fragment: bool) -> bool:
+        """Cut the file at `cut`, counting what goes as dropped; False when it could not."""
+        assert self._fd is not None
+        try:
             tally = plan.JobTextTally(at_line_start=not fragment)
             fast = not self._mixed
             offset = cut
@@ -213,16 +232,20 @@ class CappedLog:
         self.dropped_lines += dropped_lines
         self.size = cut
         self._head_kept = cut
+        self._job_since = min(self._job_since, cut)
         self._at_line_start = not fragment
-        return fragment
+        return True
 
     def _overflow(self) -> None:
+        """The file passed its fill mark: cut it back to the head and go on in the ring.
+
+        The ring starts with the newest output that the cut removes, up to its size, and not
+        empty: a job that stopped soon after the overflow kept a tail of a few bytes (none,
+        once a partial first line was trimmed), and lost its last lines although the limit
+        had room for them."""
         assert self.parts is not None
         self._overflowed = True
         self._ring_prev_newline = self._at_line_start
-        fragment = self._cut_head()
-        notes = (plan.fragment_note() if fragment else b"") + plan.overflow_note(self.parts.limit)
-        self._append(notes, job=False)
         try:
             self._ring_fd = os.open(
                 self.tail_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600
@@ -231,6 +254,52 @@ class CappedLog:
             self._ring_error = exc.strerror or str(exc)
             self.write_error = self.write_error or self._ring_error
             self._fault(f"qex could not make {self.tail_path}: {self._ring_error}")
+        found = self._find_cut()
+        # A file that keeps all it holds may end inside a line: the notes must start a line.
+        fragment = not self._at_line_start
+        if found is not None:
+            line_start = self._ring_prev_newline
+            saved_bytes, saved_lines = self._save_newest(found[0])
+            if self._cut_at(*found):  # the saved bytes went to the ring, not away
+                fragment = found[1]
+                self.dropped_bytes -= saved_bytes
+                self.dropped_lines -= saved_lines
+            else:  # the file still holds them: the ring must not hold them too
+                self._over_bytes -= saved_bytes
+                self._over_newlines -= saved_lines
+                self._ring_start = self._ring_len = 0
+                self._ring_prev_newline = line_start
+        notes = (plan.fragment_note() if fragment else b"") + plan.overflow_note(self.parts.limit)
+        self._append(notes, job=False)
+
+    def _save_newest(self, cut: int) -> tuple[int, int]:
+        """Copy into the ring the newest of the job's text that a cut at `cut` will remove:
+        from the last of `cut`, the ring's size back from the end, and the end of qex's last
+        line (its notes and marks are no output of the job). Returns the bytes and newlines
+        copied, which the ring now counts; on a read error the ring is emptied again, and
+        what it held counts as dropped when the attempt ends."""
+        assert self.parts is not None and self._fd is not None
+        start = max(cut, self.size - self.parts.tail, self._job_since)
+        copied = newlines = 0
+        if start >= self.size:
+            return 0, 0
+        line_start = self._ring_prev_newline
+        try:
+            self._ring_prev_newline = _pread(self._fd, 1, start - 1) == b"\n"
+            offset = start
+            while offset < self.size:
+                chunk = _pread(self._fd, min(_COUNT_CHUNK, self.size - offset), offset)
+                if not chunk:
+                    raise OSError(0, "the log file was shorter than qex had written")
+                self._ring_write(chunk)
+                copied += len(chunk)
+                newlines += chunk.count(b"\n")
+                offset += len(chunk)
+        except OSError as exc:
+            self._fault(f"qex could not read the log file {self.path}: {exc.strerror or exc}")
+            self._ring_start = self._ring_len = 0
+            self._ring_prev_newline = line_start
+        return copied, newlines
 
     # -- the ring of the newest bytes ----------------------------------------------------
 
