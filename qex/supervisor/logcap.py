@@ -273,11 +273,13 @@ class CappedLog:
         self._append(notes, job=False)
 
     def _save_newest(self, cut: int) -> tuple[int, int]:
-        """Copy into the ring the newest of the job's text that a cut at `cut` will remove:
-        from the last of `cut`, the ring's size back from the end, and the end of qex's last
-        line (its notes and marks are no output of the job). Returns the bytes and newlines
-        copied, which the ring now counts; on a read error the ring is emptied again, and
-        what it held counts as dropped when the attempt ends."""
+        """Copy into the ring the newest of the job's text that a cut at `cut` will remove.
+
+        The copy starts at the latest of three offsets: the cut, the ring's size back from
+        the end of the file, and the end of qex's last line (its notes and marks are no
+        output of the job). Returns the bytes and newlines copied, which the ring now
+        counts; on a read error the ring is emptied again, and what it held counts as
+        dropped when the attempt ends."""
         assert self.parts is not None and self._fd is not None
         start = max(cut, self.size - self.parts.tail, self._job_since)
         copied = newlines = 0
