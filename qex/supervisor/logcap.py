@@ -211,17 +211,12 @@ class CappedLog:
         try:
             tally = plan.JobTextTally(at_line_start=not fragment)
             fast = not self._mixed
-            offset = cut
-            while offset < self.size:
-                chunk = _pread(self._fd, min(_COUNT_CHUNK, self.size - offset), offset)
-                if not chunk:
-                    break
+            for chunk in self._file_chunks(cut):
                 if fast:
                     tally.bytes += len(chunk)
                     tally.newlines += chunk.count(b"\n")
                 else:
                     tally.feed(chunk)
-                offset += len(chunk)
             dropped_bytes, dropped_lines = tally.finish()
             os.ftruncate(self._fd, cut)
         except OSError as exc:
@@ -288,20 +283,27 @@ class CappedLog:
         line_start = self._ring_prev_newline
         try:
             self._ring_prev_newline = _pread(self._fd, 1, start - 1) == b"\n"
-            offset = start
-            while offset < self.size:
-                chunk = _pread(self._fd, min(_COUNT_CHUNK, self.size - offset), offset)
-                if not chunk:
-                    raise OSError(0, "the log file was shorter than qex had written")
+            for chunk in self._file_chunks(start):
                 self._ring_write(chunk)
                 copied += len(chunk)
                 newlines += chunk.count(b"\n")
-                offset += len(chunk)
         except OSError as exc:
             self._fault(f"qex could not read the log file {self.path}: {exc.strerror or exc}")
             self._ring_start = self._ring_len = 0
             self._ring_prev_newline = line_start
         return copied, newlines
+
+    def _file_chunks(self, start: int) -> Iterator[bytes]:
+        """The file's bytes from `start` to what qex wrote last, in pieces of at most
+        _COUNT_CHUNK (fewer if the file was shortened under qex)."""
+        assert self._fd is not None
+        offset = start
+        while offset < self.size:
+            chunk = _pread(self._fd, min(_COUNT_CHUNK, self.size - offset), offset)
+            if not chunk:
+                return
+            yield chunk
+            offset += len(chunk)
 
     # -- the ring of the newest bytes ----------------------------------------------------
 
