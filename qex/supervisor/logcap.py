@@ -262,8 +262,7 @@ class CappedLog:
             else:  # the file still holds them: the ring must not hold them too
                 self._over_bytes -= saved_bytes
                 self._over_newlines -= saved_lines
-                self._ring_start = self._ring_len = 0
-                self._ring_prev_newline = line_start
+                self._empty_ring(line_start)
         notes = (plan.fragment_note() if fragment else b"") + plan.overflow_note(self.parts.limit)
         self._append(notes, job=False)
 
@@ -289,9 +288,14 @@ class CappedLog:
                 newlines += chunk.count(b"\n")
         except OSError as exc:
             self._fault(f"qex could not read the log file {self.path}: {exc.strerror or exc}")
-            self._ring_start = self._ring_len = 0
-            self._ring_prev_newline = line_start
+            self._empty_ring(line_start)
         return copied, newlines
+
+    def _empty_ring(self, line_start: bool) -> None:
+        """Forget a copy into the ring that must not stand: the ring is empty again, and
+        its first byte will follow a line end when `line_start` (as it would have before)."""
+        self._ring_start = self._ring_len = 0
+        self._ring_prev_newline = line_start
 
     def _file_chunks(self, start: int) -> Iterator[bytes]:
         """The file's bytes from `start` to what qex wrote last, in pieces of at most
