@@ -70,7 +70,7 @@ def _settle(coord: Coordinator) -> None:
        free_memory=st.sampled_from([12 * GIB, 3 * GIB]), paused=st.booleans())
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_a_job_given_the_reason_of_the_one_before_it_needs_no_pass(
+def test_a_submission_that_wakes_no_pass_leaves_that_pass_nothing_to_do(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
         running: list[tuple[int, int]], queued: list[tuple[int, int, int, str | None]],
         newcomer: tuple[int, int, int, str | None] | None, free_memory: int,
