@@ -3,15 +3,18 @@ code in-process (unit and fault tests): one definition instead of a copy per fil
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from qex.coordinator import scheduling
 from qex.coordinator.events import EventHub
 from qex.coordinator.state import Coordinator, Job
 from qex.core.config import Config, Machine
 from qex.core.records import JobSpec, JobStatus
+from qex.core.scheduler_types import PeerLoad
 from qex.platform import procs
 from qex.store import jobs as job_files
 from qex.store.paths import Paths
@@ -54,6 +57,17 @@ def add_job(coord: Coordinator, *, state: str = "queued", priority: int = 0,
     if state == "queued":
         coord.enqueue(job)
     return job
+
+
+def one_pass(coord: Coordinator) -> scheduling.PassResult:
+    """One scheduler pass on a loop of its own, and the records it deferred written at once."""
+
+    async def run() -> scheduling.PassResult:
+        result = scheduling.run_pass(coord, PeerLoad())
+        coord.flush_deferred()
+        return result
+
+    return asyncio.run(run())
 
 
 def add_grouped_jobs(coord: Coordinator, now: float) -> None:

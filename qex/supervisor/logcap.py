@@ -253,7 +253,6 @@ class CappedLog:
         # A file that keeps all it holds may end inside a line: the notes must start a line.
         fragment = not self._at_line_start
         if found is not None:
-            line_start = self._ring_prev_newline
             saved_bytes, saved_lines = self._save_newest(found[0])
             if self._cut_at(*found):  # the saved bytes went to the ring, not away
                 fragment = found[1]
@@ -262,7 +261,7 @@ class CappedLog:
             else:  # the file still holds them: the ring must not hold them too
                 self._over_bytes -= saved_bytes
                 self._over_newlines -= saved_lines
-                self._empty_ring(line_start)
+                self._empty_ring()
         notes = (plan.fragment_note() if fragment else b"") + plan.overflow_note(self.parts.limit)
         self._append(notes, job=False)
 
@@ -279,7 +278,6 @@ class CappedLog:
         copied = newlines = 0
         if start >= self.size:
             return 0, 0
-        line_start = self._ring_prev_newline
         try:
             self._ring_prev_newline = _pread(self._fd, 1, start - 1) == b"\n"
             for chunk in self._file_chunks(start):
@@ -288,14 +286,14 @@ class CappedLog:
                 newlines += chunk.count(b"\n")
         except OSError as exc:
             self._fault(f"qex could not read the log file {self.path}: {exc.strerror or exc}")
-            self._empty_ring(line_start)
+            self._empty_ring()
         return copied, newlines
 
-    def _empty_ring(self, line_start: bool) -> None:
-        """Forget a copy into the ring that must not stand: the ring is empty again, and
-        its first byte will follow a line end when `line_start` (as it would have before)."""
+    def _empty_ring(self) -> None:
+        """Forget a copy into the ring that must not stand (the overflow's first, before the
+        file is cut): the ring is empty again, and its first byte follows the file's last."""
         self._ring_start = self._ring_len = 0
-        self._ring_prev_newline = line_start
+        self._ring_prev_newline = self._at_line_start
 
     def _file_chunks(self, start: int) -> Iterator[bytes]:
         """The file's bytes from `start` to what qex wrote last, in pieces of at most

@@ -10,21 +10,19 @@ until something else wakes the scheduler."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from coordkit import add_job, make_coord
+from coordkit import add_job, make_coord, one_pass
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from qex.coordinator import pausing, scheduling, submit
 from qex.coordinator.state import Coordinator, Job
 from qex.core.records import JobSpec
-from qex.core.scheduler_types import PeerLoad
 from qex.platform import machine as machine_info
 
 GIB = 1024**3
@@ -47,19 +45,10 @@ def _start_without_a_process(coord: Coordinator, job: Job, assigned: dict[str, A
     coord.queue.remove(job.id)
 
 
-def _pass(coord: Coordinator) -> Any:
-    async def run() -> Any:
-        result = scheduling.run_pass(coord, PeerLoad())
-        coord.flush_deferred()
-        return result.decision
-
-    return asyncio.run(run())
-
-
 def _settle(coord: Coordinator) -> None:
     """Passes until one changes nothing: the state that the last pass left behind."""
     for _ in range(6):
-        decision = _pass(coord)
+        decision = one_pass(coord).decision
         if not decision.starts and not decision.waits:
             return
     raise AssertionError("the scheduler did not settle")
@@ -101,7 +90,7 @@ def test_a_submission_that_wakes_no_pass_leaves_that_pass_nothing_to_do(
         return
     event("queued with a reason, and no pass asked for")
     assert given_reason is not None  # else it would wait for a pass without a sentence
-    decision = _pass(coord)
+    decision = one_pass(coord).decision
     assert decision.starts == ()
     assert decision.waits == {}
     assert coord.jobs[spec.id].record.blocked_reason == given_reason

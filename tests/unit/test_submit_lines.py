@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coordkit import make_coord, state_environ
+from coordkit import make_coord, one_pass, state_environ
 
 from qex.coordinator import submit, submit_lines, submit_words
 from qex.coordinator.state import Coordinator
@@ -216,19 +216,6 @@ def test_needs_pass_only_skips_a_job_that_the_pause_alone_holds() -> None:
         assert submit.needs_pass(record(**waits), "paused"), waits
 
 
-def _pass(coord: Coordinator) -> Any:
-    """One scheduler pass, and the records it deferred written at once."""
-    from qex.coordinator.scheduling import run_pass
-    from qex.core.scheduler_types import PeerLoad
-
-    async def run() -> Any:
-        result = run_pass(coord, PeerLoad())
-        coord.flush_deferred()
-        return result
-
-    return asyncio.run(run())
-
-
 def _busy(coord: Coordinator) -> None:
     """Running jobs that hold every core of the budget, so that queued jobs wait for cores."""
     from coordkit import add_job
@@ -243,7 +230,7 @@ def test_behind_busy_slots_a_job_is_queued_with_the_reason_its_pass_gives_it(
     the new record is written once, with its reason, instead of again after the pass."""
     _busy(coord)
     first = _expand(coord, _message(tmp_path, "a\nb\n", ["echo", "{}"]))
-    _pass(coord)  # the first job is the head; the second waits behind it
+    one_pass(coord)  # the first job is the head; the second waits behind it
     writes: list[str] = []
     real_write = coord.write
     monkeypatch.setattr(coord, "write", lambda job, **how: (writes.append(job.id),
@@ -255,7 +242,7 @@ def test_behind_busy_slots_a_job_is_queued_with_the_reason_its_pass_gives_it(
     reasons = {coord.jobs[i].record.blocked_reason for i in later}
     second = coord.jobs[first["jobs"][1]["id"]].record.blocked_reason
     assert reasons == {second} and "waits for cores" in str(second)
-    result = _pass(coord)
+    result = one_pass(coord)
     assert not set(later) & set(result.decision.waits)  # the pass has nothing to change
     assert result.decision.starts == ()
     assert not set(later) & set(writes)  # so no record is written a second time
@@ -265,19 +252,19 @@ def test_a_job_unlike_the_one_before_it_waits_for_its_pass_to_be_given_a_reason(
         coord: Coordinator, tmp_path: Path) -> None:
     _busy(coord)
     _expand(coord, _message(tmp_path, "a\nb\n", ["echo", "{}"]))
-    _pass(coord)
+    one_pass(coord)
     for options in ({"mem": "32MB"}, {"locks": ["db"]}, {"cpu": 2}):
         answer = _expand(coord, _message(tmp_path, "z\n", ["echo", "{}"], **options))
         assert answer["result"] == protocol.Result.SUBMITTED, answer
         assert coord.jobs[answer["jobs"][0]["id"]].record.blocked_reason is None, options
-        _pass(coord)
+        one_pass(coord)
 
 
 def test_the_head_s_own_sentence_is_not_given_to_the_job_behind_it(
         coord: Coordinator, tmp_path: Path) -> None:
     _busy(coord)
     head = _expand(coord, _message(tmp_path, "a\n", ["echo", "{}"]))["jobs"][0]["id"]
-    _pass(coord)
+    one_pass(coord)
     assert coord.head_id == head and coord.jobs[head].record.blocked_since is not None
     answer = _expand(coord, _message(tmp_path, "b\n", ["echo", "{}"]))
     assert coord.jobs[answer["jobs"][0]["id"]].record.blocked_reason is None
@@ -288,7 +275,7 @@ def test_a_job_like_the_last_but_with_a_queue_time_limit_still_wakes_the_schedul
     # Its limit is a deadline that the loop learns of only in a pass.
     _busy(coord)
     _expand(coord, _message(tmp_path, "a\nb\n", ["echo", "{}"]))
-    _pass(coord)
+    one_pass(coord)
     wakes = _count_wakes(coord, monkeypatch, step=0.0)
     answer = _expand(coord, _message(tmp_path, "c\n", ["echo", "{}"], max_queue_time="1h"))
     job = coord.jobs[answer["jobs"][0]["id"]]
