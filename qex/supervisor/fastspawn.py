@@ -75,14 +75,22 @@ class _HandBack(Exception):
     """This start is for the fork path after all (see the module text)."""
 
 
-def prepare(nice: int | None, io: str) -> None:
+def prepare(nice: int | None, io: str) -> bool:
     """Start the thread for (nice, io) now and do not wait for it: it sets itself up while
-    the caller opens the logs (about a millisecond in a freshly forked supervisor)."""
+    the caller opens the logs (about a millisecond in a freshly forked supervisor).
+
+    False when that thread was started by this call, so a spawn now would wait for its
+    set-up; True when it was started earlier (a parked supervisor starts it before its go,
+    one that serves again keeps it), or when none could start (the fork path waits for
+    nothing)."""
     key = (nice, io)
-    if key not in _spawners:
-        spawner = _new_spawner(nice, io)
-        if spawner is not None:
-            _spawners[key] = spawner
+    if key in _spawners:
+        return True
+    spawner = _new_spawner(nice, io)
+    if spawner is None:
+        return True
+    _spawners[key] = spawner
+    return False
 
 
 def start(child: Child, env: Mapping[str, str], stdout_fd: int, stderr_fd: int) -> int | None:

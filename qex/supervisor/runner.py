@@ -387,8 +387,14 @@ class Runner:
         chaintrace.mark("sup.attempt", spec.id)
         status.enforcement = self.sandbox.describe()
         child = self._child()
-        prepare(child)  # the spawner thread sets itself up while the logs open
-        out_log, err_log = self._open_logs(number)
+        # The log files are opened after the exec where nothing else would overlap the
+        # spawn: two file creations (a third of a millisecond, more where the inode
+        # allocator is slow) leave the path from the go to the job's exec, and the job's
+        # first output waits in the pipes, which are read only once both files are open.
+        # A spawner thread started just now sets itself up while the logs open instead.
+        # A log that cannot be opened never stopped a job (`CappedLog` records why the
+        # output is missing), so the order changes no outcome.
+        logs = None if prepare(child) else self._open_logs(number)
         _, cpu_before = jobprocess.children_usage()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -398,13 +404,14 @@ class Runner:
         except SpawnError as exc:
             for fd in (out_r, err_r):
                 os.close(fd)
-            out_log.finish()
-            err_log.finish()
+            for log in logs or self._open_logs(number):
+                log.finish()
             return self._not_started(exc.sentence)
         finally:
             os.close(out_w)
             os.close(err_w)
         chaintrace.mark("sup.exec", spec.id)
+        out_log, err_log = logs or self._open_logs(number)
         self.pid = pid
         pidfd = jobprocess.pidfd_open(pid)
         status.state = State.RUNNING

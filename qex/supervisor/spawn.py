@@ -60,12 +60,16 @@ class SpawnError(Exception):
         self.errno = code
 
 
-def prepare(child: Child) -> None:
+def prepare(child: Child) -> bool:
     """Start now, without waiting for it, what `spawn(child)` will need: the spawner thread
     of the fast path sets itself up while the caller does other work (nothing for a job
-    that takes the fork path)."""
+    that takes the fork path).
+
+    True when `spawn(child)` can go at once; False when it would wait for a thread that
+    this call started, and the caller has other work to do first."""
     if _fast_path_fits(child):
-        fastspawn.prepare(child.nice, child.io)
+        return fastspawn.prepare(child.nice, child.io)
+    return True
 
 
 def spawn(child: Child, stdout_fd: int, stderr_fd: int) -> int:

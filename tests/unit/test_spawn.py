@@ -362,13 +362,16 @@ def test_prepare_starts_the_thread_that_spawn_uses(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("QEX_PLATFORM", raising=False)
     monkeypatch.setattr(fastspawn, "_spawners", {})
     child = job(["true"], nice=3)
-    spawn_module.prepare(child)
+    assert spawn_module.prepare(child) is False  # started now: a spawn would wait for it
     prepared = fastspawn._spawners[(3, "none")]
     started = time.monotonic()
     _, status = run(child)
     assert status == 0 and time.monotonic() - started < 10
     assert fastspawn._spawners == {(3, "none"): prepared}
-    spawn_module.prepare(job(["true"], preexec=lambda: None, nice=4))
+    assert spawn_module.prepare(child) is True  # the same thread, ready from before
+    assert fastspawn._spawners == {(3, "none"): prepared}
+    # The fork path waits for no thread.
+    assert spawn_module.prepare(job(["true"], preexec=lambda: None, nice=4)) is True
     assert (4, "none") not in fastspawn._spawners
 
 
