@@ -21,7 +21,9 @@ loop or an agent uses it: one `qex` process per call, each call timed beside the
 at one slot and at two, where each start is paired with the end that freed its slot; with
 `--before DIR`, also the whole chain of both trees in interleaved rounds). With
 `--before DIR` the loop, drain and scale sections run in two rounds, each tree first once.
-`--dir DIR` puts the private state on another file system (default /tmp): the records'
+`--slow-creations` makes that side-by-side chain delete each round's state instead of
+setting it aside, so file creations run in the slow phase that follows deletions (as after
+`qex clean`). `--dir DIR` puts the private state on another file system (default /tmp): the records'
 syncs and file creations are a large part of the per-job chain, and they differ between
 file systems (see docs/performance.md, twenty-fourth pass). `--installed` runs qex, and the
 floor, from a layout as `pipx install` makes it: a development environment's `.pth` files
@@ -456,6 +458,8 @@ def shell_loop(env: dict[str, str], root: Path, count: int, job: str) -> float:
 
 #: What `set_aside` moved out of the way, deleted when the benchmark ends.
 _SET_ASIDE: list[Path] = []
+#: `--slow-creations`: the side-by-side chain deletes each round's directory (`whole_chain`).
+DELETE_ROUNDS = False
 
 
 def set_aside(path: Path) -> None:
@@ -899,7 +903,10 @@ def whole_chain(env: dict[str, str], root: Path, count: int) -> tuple[float, flo
     finally:
         stop_coordinator(one, root)
     _steps, whole = read_chain(trace)
-    set_aside(root)
+    if DELETE_ROUNDS:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        set_aside(root)
     return (statistics.median(whole) if whole else float("nan")), took
 
 
@@ -1052,7 +1059,7 @@ def idle_figures(label: str, env: dict[str, str], quick: bool) -> None:
 
 
 def main() -> None:
-    global QEX, FLOOR, PROGRAM_PY  # `--installed` measures another program and floor
+    global QEX, FLOOR, PROGRAM_PY, DELETE_ROUNDS  # `--installed`: another program and floor
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and jobs")
     parser.add_argument("--only", default="", help="comma-separated sections: " + ",".join(SECTIONS))
@@ -1060,11 +1067,16 @@ def main() -> None:
                         help="where the private state lives (its file system; default /tmp)")
     parser.add_argument("--before", metavar="DIR", type=Path,
                         help="also measure the qex of this checkout (an older tree), side by side")
+    parser.add_argument("--slow-creations", action="store_true",
+                        help="in the side-by-side chain, delete each round's directory instead "
+                             "of setting it aside, so the next round creates its files in the "
+                             "slow phase that follows deletions on ext4 without a journal")
     parser.add_argument("--installed", action="store_true",
                         help="run qex (and the floor) from a layout as `pipx install` makes it, "
                              "without the development environment's .pth files")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(","))) or set(SECTIONS)
+    DELETE_ROUNDS = args.slow_creations
     reps = 5 if args.quick else 21
     n_true = 100 if args.quick else 500
     n_50ms = 40 if args.quick else 200
