@@ -119,6 +119,39 @@ def test_a_decided_result_is_said_before_it_is_written_and_announced_after(
     assert seen == [("pending", "starting", 0), ("record", "completed", 2)]
 
 
+@pytest.mark.parametrize("thread_ready", [True, False])
+def test_the_logs_open_after_the_exec_unless_the_spawn_waits_for_its_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread_ready: bool) -> None:
+    # With the spawner thread ready (a parked or a serving supervisor), the two log files
+    # are made after the exec, off the path to the job's start; with a thread that starts
+    # only now, they are made while it sets itself up. Either way the first attempt's logs
+    # hold the job's output and no attempt mark.
+    from qex.supervisor.children import ChildWatch
+
+    runner = _supervisor_runner(tmp_path)
+    runner.spec.command = ["sh", "-c", "echo out; echo err >&2"]
+    monkeypatch.setattr(notify, "job_changed", lambda *_args, **_more: True)
+    monkeypatch.setattr(supervisor_runner, "prepare", lambda child: thread_ready)
+    real_spawn = supervisor_runner.spawn
+    logs_there: list[bool] = []
+
+    def spawning(child: object, stdout_fd: int, stderr_fd: int) -> int:
+        logs_there.append((runner.job_dir / "stdout.log").exists())
+        return real_spawn(child, stdout_fd, stderr_fd)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(supervisor_runner, "spawn", spawning)
+    runner.children = ChildWatch()
+    try:
+        outcome = runner._attempt()
+    finally:
+        runner.children.close()
+    assert outcome is supervisor_runner.Outcome.FINAL
+    assert logs_there == [not thread_ready]
+    assert runner.status.state == "completed" and runner.status.attempts == 1
+    assert (runner.job_dir / "stdout.log").read_text() == "out\n"
+    assert (runner.job_dir / "stderr.log").read_text() == "err\n"
+
+
 def test_a_hand_back_to_the_queue_is_not_said_before_it_is_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A job going back to the queue (after a proven OOM) keeps its claims until the
