@@ -1059,7 +1059,7 @@ def idle_figures(label: str, env: dict[str, str], quick: bool) -> None:
 
 
 def main() -> None:
-    global QEX, FLOOR, PROGRAM_PY, DELETE_ROUNDS  # `--installed`: another program and floor
+    global QEX, FLOOR, PROGRAM_PY, DELETE_ROUNDS  # set by `--installed`, `--slow-creations`
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and jobs")
     parser.add_argument("--only", default="", help="comma-separated sections: " + ",".join(SECTIONS))

@@ -77,7 +77,7 @@ class _HandBack(Exception):
 
 def prepare(nice: int | None, io: str) -> bool:
     """Start the thread for (nice, io) now and do not wait for it: it sets itself up while
-    the caller opens the logs (about a millisecond in a freshly forked supervisor).
+    the caller does other work (about a millisecond in a freshly forked supervisor).
 
     False when that thread was started by this call, so a spawn now would wait for its
     set-up; True when it was started earlier (a parked supervisor starts it before its go,
