@@ -16,9 +16,12 @@ from qex.core import protocol
 
 TIMEOUT_SECS = 0.5
 
-#: The connection that the last note asked to keep (`keep=True`), for the next note. The
-#: decided result (`pending`) and the written one follow each other within milliseconds,
-#: and each new connection costs the coordinator an accept and a task on its only thread.
+#: The connection that the last note asked to keep (`keep=True`), for the next note: a job's
+#: notes from `running` to its written result go over one connection, which the last of
+#: them closes (a supervisor that serves another job must hold no descriptor it did not
+#: hold before). Each new connection costs the coordinator an accept, a task and a
+#: teardown on its only thread, and the ending note is on the path to the next job's start.
+#: A kept connection holds no coordinator up: it idles only while its job runs.
 _kept: socket.socket | None = None
 
 

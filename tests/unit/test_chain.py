@@ -11,6 +11,7 @@ import os
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from coordkit import add_job, make_coord
@@ -399,3 +400,37 @@ def test_the_fork_server_rehearses_a_supervisor_without_touching_anything(
         assert found["libc"] == ["prctl", "syscall", "unshare"]
     assert found["threads"] == 1 and found["unchanged"]
     assert not (tmp_path / "state").exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("restarts", [False, True])
+def test_a_jobs_notes_share_one_connection_that_its_result_closes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restarts: bool) -> None:
+    # From `running` to the written result a job's notes go over one connection, so the
+    # ending note (on the path to the next job's start) costs the coordinator no accept;
+    # the last note closes it, so a supervisor that serves another job holds no descriptor
+    # it did not hold before. A coordinator that closes the connection meanwhile (a
+    # restart, here after each answer) gets each note on a new one, and none is lost.
+    from support import SocketCoordinator
+
+    from qex.supervisor.children import ChildWatch
+
+    runner = _supervisor_runner(tmp_path)
+    # A short path: AF_UNIX has a limit.
+    coordinator = SocketCoordinator(tmp_path / "s", close_after=1 if restarts else None)
+    real_note = notify.job_changed
+
+    def note(_socket_path: Path, job_id: str, **more: Any) -> bool:
+        return real_note(coordinator.path, job_id, **more)
+
+    monkeypatch.setattr(notify, "job_changed", note)
+    runner.children = ChildWatch()
+    try:
+        assert runner._attempt() is supervisor_runner.Outcome.FINAL
+    finally:
+        runner.children.close()
+        coordinator.close()
+    assert notify._kept is None
+    sent = ["pending" if message.get("pending") else message["record"]["state"]
+            for message in coordinator.requests]
+    assert sent == ["running", "pending", "completed"]
+    assert len(coordinator.connections) == (3 if restarts else 1)
