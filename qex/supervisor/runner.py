@@ -171,9 +171,8 @@ class Runner:
         self._save_fault = None
         chaintrace.mark(f"sup.written.{state}", self.spec.id)
         # The record travels with the note, so the coordinator starts the next job without
-        # reading the file back. Until the job is final the connection stays open, so the
-        # ending note (on the path to the next job's start) needs no new connection: each
-        # one costs the coordinator an accept, a task and a teardown on its only thread.
+        # reading the file back. Until the job is final the connection stays open for its
+        # next note (`notify._kept` says why).
         answered = notify.job_changed(self.paths.socket_path, self.spec.id, record=record,
                                       keep=not self.status.final)
         self.final_noted = answered and self.status.final

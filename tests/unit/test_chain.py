@@ -427,9 +427,12 @@ def test_a_jobs_notes_share_one_connection_that_its_result_closes(
     try:
         assert runner._attempt() is supervisor_runner.Outcome.FINAL
     finally:
+        left_open, notify._kept = notify._kept, None
+        if left_open is not None:
+            left_open.close()
         runner.children.close()
         coordinator.close()
-    assert notify._kept is None
+    assert left_open is None
     sent = ["pending" if message.get("pending") else message["record"]["state"]
             for message in coordinator.requests]
     assert sent == ["running", "pending", "completed"]
