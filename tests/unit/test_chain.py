@@ -68,6 +68,17 @@ def _supervisor_runner(tmp_path: Path) -> supervisor_runner.Runner:
                                     sandbox=ProcessGroupSandbox(reason="test"))
 
 
+def _run_attempt(runner: supervisor_runner.Runner) -> supervisor_runner.Outcome:
+    """One real attempt of the runner's job, with the child watch it needs."""
+    from qex.supervisor.children import ChildWatch
+
+    runner.children = ChildWatch()
+    try:
+        return runner._attempt()
+    finally:
+        runner.children.close()
+
+
 def test_the_supervisor_tells_the_coordinator_after_the_record_is_on_the_disk(
         tmp_path: Path, fsyncs: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     runner = _supervisor_runner(tmp_path)
@@ -127,8 +138,6 @@ def test_the_logs_open_after_the_exec_unless_the_spawn_waits_for_its_thread(
     # are made after the exec, off the path to the job's start; with a thread that starts
     # only now, they are made while it sets itself up. Either way the first attempt's logs
     # hold the job's output and no attempt mark.
-    from qex.supervisor.children import ChildWatch
-
     runner = _supervisor_runner(tmp_path)
     runner.spec.command = ["sh", "-c", "echo out; echo err >&2"]
     monkeypatch.setattr(notify, "job_changed", lambda *_args, **_more: True)
@@ -141,11 +150,7 @@ def test_the_logs_open_after_the_exec_unless_the_spawn_waits_for_its_thread(
         return real_spawn(child, stdout_fd, stderr_fd)  # type: ignore[arg-type]
 
     monkeypatch.setattr(supervisor_runner, "spawn", spawning)
-    runner.children = ChildWatch()
-    try:
-        outcome = runner._attempt()
-    finally:
-        runner.children.close()
+    outcome = _run_attempt(runner)
     assert outcome is supervisor_runner.Outcome.FINAL
     assert logs_there == [not thread_ready]
     assert runner.status.state == "completed" and runner.status.attempts == 1
@@ -412,8 +417,6 @@ def test_a_jobs_notes_share_one_connection_that_its_result_closes(
     # restart, here after each answer) gets each note on a new one, and none is lost.
     from support import SocketCoordinator
 
-    from qex.supervisor.children import ChildWatch
-
     runner = _supervisor_runner(tmp_path)
     # A short path: AF_UNIX has a limit.
     coordinator = SocketCoordinator(tmp_path / "s", close_after=1 if restarts else None)
@@ -423,14 +426,12 @@ def test_a_jobs_notes_share_one_connection_that_its_result_closes(
         return real_note(coordinator.path, job_id, **more)
 
     monkeypatch.setattr(notify, "job_changed", note)
-    runner.children = ChildWatch()
     try:
-        assert runner._attempt() is supervisor_runner.Outcome.FINAL
+        assert _run_attempt(runner) is supervisor_runner.Outcome.FINAL
     finally:
         left_open, notify._kept = notify._kept, None
         if left_open is not None:
             left_open.close()
-        runner.children.close()
         coordinator.close()
     assert left_open is None
     sent = ["pending" if message.get("pending") else message["record"]["state"]
