@@ -15,6 +15,7 @@ import click
 from qex import __version__
 from qex.cli import exits
 from qex.cli.main import COMMANDS
+from qex.platform import collector
 
 
 class LazyGroup(click.Group):
@@ -26,6 +27,7 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module = importlib.import_module(entry[0])
+        collector.release()  # held for the imports (`qex.cli.main.main`)
         command: click.Command = module.command
         return command
 

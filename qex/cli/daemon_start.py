@@ -38,6 +38,9 @@ def run_daemon(detached: bool = False, ready_fd: int | None = None) -> None:
     from qex.platform import chaintrace
 
     chaintrace.mark("co.process", "-")
+    from qex.platform import collector
+
+    collector.hold()  # until the coordinator serves (`qex.coordinator.main._main`)
     from qex.coordinator.early import raise_open_file_limit
 
     raise_open_file_limit()

@@ -58,6 +58,13 @@ def main(argv: list[str] | None = None) -> None:
             code = fast.answer(args)
             if code is not None:
                 sys.exit(code)
+        if OWN_PROCESS:
+            # The full path's imports (click, the command's module) are most of a rare
+            # command's time; `LazyGroup.get_command` releases the collector after them. Not
+            # in a caller's process, whose heap the release would freeze.
+            from qex.platform import collector
+
+            collector.hold()
         from qex.cli.app import run
 
         run(args, first)

@@ -232,8 +232,8 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     from qex.coordinator.server import Server
     from qex.coordinator.state import Coordinator
     from qex.core.protocol import MAX_LINE
+    from qex.platform import collector, procs
     from qex.platform import machine as machine_info
-    from qex.platform import procs
     from qex.platform.activation import notify
     from qex.platform.filewatch import FileWatch
     from qex.platform.pollwatch import start_config_watch
@@ -288,6 +288,7 @@ async def _main(  # noqa: PLR0915 (the start-up steps, in order)
     notify(f"READY=1\nSTATUS=the queue of {paths.state_dir} is open\nMAINPID={os.getpid()}")
     reap_children(coord)  # anything that exited before the handler existed
     coord.kick()  # the first pass: recovered jobs may start, and `info` gets a queue state
+    collector.release()  # held since the process began (`run_daemon`)
 
     await runner.run()
     for engine in coord.engines.values():

@@ -12,6 +12,12 @@ import sys
 
 
 def entry(argv: list[str]) -> int:
+    # Each form releases the collector once its start is done (`qex.platform.collector`):
+    # the fork server after its preload, a standby before it waits for a job, a supervisor
+    # before its job runs.
+    from qex.platform import collector
+
+    collector.hold()
     if argv == ["--forkserver"]:
         from qex.platform import chaintrace
 

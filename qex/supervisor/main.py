@@ -35,7 +35,7 @@ from collections.abc import Callable
 from qex.core.config import Config, ConfigError
 from qex.core.names import is_uuid
 from qex.core.states import State
-from qex.platform import chaintrace
+from qex.platform import chaintrace, collector
 from qex.platform.sandbox import Sandbox
 from qex.store import jobs
 from qex.store.paths import PathError, Paths
@@ -154,6 +154,7 @@ def run_job(paths: Paths, job_id: str, *,
     runner = Runner(paths, spec, status, config, notes=notes, sandbox=sandbox,
                     env_overrides=env_overrides)
     chaintrace.mark("sup.sandbox", job_id)
+    collector.release()  # a new supervisor process held it from its start (`entry`)
     settled = False
     try:
         runner.run()

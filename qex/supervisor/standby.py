@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from qex.core.names import is_uuid
-from qex.platform import chaintrace
+from qex.platform import chaintrace, collector
 from qex.store import jobs
 from qex.store.paths import PathError, Paths
 from qex.supervisor.main import GO_FD_VAR, remember_config, supervise
@@ -50,6 +50,7 @@ def serve() -> int:
     load_job_modules()
     remember_config(paths)
     settle_in_scope()
+    collector.release()  # held since `qex.supervisor.__main__.entry`
     chaintrace.mark("sup.standby.ready", "-")
     line = read_line(int(raw))
     if not line:

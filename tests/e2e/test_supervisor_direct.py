@@ -569,3 +569,30 @@ def test_a_kill_mark_wins_over_a_proven_oom(qex_env: Env) -> None:
     give_mark_path(qex_env, job_id)
     supervise(qex_env, job_id, extra_env=sandbox_script(qex_env, PROVEN))
     assert qex_env.record(job_id)["state"] == "killed"
+
+
+_ENTRY_PROBE = """
+import gc, json, sys
+from qex.supervisor.__main__ import entry
+
+code = entry([sys.argv[1]])
+with open(sys.argv[2], "w") as out:
+    json.dump({"code": code, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}, out)
+"""
+
+
+def test_a_new_supervisor_process_runs_its_job_with_the_collector_it_held_for_its_start(
+        qex_env: Env, tmp_path: Path) -> None:
+    # A supervisor that is a program of its own (no fork server: macOS, systemd-run) holds
+    # the collector for its imports and releases it before the job runs, for the job's
+    # whole life, however long that is.
+    job_id = make_job(qex_env, ["true"])
+    out = tmp_path / "entry.json"
+    done = subprocess.run([sys.executable, "-c", _ENTRY_PROBE, job_id, str(out)],
+                          env=qex_env.env, cwd=str(qex_env.root), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(out.read_text())
+    assert found["code"] == 0
+    assert qex_env.record(job_id)["state"] == "completed"
+    assert found["enabled"] is True and found["frozen"] > 1000

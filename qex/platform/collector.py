@@ -1,0 +1,49 @@
+"""The interpreter's garbage collector, held while a qex process imports what it runs on.
+
+Why: a process that starts imports a few hundred modules (the coordinator: asyncio, the
+config, its own modules; a supervisor or the fork server: theirs; a command on the full
+path: click and the command's module) and, in the coordinator, reads every job record.
+Nearly everything it makes then lives as long as the process. The collector runs whenever
+enough new objects were made, and walks the young generations each time, so during a start
+it walks that growing heap again and again and frees nothing: 38 collections and 5 ms of
+the 57 ms that the coordinator's imports take in a fresh interpreter on the development
+machine, on the path of a command that waits for a cold coordinator, and 3 to 5 ms of a
+rare command's 45 to 60 ms. (A hot command's few imports gain too little to hold it.)
+
+`hold` stops collections; `release`, once the start is done, freezes what the start made
+(moved where no later collection walks it) and collects again. Without the freeze the first
+collection after the start would walk the whole heap, on the path of a request. Whatever
+cyclic garbage the start left (the frames of the import errors it expects, say) stays
+frozen with it: a few kilobytes for the life of the process.
+
+A process forked while the collector is held inherits the hold and releases it for itself
+(the fork server does, in `qex.supervisor.forkserver.preload`). Only a process of qex's own
+holds it: a release in a program that called qex would freeze that program's heap.
+"""
+
+from __future__ import annotations
+
+import gc
+
+#: True while this process (or the one it was forked from) holds the collector.
+_held = False
+
+
+def hold() -> None:
+    """No collection until `release`. A collector that is off already (an embedding program
+    turned it off) is left off, and `release` leaves it so."""
+    global _held
+    if gc.isenabled():
+        gc.disable()
+        _held = True
+
+
+def release() -> None:
+    """End a `hold`: freeze what was made meanwhile, then collect again. Without a hold in
+    force, nothing changes."""
+    global _held
+    if not _held:
+        return
+    _held = False
+    gc.freeze()
+    gc.enable()
