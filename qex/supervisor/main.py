@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if hook_only:
         from qex.supervisor.hook import run_stop_hook
 
+        collector.release()  # held since `entry`; a hook may run for a long time
         run_stop_hook(paths, job_id, origin="coordinator")
         return 0
     return supervise(paths, job_id)
