@@ -12,19 +12,21 @@ import sys
 
 
 def entry(argv: list[str]) -> int:
-    # Each form releases the collector once its start is done (`qex.platform.collector`):
-    # the fork server after its preload, a standby before it waits for a job, a supervisor
-    # before its job runs.
     from qex.platform import collector
 
-    collector.hold()
     if argv == ["--forkserver"]:
+        # Never held here (why: `qex.platform.collector`); a server forked from a starting
+        # coordinator inherits its hold and ends it before its own imports.
+        collector.release(freeze=False)
         from qex.platform import chaintrace
 
         chaintrace.mark("fs.process", "-")
         from qex.supervisor.forkserver import serve
 
         return serve()
+    # A supervisor releases the collector before its job (or hook) runs, a standby before it
+    # waits for its job (`qex.platform.collector`).
+    collector.hold()
     if argv == ["--standby"]:
         from qex.supervisor.standby import serve as serve_standby
 

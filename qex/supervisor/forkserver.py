@@ -508,7 +508,6 @@ def preload(paths: Paths) -> None:
     """
     import gc
 
-    from qex.platform import collector
     from qex.supervisor.warm import load_job_modules
 
     load_job_modules()
@@ -518,9 +517,6 @@ def preload(paths: Paths) -> None:
         pass
     gc.collect()
     gc.freeze()
-    # The collector was held since this process began (`entry`), or since the coordinator
-    # that forked it began; this server and the supervisors it forks collect from here on.
-    collector.release()
 
 
 #: How often `rehearse` goes through the steps: CPython 3.11 specialises a function's

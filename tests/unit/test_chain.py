@@ -358,15 +358,14 @@ def test_the_chain_trace_is_silent_when_off_and_one_line_per_step_when_on(
 
 
 _REHEARSAL_PROBE = """
-import gc, json, os, sys
+import json, os, sys
 from qex.core import records
-from qex.platform import collector, jobprocess, procs
+from qex.platform import jobprocess, procs
 from qex.store.paths import Paths
 from qex.supervisor import forkserver
 
 before = (os.getcwd(), os.umask(0o022), sorted(os.environ.items()))
 os.umask(before[1])
-collector.hold()  # as in a server forked from a starting coordinator
 forkserver.preload(Paths.from_env())
 after = (os.getcwd(), os.umask(0o022), sorted(os.environ.items()))
 libc = jobprocess._libc_handle
@@ -377,7 +376,6 @@ print(json.dumps({
                    if libc is not None and name in vars(libc)),
     "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1,
     "unchanged": before == after,
-    "collecting": gc.isenabled(),
 }))
 """
 
@@ -388,8 +386,7 @@ def test_the_fork_server_rehearses_a_supervisor_without_touching_anything(
     made what every forked supervisor would otherwise make for itself (the records' field
     tables, the boot id, libc's function objects), and nothing else: no file in the state
     directory, no thread (a fork would copy a threaded process), the same directory, umask
-    and environment. A collector held since the server's start is running again after it,
-    for the server and the supervisors it forks."""
+    and environment."""
     import json
     import subprocess
     import sys
@@ -407,7 +404,6 @@ def test_the_fork_server_rehearses_a_supervisor_without_touching_anything(
     if host.linux():
         assert found["libc"] == ["prctl", "syscall", "unshare"]
     assert found["threads"] == 1 and found["unchanged"]
-    assert found["collecting"] is True
     assert not (tmp_path / "state").exists() and not (tmp_path / "run").exists()
 
 

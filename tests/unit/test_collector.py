@@ -151,3 +151,36 @@ def test_a_command_on_the_full_path_releases_the_collector_and_an_embedder_keeps
     # Its own process: held for the imports, then released (the imports frozen).
     assert found["own"]["enabled"] is True
     assert found["own"]["frozen"] > 1000
+
+
+_FORK_SERVER_PROBE = """
+import gc, json, sys
+from qex.platform import collector
+from qex.supervisor import forkserver
+from qex.supervisor.__main__ import entry
+
+seen = {}
+
+def serve():
+    seen["enabled"] = gc.isenabled()
+    seen["frozen"] = gc.get_freeze_count()
+    return 0
+
+forkserver.serve = serve
+collector.hold()  # as a server forked from a starting coordinator inherits it
+seen["code"] = entry(["--forkserver"])
+with open(sys.argv[1], "w") as out:
+    json.dump(seen, out)
+"""
+
+
+def test_a_fork_server_forked_from_a_starting_coordinator_imports_with_the_collector_on(
+        tmp_path: Path) -> None:
+    # The server never holds the collector: its supervisors share its heap, and a preload
+    # made with it held left each of them more private memory. It ends an inherited hold
+    # before its own imports, and freezes nothing then (its preload collects and freezes).
+    out = tmp_path / "seen.json"
+    subprocess.run([sys.executable, "-c", _FORK_SERVER_PROBE, str(out)],
+                   env=_isolated_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
+                   timeout=60, check=True)
+    assert json.loads(out.read_text()) == {"enabled": True, "frozen": 0, "code": 0}
