@@ -1,8 +1,8 @@
 """The interpreter's garbage collector, held while a qex process imports what it runs on.
 
 Why: a process that starts imports a few hundred modules (the coordinator: asyncio, the
-config, its own modules; a supervisor or the fork server: theirs; a command on the full
-path: click and the command's module) and, in the coordinator, reads every job record.
+config, its own modules; a fresh supervisor: its own; a command on the full path: click
+and the command's module) and, in the coordinator, reads every job record.
 Nearly everything it makes then lives as long as the process. The collector runs whenever
 enough new objects were made, and walks the young generations each time, so during a start
 it walks that growing heap again and again and frees nothing: 38 collections and 5 ms of
@@ -12,18 +12,19 @@ rare command's 45 to 60 ms. (A hot command's few imports gain too little to hold
 
 `hold` stops collections; `release`, once the start is done, freezes what the start made
 (moved where no later collection walks it) and collects again. Without the freeze the first
-collection after the start would walk the whole heap, on the path of a request. Whatever
-cyclic garbage the start left (the frames of the import errors it expects, say) stays
-frozen with it: a few kilobytes for the life of the process.
+collection after the start would walk the whole heap, on the path of a request. Cyclic
+garbage that a start made would stay frozen for the life of the process; the coordinator's
+start makes none (a collection of its unfrozen heap at the release frees nothing).
 
 A process forked while the collector is held inherits the hold and releases it for itself.
 The fork server does so at once, and never holds it: its supervisors share its heap, and a
 preload made with the collector held left them 0.12 MB more PSS each (5.98 against 6.10 MB,
-six runs): the garbage that piled up is freed in one go at the end, and the holes it leaves
-in the shared pages are where each child's first allocations land and copy. Its start is
-not on a command's path (it is ready before the coordinator's first job). Only a process
-of qex's own holds the collector: a release in a program that called qex would freeze that
-program's heap.
+six runs), most likely because the garbage of its rehearsals, freed in one go at the end,
+leaves holes in the shared pages where each child's first allocations land and copy them.
+Its start is not on a command's path (it is ready before the coordinator's first job).
+
+Only a process of qex's own holds the collector: a release in a program that called qex
+would freeze that program's heap.
 """
 
 from __future__ import annotations
