@@ -2,10 +2,10 @@
 
 Why: a process that starts imports a few hundred modules (the coordinator: asyncio, the
 config, its own modules; a fresh supervisor: its own; a command on the full path: click
-and the command's module) and, in the coordinator, reads every job record.
-Nearly everything it makes then lives as long as the process. The collector runs whenever
-enough new objects were made, and walks the young generations each time, so during a start
-it walks that growing heap again and again and frees nothing: 38 collections and 5 ms of
+and the command's module) and, in the coordinator, reads every job record. Nearly
+everything it makes then lives as long as the process. The collector runs whenever enough
+new objects were made, and walks the young generations each time, so during a start it
+walks that growing heap again and again and frees nothing: 38 collections and 5 ms of
 the 57 ms that the coordinator's imports take in a fresh interpreter on the development
 machine, on the path of a command that waits for a cold coordinator, and 3 to 5 ms of a
 rare command's 45 to 60 ms. (A hot command's few imports gain too little to hold it.)
