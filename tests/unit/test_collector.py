@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,14 +67,23 @@ def test_a_release_without_a_hold_changes_nothing(restored_collector: object) ->
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
-def _isolated_env(tmp_path: Path) -> dict[str, str]:
+def _probe(tmp_path: Path, source: str) -> Any:
+    """Run `source` in a fresh interpreter with a state of its own under `tmp_path`; what it
+    wrote as JSON to the path in its `sys.argv[1]`. Its output goes to files, not pipes: a
+    coordinator's fork server may outlive it."""
     env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
            "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_RUNTIME_DIR": str(tmp_path / "run"), "QEX_PEERS_DIR": str(tmp_path / "peers")}
     for name in ("QEX_CHAIN_TRACE", "LISTEN_FDS", "LISTEN_PID", "NOTIFY_SOCKET"):
         env.pop(name, None)
     (tmp_path / "run").mkdir(mode=0o700)
-    return env
+    out, err = tmp_path / "found.json", tmp_path / "stderr.txt"
+    with open(err, "wb") as stderr:
+        subprocess.run([sys.executable, "-c", source, str(out)], env=env, cwd=tmp_path,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                       timeout=60, check=False)
+    assert out.exists(), err.read_text()
+    return json.loads(out.read_text())
 
 
 _COORDINATOR_PROBE = """
@@ -108,19 +118,14 @@ def test_the_coordinator_starts_without_collections_and_serves_collecting(
         tmp_path: Path) -> None:
     # The start's imports and recovery run with the collector held; once the coordinator
     # serves, the collector runs again and the start's objects are frozen out of its walks.
-    out = tmp_path / "seen.json"
-    subprocess.run([sys.executable, "-c", _COORDINATOR_PROBE, str(out)],
-                   env=_isolated_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
-                   check=False)
-    seen = json.loads(out.read_text())
+    seen = _probe(tmp_path, _COORDINATOR_PROBE)
     assert seen["enabled"] is True
     assert seen["frozen"] > 1000  # the modules and what the start made
     assert seen["collections_at_serve"] == seen["collections_at_hold"]
 
 
 _COMMAND_PROBE = """
-import gc, json, os, sys
+import gc, json, sys
 from qex.cli import main
 
 def run(own):
@@ -132,7 +137,6 @@ def run(own):
         pass
     return {"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}
 
-sys.stdout = open(os.devnull, "w")
 found = {"embedded": run(False), "own": run(True)}
 with open(sys.argv[1], "w") as out:
     json.dump(found, out)
@@ -141,11 +145,7 @@ with open(sys.argv[1], "w") as out:
 
 def test_a_command_on_the_full_path_releases_the_collector_and_an_embedder_keeps_its_own(
         tmp_path: Path) -> None:
-    out = tmp_path / "found.json"
-    subprocess.run([sys.executable, "-c", _COMMAND_PROBE, str(out)],
-                   env=_isolated_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
-                   timeout=60, check=True)
-    found = json.loads(out.read_text())
+    found = _probe(tmp_path, _COMMAND_PROBE)
     # Called by another program: its collector and its heap are left as they were.
     assert found["embedded"] == {"enabled": True, "frozen": 0}
     # Its own process: held for the imports, then released (the imports frozen).
@@ -179,8 +179,4 @@ def test_a_fork_server_forked_from_a_starting_coordinator_imports_with_the_colle
     # The server never holds the collector: its supervisors share its heap, and a preload
     # made with it held left each of them more private memory. It ends an inherited hold
     # before its own imports, and freezes nothing then (its preload collects and freezes).
-    out = tmp_path / "seen.json"
-    subprocess.run([sys.executable, "-c", _FORK_SERVER_PROBE, str(out)],
-                   env=_isolated_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
-                   timeout=60, check=True)
-    assert json.loads(out.read_text()) == {"enabled": True, "frozen": 0, "code": 0}
+    assert _probe(tmp_path, _FORK_SERVER_PROBE) == {"enabled": True, "frozen": 0, "code": 0}
