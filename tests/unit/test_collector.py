@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import gc
 import json
-import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from qex.platform import collector
 
 
 @pytest.fixture
-def restored_collector() -> object:
+def restored_collector() -> Iterator[None]:
     """Whatever a test does to the collector, pytest's own process gets it back as it was."""
     enabled = gc.isenabled()
     yield None
@@ -37,7 +38,7 @@ def restored_collector() -> object:
 
 
 def test_a_hold_stops_collections_until_its_release_freezes_the_start(
-        restored_collector: object) -> None:
+        restored_collector: None) -> None:
     gc.enable()
     gc.unfreeze()
     collector.hold()
@@ -51,7 +52,7 @@ def test_a_hold_stops_collections_until_its_release_freezes_the_start(
     assert gc.isenabled() and gc.get_freeze_count() == frozen
 
 
-def test_a_collector_that_was_off_stays_off(restored_collector: object) -> None:
+def test_a_collector_that_was_off_stays_off(restored_collector: None) -> None:
     gc.disable()
     gc.unfreeze()
     collector.hold()
@@ -60,7 +61,7 @@ def test_a_collector_that_was_off_stays_off(restored_collector: object) -> None:
     assert gc.get_freeze_count() == 0
 
 
-def test_a_release_without_a_hold_changes_nothing(restored_collector: object) -> None:
+def test_a_release_without_a_hold_changes_nothing(restored_collector: None) -> None:
     gc.enable()
     gc.unfreeze()
     collector.release()
@@ -68,20 +69,20 @@ def test_a_release_without_a_hold_changes_nothing(restored_collector: object) ->
 
 
 def _probe(tmp_path: Path, source: str) -> Any:
-    """Run `source` in a fresh interpreter with a state of its own under `tmp_path`; what it
-    wrote as JSON to the path in its `sys.argv[1]`. Its output goes to files, not pipes: a
-    coordinator's fork server may outlive it."""
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_RUNTIME_DIR": str(tmp_path / "run"), "QEX_PEERS_DIR": str(tmp_path / "peers")}
-    for name in ("QEX_CHAIN_TRACE", "LISTEN_FDS", "LISTEN_PID", "NOTIFY_SOCKET"):
-        env.pop(name, None)
-    (tmp_path / "run").mkdir(mode=0o700)
+    """Run `source` in a fresh interpreter with a state of its own (`support.isolated_env`);
+    what it wrote as JSON to the path in its `sys.argv[1]`. Its output goes to files, not
+    pipes: a coordinator's fork server may outlive it."""
+    from support import isolated_env
+
+    root, env = isolated_env("qxg", {})
     out, err = tmp_path / "found.json", tmp_path / "stderr.txt"
-    with open(err, "wb") as stderr:
-        subprocess.run([sys.executable, "-c", source, str(out)], env=env, cwd=tmp_path,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                       timeout=60, check=False)
+    try:
+        with open(err, "wb") as stderr:
+            subprocess.run([sys.executable, "-c", source, str(out)], env=env, cwd=root,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=stderr, timeout=60, check=False)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     assert out.exists(), err.read_text()
     return json.loads(out.read_text())
 
