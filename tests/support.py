@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -48,6 +51,27 @@ def isolated_env(prefix: str, settings: dict[str, str], *,
         (root / sub).mkdir(mode=0o700)
     return root, env
 
+
+
+def run_probe(tmp_path: Path, source: str, config: str | None = None) -> Any:
+    """Run `source` in a fresh interpreter with a state of its own (`isolated_env`, with
+    `config` as its qex.toml); what it wrote as JSON to the path in its `sys.argv[1]`. For
+    what must be seen inside one qex process (its modules, its collector), which a test
+    cannot change in pytest's own. Its output goes to files, not pipes: a coordinator's
+    fork server may outlive it."""
+    root, env = isolated_env("qxp", {})
+    if config is not None:
+        (root / "config" / "qex.toml").write_text(config)
+    out, err = tmp_path / "found.json", tmp_path / "stderr.txt"
+    try:
+        with open(err, "wb") as stderr:
+            subprocess.run([sys.executable, "-c", source, str(out)], env=env, cwd=root,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=stderr, timeout=60, check=False)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    assert out.exists(), err.read_text()
+    return json.loads(out.read_text())
 
 def kill_job_groups(state: Path) -> None:
     """SIGKILL the process group of every job and supervisor recorded under `state`.

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from qex.core.config import Config
-    from qex.platform.launch import Launched, NameSupervisor
+    from qex.platform.held import Launched, NameSupervisor
 
 #: How long one answer may take before the server is declared broken.
 ANSWER_TIMEOUT = 5.0
@@ -258,7 +258,7 @@ class ForkServer:
         answer = self._receive(job_id)
         if answer is None:
             return None
-        from qex.platform.launch import Launched, PidfdHeld
+        from qex.platform.held import Launched, PidfdHeld
 
         pid, token = answer
         try:
@@ -292,7 +292,7 @@ class ForkServer:
         answer = self._receive(parked[0])
         if answer is None:
             return
-        from qex.platform.launch import PidfdHeld
+        from qex.platform.held import PidfdHeld
 
         try:
             PidfdHeld(*answer).discard()

@@ -17,6 +17,7 @@ while the disk names no supervisor).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snap
 from qex.core.states import State
 from qex.platform import chaintrace
 from qex.platform import machine as machine_info
+from qex.platform.held import HOLD_SECONDS
 from qex.store import atomic
 from qex.store import jobs as job_files
 
@@ -213,8 +215,6 @@ def apply(coord: Coordinator, decision: Decision) -> None:
 
 def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
               forced: bool, forced_reason: str | None) -> None:
-    from qex.platform.launch import HOLD_SECONDS, discard_standby, launch_supervisor
-
     chaintrace.mark("co.start", job.id)
     now = coord.now()
     record = job.record
@@ -227,7 +227,7 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
     # record syncs; the child waits for its go until the record is written.
     plain = None if want_scope else coord.forkserver
     if not want_scope:
-        discard_standby()  # the config no longer asks for scopes: no supervisor waits in one
+        _let_standby_go()  # the config no longer asks for scopes: no supervisor waits in one
     parked = plain is not None and plain.park(job.id, HOLD_SECONDS)
     try:
         coord.write(job, sync_dir=False)  # why the rename is not synced: `Coordinator.write`
@@ -264,6 +264,8 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         # so that `bench.py --before` can set older trees beside this one.
         chaintrace.mark("co.pidfile", job.id)
         return
+    from qex.platform.launch import launch_supervisor
+
     # With a scope, the pystemd backend can take a held supervisor from the same server.
     held = coord.forkserver.hold if (coord.forkserver and want_scope) else None
     try:
@@ -290,6 +292,17 @@ def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],
         from qex.coordinator.reaper import watch_foreign
 
         watch_foreign(coord, job)
+
+
+def _let_standby_go() -> None:
+    """Let a standby supervisor go, if one waits in a scope (`launch.discard_standby`).
+
+    Only the scope launcher starts standbys, so a coordinator that never loaded it has none,
+    and a job started without a scope does not load it (`qex.platform.held` is all that
+    start needs)."""
+    launch = sys.modules.get("qex.platform.launch")
+    if launch is not None:
+        launch.discard_standby()
 
 
 def _mark_starting(record: JobStatus, assigned: dict[str, AssignmentPart], *, forced: bool,

@@ -58,7 +58,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
 
 from qex.core.model import dataclass, field
 from qex.core.pyexec import module_argv
@@ -67,6 +66,14 @@ from qex.platform.cgroup import cgroup_of
 from qex.platform.cgroup_sandbox import SUPERVISOR_LEAF
 from qex.platform.detach import PASSED_FD, spawn_detached
 from qex.platform.detect import Capabilities, detect
+from qex.platform.held import (
+    HOLD_SECONDS,
+    ForkHeld,
+    HeldSupervisor,
+    Launched,
+    NameSupervisor,
+    PidfdHeld,
+)
 from qex.platform.scope import (
     PystemdScopeManager,
     ScopeError,
@@ -82,12 +89,6 @@ from qex.platform.scope import (
 GO_FD = PASSED_FD
 #: How long the coordinator waits for the user manager to finish a scope's start job.
 SCOPE_TIMEOUT = 10.0
-#: The signal that releases a supervisor held by the fork server (see `HeldSupervisor`).
-GO_SIGNAL = signal.SIGUSR1
-#: How long a held supervisor waits for its go before it exits untouched. Well above
-#: SCOPE_TIMEOUT; the coordinator sends no go once half of it has passed, so a go can never
-#: meet a child that has already given up.
-HOLD_SECONDS = 60.0
 #: `QEX_SCOPE_STANDBY=0`: no supervisor is started ahead of need in a scope of its own.
 STANDBY_VAR = "QEX_SCOPE_STANDBY"
 #: After so many standbys in a row died before a job took one (a systemd-run that cannot
@@ -96,69 +97,6 @@ STANDBY_VAR = "QEX_SCOPE_STANDBY"
 STANDBY_MISSES = 3
 #: Variables the user manager's clients need; copied from our environment when `env` lacks them.
 _MANAGER_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
-
-
-@dataclass
-class Launched:
-    pid: int
-    start_token: str | None
-    backend: str                 # process-group | systemd-run | pystemd
-    unit: str | None = None      # the scope unit name when there is one
-    note: str | None = None      # why no scope was used, when one was wanted
-    #: True when the fork server forked it: it is not the caller's child (watch it by pidfd).
-    forked: bool = False
-
-
-#: Asks the fork server for a supervisor of a job that waits for its go for so many seconds;
-#: (pid, start token), or None when the server cannot give one.
-ForkHeld = Callable[[str, float], "tuple[int, str | None] | None"]
-#: Names a supervisor on the disk (pid, start token) before it gets its go.
-NameSupervisor = Callable[[int, "str | None"], None]
-
-
-class HeldSupervisor(Protocol):
-    """A forked supervisor that waits for its go; the handle can release or kill it."""
-
-    pid: int
-
-    def release(self) -> None:
-        """Send the go. Raises OSError when the process is gone."""
-
-    def discard(self) -> None:
-        """Kill it (it never got the go, so it never touched the job) and let go of it."""
-
-    def close(self) -> None:
-        """Let go of the handle (after `release`)."""
-
-
-class PidfdHeld:
-    """A held supervisor named by a pidfd, so that neither the go nor the kill can reach
-    another process that later got the same pid."""
-
-    def __init__(self, pid: int, token: str | None) -> None:
-        self.pid = pid
-        self._fd: int | None = os.pidfd_open(pid)
-        if token is not None and not procs.same_process(pid, token):
-            self.close()
-            raise ProcessLookupError(f"the process {pid} is not the forked supervisor")
-
-    def release(self) -> None:
-        if self._fd is None:
-            raise ProcessLookupError("the handle is closed")
-        signal.pidfd_send_signal(self._fd, GO_SIGNAL)
-
-    def discard(self) -> None:
-        if self._fd is not None:
-            try:
-                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
-            except OSError:
-                pass  # gone already; the fork server reaps it either way
-        self.close()
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 def forks_held(caps: Capabilities, env: Mapping[str, str]) -> bool:

@@ -75,7 +75,7 @@ import qex.supervisor.runner
 from qex.core.names import is_uuid
 from qex.platform import chaintrace, procs
 from qex.platform.cgroup import cgroup_of
-from qex.platform.launch import GO_SIGNAL
+from qex.platform.held import GO_SIGNAL
 from qex.platform.scope import scope_in_path
 from qex.store.paths import PathError, Paths
 

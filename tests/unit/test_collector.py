@@ -11,15 +11,11 @@ rehearsal (`test_chain.py`), a supervisor's with a job (`tests/e2e/test_supervis
 from __future__ import annotations
 
 import gc
-import json
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support import run_probe
 
 from qex.platform import collector
 
@@ -68,25 +64,6 @@ def test_a_release_without_a_hold_changes_nothing(restored_collector: None) -> N
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
-def _probe(tmp_path: Path, source: str) -> Any:
-    """Run `source` in a fresh interpreter with a state of its own (`support.isolated_env`);
-    what it wrote as JSON to the path in its `sys.argv[1]`. Its output goes to files, not
-    pipes: a coordinator's fork server may outlive it."""
-    from support import isolated_env
-
-    root, env = isolated_env("qxg", {})
-    out, err = tmp_path / "found.json", tmp_path / "stderr.txt"
-    try:
-        with open(err, "wb") as stderr:
-            subprocess.run([sys.executable, "-c", source, str(out)], env=env, cwd=root,
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=stderr, timeout=60, check=False)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    assert out.exists(), err.read_text()
-    return json.loads(out.read_text())
-
-
 _COORDINATOR_PROBE = """
 import gc, json, sys
 from qex.coordinator import runner
@@ -119,7 +96,7 @@ def test_the_coordinator_starts_without_collections_and_serves_collecting(
         tmp_path: Path) -> None:
     # The start's imports and recovery run with the collector held; once the coordinator
     # serves, the collector runs again and the start's objects are frozen out of its walks.
-    seen = _probe(tmp_path, _COORDINATOR_PROBE)
+    seen = run_probe(tmp_path, _COORDINATOR_PROBE)
     assert seen["enabled"] is True
     assert seen["frozen"] > 1000  # the modules and what the start made
     assert seen["collections_at_serve"] == seen["collections_at_hold"]
@@ -146,7 +123,7 @@ with open(sys.argv[1], "w") as out:
 
 def test_a_command_on_the_full_path_releases_the_collector_and_an_embedder_keeps_its_own(
         tmp_path: Path) -> None:
-    found = _probe(tmp_path, _COMMAND_PROBE)
+    found = run_probe(tmp_path, _COMMAND_PROBE)
     # Called by another program: its collector and its heap are left as they were.
     assert found["embedded"] == {"enabled": True, "frozen": 0}
     # Its own process: held for the imports, then released (the imports frozen).
@@ -180,4 +157,4 @@ def test_a_fork_server_forked_from_a_starting_coordinator_imports_with_the_colle
     # The server never holds the collector: its supervisors share its heap, and a preload
     # made with it held left each of them more private memory. It ends an inherited hold
     # before its own imports, and freezes nothing then (its preload collects and freezes).
-    assert _probe(tmp_path, _FORK_SERVER_PROBE) == {"enabled": True, "frozen": 0, "code": 0}
+    assert run_probe(tmp_path, _FORK_SERVER_PROBE) == {"enabled": True, "frozen": 0, "code": 0}

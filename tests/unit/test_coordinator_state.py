@@ -523,7 +523,7 @@ class _ParkingServer:
     def release_parked(self, job_id: str, before_go: Any = None) -> Any:
         from qex.core import recovery_rule
         from qex.platform import liveness
-        from qex.platform.launch import Launched
+        from qex.platform.held import Launched
 
         pid, token = self.child.pid, procs.start_token(self.child.pid)
         if before_go is not None:

@@ -20,7 +20,7 @@ import pytest
 from support import wait_gone
 
 from qex.platform import host
-from qex.platform.launch import GO_SIGNAL, PidfdHeld
+from qex.platform.held import GO_SIGNAL, PidfdHeld
 from qex.supervisor.forkserver import wait_for_go
 
 TYPE_CHECKING = False

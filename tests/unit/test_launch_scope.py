@@ -517,7 +517,7 @@ def test_fork_server_not_asked_where_it_cannot_serve(tmp_path: Path, backend: st
 
 
 def test_pidfd_handle_refuses_a_reused_pid() -> None:
-    from qex.platform.launch import PidfdHeld
+    from qex.platform.held import PidfdHeld
 
     with pytest.raises(ProcessLookupError):
         PidfdHeld(os.getpid(), "not-the-start-token")
