@@ -29,6 +29,9 @@ HOLD_SECONDS = 60.0
 
 @dataclass
 class Launched:
+    """What a start gave the coordinator: the supervisor to watch, and how it runs (the
+    record's enforcement and the log's line come from it)."""
+
     pid: int
     start_token: str | None
     backend: str                 # process-group | systemd-run | pystemd
