@@ -501,7 +501,7 @@ def _start(paths: Paths, job_id: str, hold_seconds: float, scoped: bool) -> None
             chaintrace.mark("fs.answered" if fresh else "fs.answered.again", job_id)
     if not handed:
         _fork_child(paths, job_id, log_fd, hold_seconds, scoped)
-    _Spares.want_spare(time.monotonic())  # for the next job, once this one has started
+    _Spares.want_spare(time.monotonic())  # for the next job, after this one's start
 
 
 def _fork_child(paths: Paths, job_id: str, log_fd: int, hold_seconds: float,
