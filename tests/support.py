@@ -52,7 +52,6 @@ def isolated_env(prefix: str, settings: dict[str, str], *,
     return root, env
 
 
-
 def run_probe(tmp_path: Path, source: str, config: str | None = None) -> Any:
     """Run `source` in a fresh interpreter with a state of its own (`isolated_env`, with
     `config` as its qex.toml); what it wrote as JSON to the path in its `sys.argv[1]`. For
@@ -72,6 +71,7 @@ def run_probe(tmp_path: Path, source: str, config: str | None = None) -> Any:
         shutil.rmtree(root, ignore_errors=True)
     assert out.exists(), err.read_text()
     return json.loads(out.read_text())
+
 
 def kill_job_groups(state: Path) -> None:
     """SIGKILL the process group of every job and supervisor recorded under `state`.
