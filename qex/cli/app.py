@@ -14,6 +14,7 @@ import click
 
 from qex import __version__
 from qex.cli import exits
+from qex.cli.help_fast import BANNER
 from qex.cli.main import COMMANDS
 from qex.platform import collector
 
@@ -56,12 +57,6 @@ def unknown_command(name: str) -> str:
         return f"there is no command `{name}`; `qex --help` lists them all"
     options = " or ".join(f"`qex {c}`" for c in close)
     return f"there is no command `{name}`; did you mean {options}?"
-
-
-BANNER = (
-    " ==> AGENTS: read `qex help agents` first. It is short and complete: how to start a job,\n"
-    "     wait for it and read its output. Never write a monitor loop; `qex wait` is that loop.\n"
-)
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True,

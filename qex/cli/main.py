@@ -1,5 +1,6 @@
-"""The `qex` entry point. It answers the hot commands without click (see `qex.cli.fast`)
-and hands everything else to the click application in `qex.cli.app`.
+"""The `qex` entry point. It answers the hot commands (see `qex.cli.fast`) and the help pages
+(`qex.cli.help_fast`) without click, and hands everything else to the click application in
+`qex.cli.app`.
 
 A status query must not pay for YAML, psutil or the other commands' modules, so the table
 below names modules, and `qex.cli.app.LazyGroup` imports one on demand. Each command module
@@ -54,6 +55,12 @@ def main(argv: list[str] | None = None) -> None:
     from qex.client.errors import ClientError
 
     try:
+        if not args or args[-1] in ("--help", "-h"):  # `qex.cli.help_fast.HELP_FLAGS`
+            from qex.cli.help_fast import answer_help
+
+            code = answer_help(args)
+            if code is not None:
+                sys.exit(code)
         if args and (args[0] == first or args == ["--version"]):
             code = fast.answer(args)
             if code is not None:

@@ -1,0 +1,142 @@
+"""The help pages printed without click (`qex.cli.help_fast`) against click's own.
+
+`qex.cli.help_pages` is written by `qex.cli.fastgen` from the click commands. These tests
+fail when it is out of date, when a page printed from it differs from the one click prints
+for the same words, and when a request that click must answer (a narrow terminal, options
+before the flag, a hidden command) is answered from it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qex.cli import fastgen, help_fast, help_pages
+from qex.cli.main import main
+
+#: Whether the click here is the release that laid the pages out. Another release words a
+#: few usage lines apart (click 8.1 writes `COMMAND` for a group that runs without one).
+SAME_CLICK = fastgen.click_release() == help_pages.CLICK
+
+
+def _body(text: str) -> str:
+    """Printed pages without their usage line where the click releases differ."""
+    if SAME_CLICK:
+        return text
+    return "\n".join(line for line in text.split("\n") if not line.startswith("Usage: "))
+
+
+def _printed(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, object]:
+    with pytest.raises(SystemExit) as ended:
+        main(list(args))
+    return capsys.readouterr().out, ended.value.code
+
+
+def test_the_generated_pages_are_up_to_date() -> None:
+    if SAME_CLICK:
+        assert fastgen.PAGES_PATH.read_text() == fastgen.render_pages(), (
+            "qex/cli/help_pages.py is out of date: run `python -m qex.cli.fastgen`")
+    pages = fastgen.help_pages()
+    assert set(pages) == set(help_pages.PAGES)
+    for key, (page, _short) in pages.items():
+        assert _body(page) == _body(help_pages.PAGES[key]), key
+
+
+def test_every_visible_command_has_a_page() -> None:
+    from qex.cli.main import COMMANDS
+
+    visible = {name for name, (_, _, hidden) in COMMANDS.items() if not hidden}
+    assert visible <= set(help_pages.PAGES)
+    assert "" in help_pages.PAGES
+    assert "pause queue" in help_pages.PAGES and "config show" in help_pages.PAGES
+
+
+@pytest.mark.parametrize("columns", ["80", "132"])
+def test_each_page_is_the_one_click_prints(columns: str, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    for key in help_pages.PAGES:
+        for flag in ("--help", "-h"):
+            args = [*key.split(), flag]
+            monkeypatch.delenv("QEX_NO_FAST_PATH", raising=False)
+            fast_out, fast_code = _printed(args, capsys)
+            monkeypatch.setenv("QEX_NO_FAST_PATH", "1")
+            click_out, click_code = _printed(args, capsys)
+            assert (fast_code, _body(fast_out)) == (click_code, _body(click_out)), args
+
+
+def test_qex_alone_prints_the_banner_and_the_page(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    fast_out, fast_code = _printed([], capsys)
+    monkeypatch.setenv("QEX_NO_FAST_PATH", "1")
+    click_out, click_code = _printed([], capsys)
+    assert fast_out == f"{help_fast.BANNER}\n{help_pages.PAGES['']}\n"
+    assert (fast_code, _body(fast_out)) == (click_code, _body(click_out)) == (0, _body(fast_out))
+
+
+@pytest.mark.parametrize("args", [
+    ["-h", "submit"],                    # the flag first: the group's page, from click
+    ["submit", "--cpu", "2", "--help"],  # options before the flag: click checks them first
+    ["submit", "--", "--help"],          # after `--` it is the job's word
+    ["daemon", "--help"],                # hidden commands have no page here
+    ["nosuch", "--help"],                # click names the mistake
+    ["submit", "extra", "--help"],
+    ["submit"],
+])
+def test_requests_that_click_must_answer(args: list[str]) -> None:
+    assert help_fast.answer_help(args) is None
+
+
+def test_a_narrow_terminal_gets_clicks_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(help_pages.COLUMNS - 1))
+    assert help_fast.answer_help(["submit", "--help"]) is None
+    monkeypatch.setenv("COLUMNS", str(help_pages.COLUMNS))
+    assert help_fast.answer_help(["submit", "--help"]) == 0
+
+
+def test_the_switch_turns_the_pages_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QEX_NO_FAST_PATH", "1")
+    assert help_fast.answer_help(["--help"]) is None
+
+
+def test_a_command_that_gives_h_another_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(help_pages, "NO_SHORT_FLAG", frozenset({"logs"}))
+    assert help_fast.answer_help(["logs", "-h"]) is None
+    assert help_fast.answer_help(["logs", "--help"]) == 0
+
+
+@given(st.one_of(st.none(), st.integers(-3, 300).map(str), st.text(max_size=4)))
+def test_the_width_is_found_as_shutil_finds_it(columns: str | None) -> None:
+    saved = os.environ.get("COLUMNS")
+    try:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        elif "\x00" in columns:
+            return  # not a value an environment can hold
+        else:
+            os.environ["COLUMNS"] = columns
+        assert help_fast.terminal_columns() == shutil.get_terminal_size().columns
+    finally:
+        if saved is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = saved
+
+
+def test_a_page_costs_no_click_import() -> None:
+    code = ("import sys\nfrom qex.cli.main import main\ntry:\n    main(['submit', '--help'])\n"
+            "except SystemExit:\n    pass\nprint('click' in sys.modules, file=sys.stderr)\n")
+    env = {k: v for k, v in os.environ.items() if k != "QEX_NO_FAST_PATH"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip() == "False"
+    assert out.stdout.startswith("Usage: qex submit")
+
