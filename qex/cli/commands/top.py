@@ -1,7 +1,8 @@
 """`qex top`: the jobs, their claims and what they really use now, refreshed in place.
 
 It never starts a coordinator: with none running, it reads the records from disk. `--once`
-prints one page (two samples a moment apart, so the CPU column has a value) for scripts.
+prints one page for scripts: two samples a moment apart when jobs run (so the CPU column has
+a value), at once when none does.
 """
 
 from __future__ import annotations
@@ -119,7 +120,10 @@ def _render(feed: _Feed, *, width: int | None, color: bool) -> list[str]:
 def _once(feed: _Feed, color: bool) -> None:
     records, _info, _pauses = feed.fetch()
     feed.measure(records)
-    time.sleep(ONCE_GAP)
+    if feed.samples:
+        # A job's cores are the growth of its CPU time between two samples. With no job
+        # sampled (none runs, or psutil is missing) the wait would buy no column: skip it.
+        time.sleep(ONCE_GAP)
     click.echo("\n".join(_render(feed, width=None, color=color)))
 
 
