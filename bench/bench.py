@@ -379,6 +379,10 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "version": [*prog(env), "version"],
         "--version": [*prog(env), "--version"],
         "help agents": [*prog(env), "help", "agents"],
+        "qex (no arguments: banner and commands)": [*prog(env)],
+        "--help": [*prog(env), "--help"],
+        "submit --help": [*prog(env), "submit", "--help"],
+        "pause queue -h": [*prog(env), "pause", "queue", "-h"],
         "pause (what is paused)": [*prog(env), "pause"],
         # The two in this order, last in each round: no other command meets a paused queue.
         "pause queue": [*prog(env), "pause", "queue"],
