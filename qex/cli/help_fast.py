@@ -5,7 +5,7 @@ lay those pages out took three times the interpreter's own start-up. The pages a
 by click when `qex.cli.fastgen` runs (a unit test holds them to click's live output), so
 this module only picks one and prints it. Anything else goes to click as before: a terminal
 narrower than the pages, a help flag that is not the last word, options before it, a hidden
-command, `QEX_NO_FAST_PATH=1`.
+command, a Tab press of the completion scripts, `QEX_NO_FAST_PATH=1`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,16 @@ BANNER = (
 )
 
 HELP_FLAGS = ("--help", "-h")
+#: Set by the completion scripts at each Tab press, which run `qex` with no arguments: click
+#: answers those with candidates, not with a page.
+COMPLETE_VAR = "_QEX_COMPLETE"
 
 
 def answer_help(args: list[str]) -> int | None:
     """Print the page that `args` asks for and return 0; None to let click answer."""
     if os.environ.get("QEX_NO_FAST_PATH") == "1" or (args and args[-1] not in HELP_FLAGS):
+        return None
+    if COMPLETE_VAR in os.environ:
         return None
     words = args[:-1]
     if any(word.startswith("-") for word in words):

@@ -31,3 +31,11 @@ def test_a_reader_that_left_ends_the_page_quietly(qex_env: Env) -> None:
     finally:
         os.close(write_end)
     assert (proc.returncode, proc.stderr) == (0, b"")
+
+
+def test_a_tab_press_still_completes(qex_env: Env) -> None:
+    """The completion scripts run `qex` alone with `_QEX_COMPLETE` set: no page for that."""
+    tab = qex_env.run(extra_env={"_QEX_COMPLETE": "bash_complete", "COMP_WORDS": "qex subm",
+                                 "COMP_CWORD": "1"})
+    assert tab.returncode == 0, tab.stderr
+    assert "submit" in tab.stdout and "Usage" not in tab.stdout

@@ -106,6 +106,13 @@ def test_the_switch_turns_the_pages_off(monkeypatch: pytest.MonkeyPatch) -> None
     assert help_fast.answer_help(["--help"]) is None
 
 
+def test_a_tab_press_gets_candidates_not_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The completion scripts run `qex` with no arguments and `_QEX_COMPLETE` set."""
+    monkeypatch.setenv(help_fast.COMPLETE_VAR, "bash_complete")
+    assert help_fast.answer_help([]) is None
+    assert help_fast.answer_help(["--help"]) is None
+
+
 def test_a_command_that_gives_h_another_meaning(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(help_pages, "NO_SHORT_FLAG", frozenset({"logs"}))
     assert help_fast.answer_help(["logs", "-h"]) is None

@@ -27,6 +27,7 @@ def command(*, shell: str | None) -> None:
     from click.shell_completion import get_completion_class
 
     from qex.cli.app import cli
+    from qex.cli.help_fast import COMPLETE_VAR
 
     if shell is None:
         guess = os.path.basename(os.environ.get("SHELL", ""))
@@ -38,4 +39,4 @@ def command(*, shell: str | None) -> None:
     completer = get_completion_class(shell)
     if completer is None:
         raise click.UsageError(f"click has no completion for `{shell}`")
-    click.echo(completer(cli, {}, "qex", "_QEX_COMPLETE").source())
+    click.echo(completer(cli, {}, "qex", COMPLETE_VAR).source())
