@@ -32,9 +32,6 @@ FOLLOW_LEAD = 20
 #: The mark between two groups of context lines (`-C N`) that are not neighbours in the file,
 #: as grep writes it.
 GAP_MARK = "--"
-#: The characters that mean more than themselves in a regular expression. A `--grep` pattern
-#: without any of them is searched as text, which finds the same lines without `re`.
-REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
 
 
 class SelectionError(ValueError):
@@ -129,9 +126,11 @@ class Selection:
         if self.fixed:
             needle = self.grep
             return lambda line: needle in line
-        plain = plain_branches_test(self.grep)  # plain text, perhaps in anchored branches
-        if plain is not None:
-            return plain
+        from qex.core.grep_pattern import simple_test
+
+        simple = simple_test(self.grep)  # text, `.` and `.*`, perhaps in anchored branches
+        if simple is not None:
+            return simple
         import re
 
         try:
@@ -142,38 +141,6 @@ class Selection:
                 "add --fixed to search for the text as it stands"
             ) from None
         return lambda line: pattern.search(line) is not None
-
-
-def plain_branches_test(pattern: str) -> Callable[[str], bool] | None:
-    """`re.search(pattern, line) is not None` without the `re` module, for a pattern whose
-    branches (split at `|`) are plain text, each perhaps anchored with a leading `^` and a
-    trailing `$` (`error|warning`, `^ERROR|Traceback`); None for any other pattern.
-
-    Such patterns are the common ones, and importing `re` (with `enum` and `functools`)
-    costs a `qex logs --grep` about half of a bare interpreter's start. `$` matches at the
-    end and before a newline that ends the line, as `re` has it."""
-    tests: list[Callable[[str], bool]] = []
-    for branch in pattern.split("|"):
-        first = branch.startswith("^")
-        last = branch.endswith("$") and len(branch) > first
-        text = branch[first:len(branch) - last]
-        if REGEX_CHARS.intersection(text):
-            return None
-        tests.append(_branch_test(text, first=first, last=last))
-    if len(tests) == 1:
-        return tests[0]
-    return lambda line: any(test(line) for test in tests)
-
-
-def _branch_test(text: str, *, first: bool, last: bool) -> Callable[[str], bool]:
-    ended = text + "\n"
-    if first and last:
-        return lambda line: line in (text, ended)
-    if first:
-        return lambda line: line.startswith(text)
-    if last:
-        return lambda line: line.endswith(text) or line.endswith(ended)
-    return lambda line: text in line
 
 
 @dataclass(frozen=True)

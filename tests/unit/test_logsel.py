@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from qex.core.grep_pattern import simple_test
 from qex.core.logsel import (
     DEFAULT_MAX_MATCHES,
     GAP_MARK,
@@ -13,7 +14,6 @@ from qex.core.logsel import (
     SelectionError,
     StreamFilter,
     parse_range,
-    plain_branches_test,
     select_lines,
     split_lines,
 )
@@ -99,31 +99,67 @@ def test_fixed_reads_the_pattern_as_text() -> None:
     assert select_lines(lines, Selection(grep="[x]", fixed=True)).lines == ["[x]"]
 
 
-#: Patterns of plain branches with anchors, and patterns that `re` must read.
+#: Patterns of text, `.` and `.*` in anchored branches, and patterns that `re` must read.
 _PIECES = st.text(alphabet="ab^$|\n.", max_size=8)
+_WILD = st.lists(st.sampled_from(["a", "b", ".", ".*", "^", "$", "|", "\n", "*", "ab"]),
+                 max_size=7).map("".join)
+#: Lines, half of them ending in a newline (where `$` has two places to match).
+_LINES = st.lists(st.tuples(st.text(alphabet="ab$^|\n.*", max_size=6), st.booleans()).map(
+    lambda drawn: drawn[0] + "\n" * drawn[1]), min_size=1, max_size=5)
 
 
-@given(_PIECES, st.lists(st.text(alphabet="ab$^|\n", max_size=5), min_size=1, max_size=5))
-def test_plain_branches_match_as_re_search_does(pattern: str, lines: list[str]) -> None:
+@settings(max_examples=400)
+@given(st.one_of(_PIECES, _WILD), _LINES)
+@example("a.$", ["ab\n"]).via("`$` before a final newline")
+@example("^.$", ["ab", "a"]).via("both anchors around one piece")
+def test_simple_patterns_match_as_re_search_does(pattern: str, lines: list[str]) -> None:
     import re
 
-    test = plain_branches_test(pattern)
+    test = simple_test(pattern)
     if test is None:
         return
     for line in lines:
         assert test(line) == (re.search(pattern, line) is not None), (pattern, line)
 
 
-@pytest.mark.parametrize(("pattern", "plain"), [
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(["a", "b", ".", ".*", "ab", "ba"]), max_size=6).map("".join),
+       st.booleans(), st.booleans(), _LINES)
+def test_dotted_branches_are_read_without_re(body: str, first: bool, last: bool,
+                                             lines: list[str]) -> None:
+    """The companion of the test above: the wildcard patterns it draws are not all left
+    to `re`, so the cases it checks are reached."""
+    import re
+
+    pattern = ("^" if first else "") + body + ("$" if last else "")
+    test = simple_test(pattern)
+    assert test is not None, pattern
+    for line in lines:
+        assert test(line) == (re.search(pattern, line) is not None), (pattern, line)
+
+
+@pytest.mark.parametrize(("pattern", "simple"), [
     ("error|warning", True), ("^ERROR|Traceback", True), ("done$", True), ("^$", True),
-    ("a.b", False), ("(a|b)", False), ("a\\|b", False), ("^^a", False), ("a$b", False),
-    ("x+", False),
+    ("a.b", True), ("^an.*done$", True), ("err.*,|x", True), ("^.*$", True), (".", True),
+    ("(a|b)", False), ("a\\|b", False), ("^^a", False), ("a$b", False), ("x+", False),
+    ("a.*?b", False), ("a.+b", False), ("[ae]n", False), ("a\\.b", False), ("e.{2}", False),
+    ("a.\nb", False),
 ])
-def test_which_patterns_skip_the_re_module(pattern: str, plain: bool) -> None:
-    assert (plain_branches_test(pattern) is not None) is plain
+def test_which_patterns_skip_the_re_module(pattern: str, simple: bool) -> None:
+    assert (simple_test(pattern) is not None) is simple
     selection = Selection(grep=pattern)
-    assert selection.matcher()("an error, then done") == (
-        __import__("re").search(pattern, "an error, then done") is not None)
+    for line in ("an error, then done", "an error, then done\n", "a\nb", ""):
+        assert selection.matcher()(line) == (
+            __import__("re").search(pattern, line) is not None), (pattern, line)
+
+
+def test_a_long_line_is_searched_from_its_rarest_piece() -> None:
+    """`str.find` looks for the longest run of text in a piece; the dots are checked where
+    it is found, so a line with many near misses is still found exactly."""
+    test = simple_test("x.yzzz")
+    assert test is not None
+    line = "yzzz" * 1000 + "xqyzzz"
+    assert test(line) and not test(line[:-1])
 
 
 def test_single_match_uses_the_singular() -> None:

@@ -1,0 +1,144 @@
+"""`re.search(pattern, line) is not None` without the `re` module, for the patterns people
+grep logs with most: text in branches (`error|warning`), anchors (`^ERROR`, `done$`), `.` for
+any one character and `.*` for any run (`^FAIL.*timeout`).
+
+Why: importing `re` (with `enum` and `functools`) costs a `qex logs --grep` about half of a
+bare interpreter's start, and these patterns need none of it. Every other pattern (a class,
+a repeat other than `.*`, a group, an escape) is left to `re`: `simple_test` returns None.
+
+The semantics are `re.search`'s without flags: `.` matches any character but a newline,
+`^` only the start of the line and `$` its end or the place before a final newline. Since
+neither `.` nor `.*` crosses a newline, a branch with them matches inside one newline-free
+stretch of the line, where the earliest place for each piece leaves the most room for the
+rest. `tests/unit/test_logsel.py` holds all of this to `re` with random patterns and lines.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: The characters that mean more than themselves in a regular expression. A `--grep` pattern
+#: without any of them is searched as text, which finds the same lines without `re`.
+REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
+#: `.` and `.*`, which a branch may hold besides text.
+ANY = "."
+ANY_RUN = ".*"
+
+
+def simple_test(pattern: str) -> Callable[[str], bool] | None:
+    """The test of one line for `pattern`, or None when only `re` can read it."""
+    tests: list[Callable[[str], bool]] = []
+    for branch in pattern.split("|"):
+        first = branch.startswith("^")
+        last = branch.endswith("$") and len(branch) > first
+        body = branch[first:len(branch) - last]
+        test = _text_test(body, first, last) if ANY not in body else _wild_test(body, first, last)
+        if test is None:
+            return None
+        tests.append(test)
+    if len(tests) == 1:
+        return tests[0]
+    return lambda line: any(test(line) for test in tests)
+
+
+def _text_test(text: str, first: bool, last: bool) -> Callable[[str], bool] | None:
+    if REGEX_CHARS.intersection(text):
+        return None
+    ended = text + "\n"
+    if first and last:
+        return lambda line: line in (text, ended)
+    if first:
+        return lambda line: line.startswith(text)
+    if last:
+        return lambda line: line.endswith(text) or line.endswith(ended)
+    return lambda line: text in line
+
+
+class _Piece:
+    """Text and single `.`s, matched at one place; between two pieces a branch has `.*`."""
+
+    def __init__(self, text: str) -> None:
+        self.size = len(text)
+        #: (offset, text) of each run of plain characters, longest first: the longest is the
+        #: one `str.find` looks for, the rest are checked where it is found.
+        self.runs = sorted(_runs(text), key=lambda item: -len(item[1]))
+
+    def at(self, stretch: str, place: int) -> bool:
+        return (place + self.size <= len(stretch)
+                and all(stretch.startswith(run, place + at) for at, run in self.runs))
+
+    def find(self, stretch: str, start: int) -> int:
+        """The first place at or after `start` where the piece matches; -1 if none."""
+        if not self.runs:
+            return start if start + self.size <= len(stretch) else -1
+        at, run = self.runs[0]
+        found = stretch.find(run, start + at)
+        while found != -1:
+            place = found - at
+            if place + self.size > len(stretch):
+                return -1
+            if self.at(stretch, place):
+                return place
+            found = stretch.find(run, found + 1)
+        return -1
+
+
+def _runs(text: str) -> list[tuple[int, str]]:
+    runs: list[tuple[int, str]] = []
+    start = 0
+    for part in text.split(ANY):
+        if part:
+            runs.append((start, part))
+        start += len(part) + 1
+    return runs
+
+
+def _wild_test(body: str, first: bool, last: bool) -> Callable[[str], bool] | None:
+    texts = body.split(ANY_RUN)
+    if any("\n" in text or REGEX_CHARS.intersection(text.replace(ANY, "")) for text in texts):
+        return None  # a newline in the pattern could join stretches; anything else is `re`'s
+    pieces = [_Piece(text) for text in texts]
+
+    def test(line: str) -> bool:
+        stretches = line.split("\n")
+        if first:
+            chosen = stretches[:1]
+            if last and not _ends_there(0, line, len(stretches)):
+                return False
+        elif last:
+            # `$`: the end of the line, or the place before a final newline.
+            chosen = stretches[-2:] if line.endswith("\n") else stretches[-1:]
+        else:
+            chosen = stretches
+        return any(_matches(stretch, pieces, first, last) for stretch in chosen)
+
+    return test
+
+
+def _ends_there(index: int, line: str, count: int) -> bool:
+    """Whether `$` can match at the end of stretch `index` of `count`."""
+    return index == count - 1 or (index == count - 2 and line.endswith("\n"))
+
+
+def _matches(stretch: str, pieces: list[_Piece], first: bool, last: bool) -> bool:
+    """Whether the pieces, joined by `.*`, match in a stretch free of newlines."""
+    start = 0
+    final = len(pieces) - 1
+    for index, piece in enumerate(pieces):
+        if index == final and last:
+            place = len(stretch) - piece.size
+            if first and index == 0 and place != 0:
+                return False
+            return place >= start and piece.at(stretch, place)
+        if index == 0 and first:
+            if not piece.at(stretch, 0):
+                return False
+            place = 0
+        else:
+            place = piece.find(stretch, start)
+            if place < 0:
+                return False
+        start = place + piece.size
+    return True
