@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -84,6 +85,7 @@ NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError"
 
 def run(args: list[str], first: str | None) -> None:
     """Run the click application; usage errors in job-speaking commands give 121."""
+    stdout = sys.stdout
     try:
         rc = cli.main(args=args, prog_name="qex", standalone_mode=False)
     except NO_ARGS_IS_HELP as exc:
@@ -101,9 +103,20 @@ def run(args: list[str], first: str | None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        # `qex list | head`: the reader left; end quietly like any Unix filter.
-        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
+        _reader_left()
+    except SystemExit:
+        # click meets a broken pipe itself: it wraps both streams so that their flushes stay
+        # quiet, and exits 1. The reader leaving is no failure of the command (the fast
+        # path ends with 0 there too).
+        if sys.stdout is not stdout:
+            _reader_left()
+        raise
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _reader_left() -> NoReturn:
+    """`qex list | head`: the reader left; end quietly with 0, like any Unix filter. stdout
+    then points at /dev/null, so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    sys.exit(0)
