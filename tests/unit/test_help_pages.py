@@ -8,17 +8,18 @@ before the flag, a hidden command) is answered from it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from qex.cli import fastgen, help_fast, help_pages
-from qex.cli.main import main
 
 #: Whether the click here is the release that laid the pages out. Another release words a
 #: few usage lines apart (click 8.1 writes `COMMAND` for a group that runs without one).
@@ -32,19 +33,57 @@ def _body(text: str) -> str:
     return "\n".join(line for line in text.split("\n") if not line.startswith("Usage: "))
 
 
-def _printed(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, object]:
-    with pytest.raises(SystemExit) as ended:
-        main(list(args))
-    return capsys.readouterr().out, ended.value.code
+def _fresh(code: str, *argv: str, columns: str = "80") -> Any:
+    """What `code` prints as JSON, run in a new interpreter. click keeps each command's help
+    option from the first context that asks for it, and other tests in this process make
+    contexts without `-h`; a new interpreter sees the commands as the program does."""
+    env = {k: v for k, v in os.environ.items() if k != "QEX_NO_FAST_PATH"}
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env={**env, "COLUMNS": columns}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+#: Prints, for each argument list in argv[1], what `main` prints and exits with, with the
+#: fast path and then without it.
+_BOTH_WAYS = """
+import contextlib, io, json, os, sys
+from qex.cli.main import main
+
+def printed(args):
+    out, code = io.StringIO(), None
+    with contextlib.redirect_stdout(out):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code
+    return [out.getvalue(), code]
+
+found = []
+for args in json.loads(sys.argv[1]):
+    os.environ.pop("QEX_NO_FAST_PATH", None)
+    fast = printed(args)
+    os.environ["QEX_NO_FAST_PATH"] = "1"
+    found.append([args, *fast, *printed(args)])
+print(json.dumps(found))
+"""
+
+#: Prints the pages as the generator lays them out now.
+_GENERATED = """
+import json
+from qex.cli import fastgen
+print(json.dumps({key: page for key, (page, _short) in fastgen.help_pages().items()}))
+"""
 
 
 def test_the_generated_pages_are_up_to_date() -> None:
     if SAME_CLICK:
-        assert fastgen.PAGES_PATH.read_text() == fastgen.render_pages(), (
-            "qex/cli/help_pages.py is out of date: run `python -m qex.cli.fastgen`")
-    pages = fastgen.help_pages()
+        done = subprocess.run([sys.executable, "-m", "qex.cli.fastgen", "--check"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    pages = _fresh(_GENERATED)
     assert set(pages) == set(help_pages.PAGES)
-    for key, (page, _short) in pages.items():
+    for key, page in pages.items():
         assert _body(page) == _body(help_pages.PAGES[key]), key
 
 
@@ -58,25 +97,18 @@ def test_every_visible_command_has_a_page() -> None:
 
 
 @pytest.mark.parametrize("columns", ["80", "132"])
-def test_each_page_is_the_one_click_prints(columns: str, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("COLUMNS", columns)
-    for key in help_pages.PAGES:
-        for flag in ("--help", "-h"):
-            args = [*key.split(), flag]
-            monkeypatch.delenv("QEX_NO_FAST_PATH", raising=False)
-            fast_out, fast_code = _printed(args, capsys)
-            monkeypatch.setenv("QEX_NO_FAST_PATH", "1")
-            click_out, click_code = _printed(args, capsys)
-            assert (fast_code, _body(fast_out)) == (click_code, _body(click_out)), args
+def test_each_page_is_the_one_click_prints(columns: str) -> None:
+    asked = [[*key.split(), flag] for key in help_pages.PAGES for flag in ("--help", "-h")]
+    found = _fresh(_BOTH_WAYS, json.dumps(asked), columns=columns)
+    assert len(found) == len(asked)
+    for args, fast_out, fast_code, click_out, click_code in found:
+        assert fast_out == help_pages.PAGES[" ".join(args[:-1])] + "\n"
+        assert (fast_code, _body(fast_out)) == (click_code, _body(click_out)) == (0, _body(
+            fast_out)), args
 
 
-def test_qex_alone_prints_the_banner_and_the_page(monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.delenv("COLUMNS", raising=False)
-    fast_out, fast_code = _printed([], capsys)
-    monkeypatch.setenv("QEX_NO_FAST_PATH", "1")
-    click_out, click_code = _printed([], capsys)
+def test_qex_alone_prints_the_banner_and_the_page() -> None:
+    [(_args, fast_out, fast_code, click_out, click_code)] = _fresh(_BOTH_WAYS, "[[]]")
     assert fast_out == f"{help_fast.BANNER}\n{help_pages.PAGES['']}\n"
     assert (fast_code, _body(fast_out)) == (click_code, _body(click_out)) == (0, _body(fast_out))
 
