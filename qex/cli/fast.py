@@ -1,7 +1,7 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
 `cancel`, `info`, `pipeline`, `rerun`, `events`, the pauses (`pause`, `resume` and their
-`queue` and `lock`), `version` and `--version`, `help` (and `daemon`, so that a coordinator never
-loads click).
+`queue` and `lock`), `version` and `--version`, `help`, `completion` (and `daemon`, so that a
+coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -486,6 +486,17 @@ def _help(p: dict[str, Any]) -> int | None:
     return show(p["topic"])
 
 
+def _completion(p: dict[str, Any]) -> int | None:
+    from qex.cli.completion_scripts import SCRIPTS
+
+    shell = p["shell"] or os.path.basename(os.environ.get("SHELL", ""))
+    script = SCRIPTS.get(shell)
+    if script is None:
+        return None  # click names the shell it does not know, or asks for one
+    sys.stdout.write(script + "\n")
+    return 0
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -498,5 +509,5 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
     "rerun": _rerun, "events": _events, "pause": _pause, "pause queue": _pause_queue,
     "pause lock": _pause_lock, "resume": _resume_queue, "resume queue": _resume_queue,
-    "resume lock": _resume_lock, "version": _version, "help": _help,
+    "resume lock": _resume_lock, "version": _version, "help": _help, "completion": _completion,
 }

@@ -448,4 +448,13 @@ TABLE: dict[str, dict[str, Any]] = {
             'topic': None,
         },
     },
+    'completion': {
+        'interspersed': True,
+        'options': {
+        },
+        'arguments': [('shell', 1, False, ('bash', 'zsh', 'fish'))],
+        'defaults': {
+            'shell': None,
+        },
+    },
 }

@@ -3,7 +3,8 @@
 It gives the same values as click for the argument lists it accepts (a unit test runs both
 on the same lists), and gives up, returning None, on anything it does not fully understand:
 an unknown option, `--help`, a clustered short option, a value that click would refuse or
-that begins with a dash, a missing or extra argument. An option whose value may be left
+that begins with a dash, a missing or extra argument, a word that an argument of fixed
+choices does not take (`completion tcsh`). An option whose value may be left
 out (`list --cwd [DIR]`) follows click's own rule for it. The caller then hands the whole
 command to click, which prints its own usage message with its own exit code.
 """
@@ -99,7 +100,7 @@ def parse(command: str, args: list[str]) -> dict[str, Any] | None:  # noqa: C901
             values[dest] = value
     for dest, items in multi.items():
         values[dest] = tuple(items)
-    for name, nargs, required in info["arguments"]:
+    for name, nargs, required, *choices in info["arguments"]:
         if nargs == -1:
             if required and not positional:
                 return None
@@ -110,6 +111,8 @@ def parse(command: str, args: list[str]) -> dict[str, Any] | None:  # noqa: C901
                 if required:
                     return None
                 continue
+            if choices and positional[0] not in choices[0]:
+                return None  # click names the words it takes
             values[name] = positional.pop(0)
         else:
             return None

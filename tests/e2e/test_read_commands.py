@@ -352,6 +352,23 @@ def test_top_once_never_starts_a_coordinator(qex_env: Env) -> None:
 def test_completion_scripts(qex_env: Env, shell: str) -> None:
     script = qex_env.run("completion", shell, check=True).stdout
     assert "_QEX_COMPLETE" in script
+    # The fast path prints the generated copy; click prints its own: the same bytes.
+    assert script == qex_env.run("completion", shell, check=True,
+                                 extra_env={"QEX_NO_FAST_PATH": "1"}).stdout
+    guessed = qex_env.run("completion", check=True, extra_env={"SHELL": f"/bin/{shell}"})
+    assert guessed.stdout == script
+
+
+@pytest.mark.parametrize(("args", "shell"), [(("completion",), "/bin/tcsh"),
+                                             (("completion",), ""),
+                                             (("completion", "tcsh"), "/bin/bash"),
+                                             (("completion", "bash", "zsh"), "/bin/bash")])
+def test_completion_mistakes_are_clicks(qex_env: Env, args: tuple[str, ...], shell: str) -> None:
+    """A shell qex cannot tell or does not know: the fast path leaves the words to click."""
+    fast = qex_env.run(*args, extra_env={"SHELL": shell})
+    slow = qex_env.run(*args, extra_env={"SHELL": shell, "QEX_NO_FAST_PATH": "1"})
+    assert fast.returncode == slow.returncode == 2
+    assert (fast.stdout, fast.stderr) == (slow.stdout, slow.stderr)
 
 
 def test_completion_candidates_come_from_disk(qex_env: Env) -> None:

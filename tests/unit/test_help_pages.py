@@ -87,6 +87,28 @@ def test_the_generated_pages_are_up_to_date() -> None:
         assert _body(page) == _body(help_pages.PAGES[key]), key
 
 
+#: Prints the completion scripts as click writes them now.
+_SCRIPTS = """
+import json
+from qex.cli.commands.completion import SHELLS, script
+print(json.dumps({shell: script(shell) for shell in SHELLS}))
+"""
+
+
+def test_the_completion_scripts_are_clicks() -> None:
+    """The copies the fast `qex completion` prints. Under another click release only the
+    call back is checked: the scripts may be worded apart, the protocol is the same."""
+    from qex.cli.completion_scripts import SCRIPTS
+
+    scripts = _fresh(_SCRIPTS)
+    assert set(scripts) == set(SCRIPTS) == {"bash", "zsh", "fish"}
+    for shell, script in scripts.items():
+        if SAME_CLICK:
+            assert SCRIPTS[shell] == script, shell
+        for text in (script, SCRIPTS[shell]):
+            assert help_fast.COMPLETE_VAR in text and f"{shell}_complete" in text, shell
+
+
 def test_every_visible_command_has_a_page() -> None:
     from qex.cli.main import COMMANDS
 
