@@ -384,6 +384,7 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "--help": [*prog(env), "--help"],
         "submit --help": [*prog(env), "submit", "--help"],
         "pause queue -h": [*prog(env), "pause", "queue", "-h"],
+        "completion bash (a shell's start-up file)": [*prog(env), "completion", "bash"],
         "pause (what is paused)": [*prog(env), "pause"],
         # The two in this order, last in each round: no other command meets a paused queue.
         "pause queue": [*prog(env), "pause", "queue"],
