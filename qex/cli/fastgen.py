@@ -30,9 +30,9 @@ from typing import Any
 #: change it waits for, the pauses that a harness takes and gives back around its work,
 #: `version`, which tools ask first, `help`, whose pages an agent reads at the start of a
 #: session, `completion`, which a shell's start-up file runs, and `daemon`, so that a
-#: coordinator never imports
-#: click). A subcommand is written with its group's word first (`pause queue`); its group's
-#: own entry (`pause`) covers the group's options with no subcommand.
+#: coordinator never imports click). A subcommand is written with its group's word first
+#: (`pause queue`); its group's own entry (`pause`) covers the group's options with no
+#: subcommand.
 HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "info", "daemon",
        "pipeline", "rerun", "events", "pause", "pause queue", "pause lock", "resume",
        "resume queue", "resume lock", "version", "help", "completion")

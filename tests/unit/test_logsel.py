@@ -153,6 +153,27 @@ def test_which_patterns_skip_the_re_module(pattern: str, simple: bool) -> None:
             __import__("re").search(pattern, line) is not None), (pattern, line)
 
 
+def test_a_long_log_goes_on_with_re(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `RE_AFTER_LINES` lines a dotted pattern is searched by `re` (its import has paid
+    for itself by then), with the same answers; a pattern of text never needs it."""
+    import re
+
+    from qex.core import grep_pattern
+
+    compiled: list[str] = []
+    real_compile = re.compile
+    monkeypatch.setattr(re, "compile", lambda pattern, *a: compiled.append(pattern)
+                        or real_compile(pattern, *a))
+    monkeypatch.setattr(grep_pattern, "RE_AFTER_LINES", 3)
+    lines = ["ab", "xc\n", "c", "a-b\n", "cd", "b a", "c\nd", "acb", "", "ca"]
+    for pattern, switches in (("a.*b|^c.", True), ("error|^c", False)):
+        test = simple_test(pattern)
+        assert test is not None
+        assert [test(line) for line in lines] == [
+            real_compile(pattern).search(line) is not None for line in lines]
+        assert (pattern in compiled) is switches, pattern
+
+
 def test_a_long_line_is_searched_from_its_rarest_piece() -> None:
     """`str.find` looks for the longest run of text in a piece; the dots are checked where
     it is found, so a line with many near misses is still found exactly."""
