@@ -7,16 +7,14 @@ otherwise is this module (and click) imported.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-from typing import NoReturn
 
 import click
 
 from qex import __version__
 from qex.cli import exits
 from qex.cli.help_fast import BANNER
-from qex.cli.main import COMMANDS
+from qex.cli.main import COMMANDS, reader_left
 from qex.platform import collector
 
 
@@ -103,20 +101,13 @@ def run(args: list[str], first: str | None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        _reader_left()
+        reader_left()
+        sys.exit(0)
     except SystemExit:
         # click meets a broken pipe itself: it wraps both streams so that their flushes stay
-        # quiet, and exits 1. The reader leaving is no failure of the command (the fast
-        # path ends with 0 there too).
+        # quiet, and exits 1. The reader leaving is no failure of the command.
         if sys.stdout is not stdout:
-            _reader_left()
+            reader_left()
+            sys.exit(0)
         raise
     sys.exit(rc if isinstance(rc, int) else 0)
-
-
-def _reader_left() -> NoReturn:
-    """`qex list | head`: the reader left; end quietly with 0, like any Unix filter. stdout
-    then points at /dev/null, so the interpreter's final flush cannot fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
-    sys.exit(0)

@@ -70,8 +70,9 @@ def answer(args: list[str]) -> int | None:
 
         return interrupted(args[0])
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        from qex.cli.main import reader_left
+
+        reader_left()
         return 0
 
 

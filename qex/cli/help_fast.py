@@ -48,9 +48,9 @@ def answer_help(args: list[str]) -> int | None:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
-        # `qex --help | head -3`: the reader left; end quietly, as the click path does.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        from qex.cli.main import reader_left
+
+        reader_left()  # `qex --help | head -3`
     return 0
 
 

@@ -124,6 +124,16 @@ def leave(code: object) -> None:
     raise SystemExit(code)
 
 
+def reader_left() -> None:
+    """The reader of stdout has gone (`qex list | head`): point stdout at /dev/null, so that
+    the interpreter's last flush cannot fail again. The command then ends with 0, like any
+    Unix filter, on the fast path and on click's alike."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 #: Modules that register work for the interpreter's exit (flushing log handlers, reaping
 #: worker processes, deleting temporary files); none is on a hot command's path.
 _EXIT_HANDLER_MODULES = ("logging", "multiprocessing", "tempfile")
