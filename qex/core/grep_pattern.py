@@ -28,8 +28,6 @@ REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
 #: `.` and `.*`, which a branch may hold besides text.
 ANY = "."
 ANY_RUN = ".*"
-
-
 #: Lines that a pattern with `.` is matched on in Python before `re` takes over. Such a line
 #: costs about 1.5 µs here against 0.1–0.25 µs with `re`, whose import costs about 4 ms: past
 #: a few thousand lines the import pays for itself, and a long log is searched at `re`'s pace.
@@ -134,9 +132,11 @@ def _wild_test(body: str, first: bool, last: bool) -> Callable[[str], bool] | No
     def test(line: str) -> bool:
         stretches = line.split("\n")
         if first:
-            chosen = stretches[:1]
-            if last and not _ends_there(0, line, len(stretches)):
+            # With `$` too, the first stretch must also be the last, or the one before a
+            # final newline.
+            if last and len(stretches) - line.endswith("\n") > 1:
                 return False
+            chosen = stretches[:1]
         elif last:
             # `$`: the end of the line, or the place before a final newline.
             chosen = stretches[-2:] if line.endswith("\n") else stretches[-1:]
@@ -145,11 +145,6 @@ def _wild_test(body: str, first: bool, last: bool) -> Callable[[str], bool] | No
         return any(_matches(stretch, pieces, first, last) for stretch in chosen)
 
     return test
-
-
-def _ends_there(index: int, line: str, count: int) -> bool:
-    """Whether `$` can match at the end of stretch `index` of `count`."""
-    return index == count - 1 or (index == count - 2 and line.endswith("\n"))
 
 
 def _matches(stretch: str, pieces: list[_Piece], first: bool, last: bool) -> bool:
