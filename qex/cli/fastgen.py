@@ -209,13 +209,21 @@ def render_pages() -> str:
         f"{sorted(k for k, (_, short) in pages.items() if not short)!r})",
         "",
         "PAGES: dict[str, str] = {",
+        *_text_entries({key: page for key, (page, _short) in pages.items()}),
     ]
-    for key, (page, _short) in pages.items():
+    return "\n".join(lines) + "\n"
+
+
+def _text_entries(texts: dict[str, str]) -> list[str]:
+    """The entries of a generated dict of long texts, one source line per line of text, and
+    the dict's closing brace."""
+    lines: list[str] = []
+    for key, text in texts.items():
         lines.append(f"    {key!r}: (")
-        lines.extend(f"        {line!r}" for line in page.splitlines(keepends=True))
+        lines.extend(f"        {line!r}" for line in text.splitlines(keepends=True))
         lines.append("    ),")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def render_scripts() -> str:
@@ -229,12 +237,8 @@ def render_scripts() -> str:
         '"""',
         "",
         "SCRIPTS: dict[str, str] = {",
+        *_text_entries({shell: script(shell) for shell in SHELLS}),
     ]
-    for shell in SHELLS:
-        lines.append(f"    {shell!r}: (")
-        lines.extend(f"        {line!r}" for line in script(shell).splitlines(keepends=True))
-        lines.append("    ),")
-    lines.append("}")
     return "\n".join(lines) + "\n"
 
 
