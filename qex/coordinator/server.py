@@ -147,6 +147,7 @@ class Server:
             Op.PING: self._ping,
             Op.INFO: self._info,
             Op.CAPABILITIES: self._capabilities,
+            Op.COMPLETE: self._complete,
             Op.SUBMIT: self._submit,
             Op.SUBMIT_WORDS: self._submit_words,
             Op.SUBMIT_PIPELINE: self._submit_pipeline,
@@ -295,6 +296,9 @@ class Server:
             return protocol.error(protocol.NO_SUCH_JOB, f"there is no job with the id {job_id}")
         client.owned.add(job_id)
         return protocol.ok()
+
+    async def _complete(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        return queries.handle_complete(self.coord, message)
 
     async def _list(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return queries.handle_list(self.coord, message)

@@ -97,6 +97,7 @@ class Op:
     RESUME: Final = "resume"
     PAUSE_STATE: Final = "pause_state"
     JOB_CHANGED: Final = "job_changed"
+    COMPLETE: Final = "complete"
 
 
 class Result:
@@ -115,6 +116,8 @@ class Result:
     PAUSE_STATE: Final = "pause_state"
     EVENT: Final = "event"
     ERROR: Final = "error"
+    #: `complete`'s answer: `jobs`, the (id, safe name) pairs a Tab press may offer.
+    CANDIDATES: Final = "candidates"
 
 
 #: Each request and the answer it gets when it succeeds (`events` answers with a stream).
@@ -140,6 +143,7 @@ ANSWERS: dict[str, str] = {
     Op.RESUME: Result.PAUSE_STATE,
     Op.PAUSE_STATE: Result.PAUSE_STATE,
     Op.JOB_CHANGED: Result.OK,
+    Op.COMPLETE: Result.CANDIDATES,
 }
 
 if TYPE_CHECKING:
@@ -206,6 +210,14 @@ def rerun(job_id: str, *, environ: dict[str, str], client_version: str) -> dict[
     would read it with `environ` (the fast path; an older coordinator refuses the request as
     unknown, and the command then submits the spec itself)."""
     return {"op": Op.RERUN, "id": job_id, "environ": environ, "client_version": client_version}
+
+
+def complete(kind: str, prefix: str) -> dict[str, Any]:
+    """The jobs a Tab press may offer (`qex.core.job_candidates`): their (id, safe name)
+    pairs, newest first, of the jobs of `kind` whose id or name starts with `prefix`, at
+    most `MAX_ITEMS` of them. A coordinator older than this request refuses it as unknown,
+    and the command reads the records from disk instead."""
+    return {"op": Op.COMPLETE, "kind": kind, "prefix": prefix}
 
 
 def own_job(job_id: str) -> dict[str, Any]:

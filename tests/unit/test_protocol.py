@@ -47,7 +47,7 @@ def test_the_client_has_a_method_for_every_op() -> None:
     method = {Op.LIST: "list_jobs", Op.WAIT: "send_wait", Op.EVENTS: "events"}
     # A supervisor's note; the fast path's requests, which only `qex.cli.wire` speaks.
     wire_only = (Op.JOB_CHANGED, Op.SUBMIT_WORDS, Op.SUBMIT_PIPELINE, Op.LIST_JSON,
-                 Op.LIST_TABLE, Op.RERUN)
+                 Op.LIST_TABLE, Op.RERUN, Op.COMPLETE)
     missing = [op for op in OPS if op not in wire_only
                and not callable(getattr(Connection, method.get(op, op), None))]
     assert missing == []

@@ -13,7 +13,7 @@ import click
 @click.argument("what", required=False, default="ids")
 def command(what: str) -> None:
     """Print job ids (newest first), each followed by its safe name (each name once)."""
-    from qex.cli.complete_ids import KINDS, MAX_ITEMS, candidates
+    from qex.cli.complete_jobs import KINDS, MAX_ITEMS, candidates
 
     if what not in KINDS:
         return
