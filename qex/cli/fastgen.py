@@ -14,7 +14,10 @@ option kind is written as `"click"`, and giving it sends the command to click.
 The same run writes `qex.cli.help_pages`: every visible command's `--help` page as click lays
 it out on a terminal of 80 columns or more (and into a pipe), which `qex.cli.help_fast`
 prints without importing click; `tests/unit/test_help_pages.py` holds those to click too.
-And `qex.cli.completion_scripts`, the shells' completion scripts for `qex completion`.
+And `qex.cli.completion_scripts`, the shells' completion scripts for `qex completion`, and
+`qex.cli.complete_tree`, what a Tab press needs to know of every command (its subcommands,
+options, arguments and what completes their values), which `qex.cli.fastcomplete` answers
+from; `tests/unit/test_fastcomplete.py` holds its answers to click's.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "inf
 TABLE_PATH = Path(__file__).with_name("fast_table.py")
 PAGES_PATH = Path(__file__).with_name("help_pages.py")
 SCRIPTS_PATH = Path(__file__).with_name("completion_scripts.py")
+TREE_PATH = Path(__file__).with_name("complete_tree.py")
 #: click lays a page out at `min(columns, 80) - 2`: every terminal this wide or wider, and a
 #: pipe (80 columns by default), gets the same page.
 PAGE_COLUMNS = 80
@@ -242,9 +246,153 @@ def render_scripts() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _value_completion(param: Any, ctx: Any) -> Any:
+    """What completes a value of `param` at a Tab press, in words `qex.cli.fastcomplete`
+    knows: `"none"`, `"file"`, `"dir"`, `("choice", case_sensitive, words)`, `("words",
+    words)` (a list of its own, matched from the start in lower case), a job kind of
+    `qex.cli.complete_jobs` (found by asking the function, with the reader replaced), or
+    `"click"` (only click can say; the fast path steps aside)."""
+    import click
+
+    from qex.cli import complete_jobs
+
+    custom = getattr(param, "_custom_shell_complete", None)
+    if custom is not None:
+        asked: list[str] = []
+        real = complete_jobs.offered_for
+
+        def probe(kind: str, incomplete: str) -> list[tuple[str, str]]:
+            asked.append(kind)
+            return []
+
+        complete_jobs.offered_for = probe
+        try:
+            words = custom(ctx, param, "")
+        finally:
+            complete_jobs.offered_for = real
+        if len(asked) == 1 and words == []:
+            return asked[0]
+        if asked or not all(isinstance(word, str) for word in words):
+            return "click"
+        # Held to the rule the fast path applies: the words that start with the incomplete
+        # value in lower case, in the list's order.
+        for word in words:
+            for typed in (word[:1], word[:1].upper(), word[:2].upper(), word):
+                wanted = [w for w in words if w.startswith(typed.lower())]
+                if custom(ctx, param, typed) != wanted:
+                    return "click"
+        return ("words", tuple(words))
+    kind = param.type
+    if isinstance(kind, click.Choice):
+        normalize = getattr(kind, "normalize_choice", None)
+        words = [normalize(choice, ctx) if normalize else str(choice)
+                 for choice in kind.choices]
+        return ("choice", bool(kind.case_sensitive), tuple(words))
+    if isinstance(kind, click.Path):
+        return "dir" if kind.dir_okay and not kind.file_okay else "file"
+    if isinstance(kind, click.File):
+        return "file"
+    if type(kind).shell_complete is click.ParamType.shell_complete:
+        return "none"
+    return "click"
+
+
+def completion_tree() -> dict[str, dict[str, Any]]:
+    """Every command's entry for `qex.cli.complete_tree`, by its words (`""` for `qex`,
+    `"pause queue"`), hidden commands included: click resolves them at a Tab press too."""
+    import click
+
+    from qex.cli.main import COMMANDS
+
+    tree: dict[str, dict[str, Any]] = {}
+
+    def walk(command: click.Command, ctx: click.Context, words: tuple[str, ...]) -> None:
+        options: list[tuple[Any, ...]] = []
+        arguments: list[tuple[Any, ...]] = []
+        for param in command.get_params(ctx):
+            if isinstance(param, click.Argument):
+                arguments.append((str(param.name), param.nargs, _value_completion(param, ctx)))
+                continue
+            assert isinstance(param, click.Option)
+            takes_value = not (param.is_flag or param.count)
+            plain = (not param.secondary_opts and param.nargs == 1
+                     and all(opt.startswith("-") for opt in param.opts))
+            options.append((
+                tuple(param.opts), str(param.name), takes_value, bool(param.multiple),
+                bool(param.hidden), bool(getattr(param, "_flag_needs_value", False)),
+                param.help, _value_completion(param, ctx) if plain else "click",
+            ))
+        visible: list[tuple[str, str]] = []
+        hidden: list[str] = []
+        if isinstance(command, click.Group):
+            names = command.list_commands(ctx)
+            if not words:
+                names = names + [n for n, (_, _, secret) in COMMANDS.items() if secret]
+            for name in names:
+                sub = command.get_command(ctx, name)
+                if sub is None:
+                    continue
+                if sub.hidden:
+                    hidden.append(name)
+                else:
+                    visible.append((name, sub.get_short_help_str()))
+                walk(sub, click.Context(sub, info_name=name, parent=ctx, **sub.context_settings),
+                     (*words, name))
+            if command.chain:
+                raise SystemExit("a chained group: qex.cli.fastcomplete does not know them")
+        tree[" ".join(words)] = {
+            "group": isinstance(command, click.Group),
+            "interspersed": bool(ctx.allow_interspersed_args),
+            "commands": visible,
+            "hidden": hidden,
+            "options": options,
+            "arguments": arguments,
+        }
+
+    root = root_context()
+    walk(root.command, root, ())
+    return tree
+
+
+def render_tree() -> str:
+    lines = [
+        '"""What a Tab press needs to know of each command, for `qex.cli.fastcomplete`.',
+        "",
+        "GENERATED by `python -m qex.cli.fastgen` from the click commands: do not edit.",
+        "",
+        "An option: (its names, its parameter name, whether it takes a value, multiple,",
+        "hidden, whether its value may be left out, its help, what completes its value). An",
+        "argument: (its name, nargs, what completes it). See `qex.cli.fastgen._value_completion`.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "TYPE_CHECKING = False",
+        "if TYPE_CHECKING:",
+        "    from typing import Any",
+        "",
+        "#: The click release whose completion rules the fast path follows.",
+        f"CLICK = {click_release()!r}",
+        "",
+        "TREE: dict[str, dict[str, Any]] = {",
+    ]
+    for key, entry in completion_tree().items():
+        lines.append(f"    {key!r}: {{")
+        for field, value in entry.items():
+            if isinstance(value, list) and value:
+                lines.append(f"        {field!r}: [")
+                lines.extend(f"            {item!r}," for item in value)
+                lines.append("        ],")
+            else:
+                lines.append(f"        {field!r}: {value!r},")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     outputs = ((TABLE_PATH, render()), (PAGES_PATH, render_pages()),
-               (SCRIPTS_PATH, render_scripts()))
+               (SCRIPTS_PATH, render_scripts()), (TREE_PATH, render_tree()))
     if "--check" in argv:
         stale = [path for path, text in outputs
                  if (path.read_text() if path.exists() else "") != text]

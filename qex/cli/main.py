@@ -1,5 +1,6 @@
-"""The `qex` entry point. It answers the hot commands (see `qex.cli.fast`) and the help pages
-(`qex.cli.help_fast`) without click, and hands everything else to the click application in
+"""The `qex` entry point. It answers the hot commands (see `qex.cli.fast`), the help pages
+(`qex.cli.help_fast`) and the Tab presses of the completion scripts (`qex.cli.fastcomplete`)
+without click, and hands everything else to the click application in
 `qex.cli.app`.
 
 A status query must not pay for YAML, psutil or the other commands' modules, so the table
@@ -56,9 +57,16 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         if not args or args[-1] in ("--help", "-h"):  # `qex.cli.help_fast.HELP_FLAGS`
-            from qex.cli.help_fast import answer_help
+            import os
 
-            code = answer_help(args)
+            from qex.cli.help_fast import COMPLETE_VAR, answer_help
+
+            if not args and COMPLETE_VAR in os.environ:  # a Tab press of the scripts
+                from qex.cli.fastcomplete import answer
+
+                code = answer()
+            else:
+                code = answer_help(args)
             if code is not None:
                 sys.exit(code)
         if args and (args[0] == first or args == ["--version"]):
