@@ -392,6 +392,14 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
     }
 
 
+#: Tab presses of the completion scripts: (COMP_WORDS, COMP_CWORD) as bash's script sets them.
+TAB_PRESSES = {
+    "st<Tab> (a command's name)": ("qex st", "1"),
+    "submit --c<Tab> (option names)": ("qex submit --c", "2"),
+    "status <Tab> (ids and names)": ("qex status ", "2"),
+}
+
+
 def hot_commands(envs: dict[str, dict[str, str]], reps: int) -> None:
     """Each hot command as one process, beside `python -S -c pass` (target 2 x); with
     several programs (`--before`), their runs are interleaved in the same rounds."""
@@ -402,6 +410,11 @@ def hot_commands(envs: dict[str, dict[str, str]], reps: int) -> None:
             key = f"{label}{name}"
             argvs[key] = argv
             owner[key] = env
+        for name, (words, cword) in TAB_PRESSES.items():
+            key = f"{label}{name}"
+            argvs[key] = prog(env)
+            owner[key] = {**env, "_QEX_COMPLETE": "bash_complete", "COMP_WORDS": words,
+                          "COMP_CWORD": cword}
     found = interleaved(reps, argvs, owner)
     print(f"-- hot commands, one process each (load {os.getloadavg()[0]:.2f}) --")
     for key in argvs:
