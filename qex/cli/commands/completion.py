@@ -3,8 +3,9 @@
 The script is click's own; it calls `qex` back with `_QEX_COMPLETE` set at each Tab press.
 A shell's start-up file runs this command each time, so the fast path prints the scripts
 from `qex.cli.completion_scripts`, written from `script` by `qex.cli.fastgen`.
-The commands that take job ids offer the ids and names of the jobs on disk, newest first,
-without asking or starting a coordinator.
+The commands that take job ids offer the ids and names of the jobs, newest first, from the
+coordinator when one runs and from the disk otherwise, never starting one. A Tab press is
+answered without click where `qex.cli.fastcomplete` can follow the line.
 """
 
 from __future__ import annotations
