@@ -45,13 +45,15 @@ examples = int(sys.argv[3])
 def clicks(args, incomplete):
     completer = ShellComplete(cli, {}, "qex", "_QEX_COMPLETE")
     items = completer.get_completions(list(args), incomplete)
-    return [[i.type, i.value, i.help] if exact else [i.type, i.value] for i in items]
+    if exact:
+        return [[i.type, i.value, i.help] for i in items]
+    return sorted([i.type, i.value] for i in items)
 
 def fasts(args, incomplete):
     items = fastcomplete.complete(list(args), incomplete)
     if items is None:
         return None
-    return [list(i) if exact else list(i[:2]) for i in items]
+    return [list(i) for i in items] if exact else sorted(list(i[:2]) for i in items)
 
 mismatches = []
 unanswered = []
@@ -139,8 +141,9 @@ def test_the_tree_is_up_to_date() -> None:
 
 
 def test_fast_answers_are_clicks(tmp_path: Path) -> None:
-    """Under another click release only the candidates' kinds and values are held equal:
-    releases word the help of a candidate apart."""
+    """Under another click release only the candidates' kinds and values are held equal,
+    in any order: releases word the help of a candidate apart, and click 8.1 keeps a help
+    option's two names in a set (`--help` and `-h` come in either order)."""
     done = subprocess.run(
         [sys.executable, "-c", _COMPARE, "exact" if SAME_CLICK else "values",
          json.dumps(COMMON), "400"],
@@ -172,7 +175,10 @@ def test_quoted_lines_go_to_click(line: str) -> None:
 
 
 def test_split_is_clicks_for_plain_lines() -> None:
-    from click.shell_completion import split_arg_string
+    try:
+        from click.shell_completion import split_arg_string
+    except ImportError:  # click 8.1 (Debian 12) keeps it in the parser
+        from click.parser import split_arg_string  # type: ignore[attr-defined,no-redef]
 
     for line in ["", " ", "qex", "qex  status\t", "qex status --json ", "a\nb\rc", "x\x0by"]:
         assert fastcomplete.split(line) == split_arg_string(line), line
