@@ -33,13 +33,13 @@ def asked(kind: str, incomplete: str) -> list[tuple[str, str]] | None:
     at once with them."""
     try:
         from qex.cli.wire import Wire
+        from qex.core.protocol import complete
 
         wire = Wire.connect(start=False)
         if wire is None:
             return None
         try:
-            answer = wire.ask({"op": "complete", "kind": kind, "prefix": incomplete},
-                              ASK_SECS)  # protocol.complete
+            answer = wire.ask(complete(kind, incomplete), ASK_SECS)
         finally:
             wire.close()
     except Exception:

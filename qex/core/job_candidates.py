@@ -20,9 +20,15 @@ _STATES = {"active": frozenset({"starting", "running"}), "queued": frozenset({"q
 MAX_ITEMS = 200
 
 
+def states_of(kind: str) -> frozenset[str] | None:
+    """The states of the jobs that `kind` offers; None for every job (`ids`, or a kind this
+    build does not know)."""
+    return _STATES.get(kind)
+
+
 def kept(kind: str, state: object) -> bool:
-    """Whether a job in `state` is offered for `kind` (an unknown kind offers every job)."""
-    states = _STATES.get(kind)
+    """Whether a job in `state` is offered for `kind`."""
+    states = states_of(kind)
     return states is None or state in states
 
 
