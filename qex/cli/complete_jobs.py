@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from qex.core.job_candidates import KINDS, MAX_ITEMS, kept, offered
+from qex.core.job_candidates import KINDS, MAX_ITEMS, kept, offered, pair
 
 __all__ = ["KINDS", "MAX_ITEMS", "candidates", "jobs_dir", "offered_for"]
 
@@ -69,7 +69,7 @@ def candidates(kind: str) -> list[tuple[str, str]]:
     """(id, safe name) of the jobs of one kind on disk, newest first. Never raises."""
     try:
         from qex.cli.wire import decode  # `json` would import `re`: half the floor again
-        from qex.core.names import is_uuid, safe_name
+        from qex.core.names import is_uuid
         from qex.core.record_json import sort_key
 
         records: list[dict[str, object]] = []
@@ -86,6 +86,6 @@ def candidates(kind: str) -> list[tuple[str, str]]:
                         and kept(kind, data.get("state")):
                     records.append(data)
         records.sort(key=sort_key, reverse=True)
-        return [(str(r["id"]), safe_name(str(r.get("name") or "job"))) for r in records]
+        return [pair(str(r["id"]), r.get("name")) for r in records]
     except Exception:
         return []

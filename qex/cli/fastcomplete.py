@@ -112,8 +112,9 @@ def _formatted(shell: str, item: Item) -> str:
         if shown != "_":
             value = value.replace(":", r"\:")
         return f"{kind}\n{value}\n{shown}"
-    if help_text:
-        return f"{kind},{value}\t{help_text.replace(chr(10), chr(92) + 'n').replace(chr(9), ' ')}"
+    if help_text:  # fish reads one candidate a line, its help after a tab
+        one_line = help_text.replace("\n", "\\n").replace("\t", " ")
+        return f"{kind},{value}\t{one_line}"
     return f"{kind},{value}"
 
 

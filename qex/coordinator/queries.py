@@ -55,7 +55,6 @@ def handle_complete(coord: Coordinator, message: dict[str, Any]) -> dict[str, An
     """`complete`: what a Tab press may offer, from the records held here (the command's
     own read of 2,000 records from disk takes about 70 ms of each press)."""
     from qex.core import job_candidates
-    from qex.core.names import safe_name
 
     kind, prefix = message.get("kind"), message.get("prefix")
     if kind not in job_candidates.KINDS or not isinstance(prefix, str):
@@ -67,11 +66,11 @@ def handle_complete(coord: Coordinator, message: dict[str, Any]) -> dict[str, An
         # A job's move from starting to running is written by its supervisor.
         refresh_active(coord)
     jobs = coord.jobs.for_states(states)
-    pairs = ((job.record.id, safe_name(str(job.record.name or "job")))
+    pairs = (job_candidates.pair(job.record.id, job.record.name)
              for job in reversed(jobs) if job_candidates.kept(kind, job.record.state))
     chosen: list[list[str]] = []
-    for pair in job_candidates.matching(pairs, prefix):
-        chosen.append(list(pair))
+    for job_id, name in job_candidates.matching(pairs, prefix):
+        chosen.append([job_id, name])
         if len(chosen) >= job_candidates.MAX_ITEMS:
             break  # each pair gives at least one candidate
     return protocol.answer(Result.CANDIDATES, jobs=chosen)

@@ -8,6 +8,8 @@ name) pairs, newest first, and says what to offer.
 
 from __future__ import annotations
 
+from qex.core.names import safe_name
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -18,6 +20,11 @@ _STATES = {"active": frozenset({"starting", "running"}), "queued": frozenset({"q
 #: At most this many candidates: the recent jobs are the ones a person completes, and a shell
 #: that lists thousands of ids at one Tab press is of no help.
 MAX_ITEMS = 200
+
+
+def pair(job_id: str, name: object) -> tuple[str, str]:
+    """A job's (id, name as offered): its safe name, `job` for a job without one."""
+    return job_id, safe_name(str(name or "job"))
 
 
 def states_of(kind: str) -> frozenset[str] | None:

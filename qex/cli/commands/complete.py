@@ -13,19 +13,12 @@ import click
 @click.argument("what", required=False, default="ids")
 def command(what: str) -> None:
     """Print job ids (newest first), each followed by its safe name (each name once)."""
-    from qex.cli.complete_jobs import KINDS, MAX_ITEMS, candidates
+    from qex.cli.complete_jobs import KINDS, candidates
+    from qex.core.job_candidates import offered
 
     if what not in KINDS:
         return
-    seen: set[str] = set()
-    lines: list[str] = []
-    for job_id, name in candidates(what):
-        lines.append(job_id)
-        if name not in seen:
-            seen.add(name)
-            lines.append(name)
-        if len(lines) >= MAX_ITEMS:
-            break
+    lines = [value for value, _help in offered(candidates(what), "")]
     if lines:
         try:
             click.echo("\n".join(lines))
