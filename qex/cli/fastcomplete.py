@@ -7,8 +7,8 @@ the same call from `qex.cli.complete_tree` (written by `qex.cli.fastgen` from th
 commands) by following the rules click 8.5 applies (`click.shell_completion`): which
 command the words reach, whether the word under the cursor is an option's name, an option's
 value or an argument, and what completes it. It steps aside (returns None) for anything it
-does not follow exactly: quotes or backslashes in the line, an option it does not know, an
-`--option=value` word, a value that only click can complete. `tests/unit/test_fastcomplete.py`
+does not follow exactly: an option it does not know, a value given to a flag, a value that
+only click can complete. `tests/unit/test_fastcomplete.py`
 holds its answers to click's over many lines.
 """
 
@@ -26,8 +26,6 @@ Item = tuple[str, str, "str | None"]
 
 #: The shells whose call back this module answers (click's formats for each are below).
 SHELLS = ("bash", "zsh", "fish")
-#: The characters `shlex` (click's splitter) reads as quoting; a line with any goes to click.
-_QUOTING = frozenset("'\"\\")
 #: What `shlex` splits on.
 _BLANKS = " \t\r\n"
 
@@ -54,22 +52,41 @@ def answer() -> int | None:
     return 0
 
 
-def split(line: str) -> list[str] | None:
-    """The words of `line` as click's `split_arg_string` gives them, when it has no quoting
-    (then `shlex` only splits on blanks); None otherwise."""
-    if not _QUOTING.isdisjoint(line):
-        return None
+def split(line: str) -> list[str]:
+    """The words of `line` as click's `split_arg_string` gives them: `shlex` in POSIX mode,
+    splitting on blanks only, whose last word, cut short by an open quote or a backslash at
+    the end, is kept as far as it got. `shlex` itself would import `re` at every Tab press."""
     words: list[str] = []
-    start = -1
-    for index, char in enumerate(line):
-        if char in _BLANKS:
-            if start >= 0:
-                words.append(line[start:index])
-                start = -1
-        elif start < 0:
-            start = index
-    if start >= 0:
-        words.append(line[start:])
+    word: str | None = None  # None until a word begins (an empty quoted word is a word)
+    quote = ""  # the quote the cursor is inside
+    index, end = 0, len(line)
+    while index < end:
+        char = line[index]
+        index += 1
+        if char == quote:
+            quote = ""
+        elif quote == "'" or (quote and char != "\\"):
+            word = f"{word}{char}"  # inside single quotes nothing else is special
+        elif char == "\\":
+            if index == end:
+                word = word or ""
+                break
+            escaped = line[index]
+            index += 1
+            # inside double quotes a backslash escapes only `"` and itself, else it stays
+            kept = "\\" if quote and escaped not in '"\\' else ""
+            word = f"{word or ''}{kept}{escaped}"
+        elif char in _BLANKS:
+            if word is not None:
+                words.append(word)
+                word = None
+        elif char in "'\"":
+            quote = char
+            word = word or ""
+        else:
+            word = f"{word or ''}{char}"
+    if word is not None:
+        words.append(word)
     return words
 
 
@@ -78,8 +95,6 @@ def _args_and_incomplete(shell: str) -> tuple[list[str], str] | None:
     click reads them from the script's variables."""
     try:
         words = split(os.environ["COMP_WORDS"])
-        if words is None:
-            return None
         if shell == "fish":
             incomplete = os.environ["COMP_CWORD"]
             if incomplete:
@@ -134,7 +149,7 @@ class _Parsed:
 
 def _parse(entry: dict[str, Any], words: list[str]) -> _Parsed | None:
     """`entry`'s options taken out of `words` as click's parser takes them; None where this
-    module would have to guess (an unknown option, `--name=value`, a cluster of flags)."""
+    module would have to guess (an option it does not know, a value given to a flag)."""
     by_name = {name: option for option in entry["options"] for name in option[0]}
     parsed = _Parsed()
     rest = list(words)
@@ -143,18 +158,17 @@ def _parse(entry: dict[str, Any], words: list[str]) -> _Parsed | None:
         if word == "--":
             break
         if word[:1] == "-" and len(word) > 1:
-            option = by_name.get(word)
-            if option is None:
+            taken: bool | None
+            if word in by_name:
+                taken = _take(by_name[word], rest, parsed)
+            elif word[:2] == "--":
+                taken = _take_long(by_name, word, rest, parsed)
+            else:
+                taken = _take_short(by_name, word, rest, parsed)
+            if taken is None:
                 return None
-            _names, name, takes_value, _multiple, _hidden, may_omit, _help, _value = option
-            if takes_value:
-                if not rest:
-                    if not may_omit:
-                        parsed.stopped = True
-                        return parsed
-                elif not (may_omit and rest[0][:1] == "-" and len(rest[0]) > 1):
-                    rest.pop(0)
-            parsed.given.add(name)
+            if not taken:
+                return parsed
         elif entry["interspersed"]:
             parsed.words.append(word)
         else:
@@ -162,6 +176,50 @@ def _parse(entry: dict[str, Any], words: list[str]) -> _Parsed | None:
             break
     parsed.words.extend(rest)
     return parsed
+
+
+def _take(option: tuple[Any, ...], rest: list[str], parsed: _Parsed) -> bool:
+    """One option given: its value taken from the front of `rest` where click's parser takes
+    one. False when it lacked its value (click stops parsing there)."""
+    _names, name, takes_value, _multiple, _hidden, may_omit, _help, _value = option
+    if takes_value:
+        if not rest:
+            if not may_omit:
+                parsed.stopped = True
+                return False
+        elif not (may_omit and rest[0][:1] == "-" and len(rest[0]) > 1):
+            rest.pop(0)
+    parsed.given.add(name)
+    return True
+
+
+def _take_long(by_name: dict[str, tuple[Any, ...]], word: str, rest: list[str],
+               parsed: _Parsed) -> bool | None:
+    """`--name=value`: click's parser puts the value back in front of the words left and
+    reads the option as usual. None for an unknown name, or a value given to a flag."""
+    name, equals, value = word.partition("=")
+    option = by_name.get(name)
+    if not equals or option is None or not option[2]:
+        return None
+    rest.insert(0, value)
+    return _take(option, rest, parsed)
+
+
+def _take_short(by_name: dict[str, tuple[Any, ...]], word: str, rest: list[str],
+                parsed: _Parsed) -> bool | None:
+    """`-qf`, `-n5`: click's parser reads one letter after the other as a short option, and
+    the first that takes a value gets the letters after it (if any) as its value. None at a
+    letter that is no option."""
+    for index in range(1, len(word)):
+        option = by_name.get(f"-{word[index]}")
+        if option is None:
+            return None
+        if option[2]:
+            if index + 1 < len(word):
+                rest.insert(0, word[index + 1:])
+            return _take(option, rest, parsed)
+        parsed.given.add(option[1])
+    return True
 
 
 def _arguments_given(entry: dict[str, Any], words: list[str]) -> set[str]:
@@ -217,7 +275,9 @@ def _resolve(entry: dict[str, Any], args: list[str], incomplete: str,
     if incomplete == "=":
         incomplete = ""
     elif "=" in incomplete and incomplete[:1] == "-":
-        return None  # click splits `--name=val`; rare enough to leave to it
+        # `--name=val`: the value is completed as if `--name` were the word before it
+        name, _, incomplete = incomplete.partition("=")
+        args = [*args, name]
     if "--" not in args and incomplete[:1] == "-":
         return _command_items(entry, incomplete, given)
     last = args[-1] if args else ""

@@ -14,6 +14,9 @@ CALLS = [
     ("bash", "qex pause queue --", "3"), ("bash", "qex systemd export ", "3"),
     ("zsh", "qex submit --", "2"), ("zsh", "qex wait ", "2"), ("zsh", "qex help e", "2"),
     ("fish", "qex st", "st"), ("fish", "qex logs --", "--"), ("fish", "qex kill ", ""),
+    ("zsh", "qex submit --cpu=2 --", "3"), ("zsh", "qex list --state=r", "2"),
+    ("fish", "qex logs -fC 2 ", ""), ("bash", "qex list --state = ", "4"),
+    ("zsh", "qex submit --name 'my job' --", "4"), ("fish", 'qex logs "tab', '"tab'),
     ("bash", "qex 'st", "1"), ("bash", "qex status --nope ", "2"),
 ]
 

@@ -15,8 +15,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qex.cli import complete_tree, fastcomplete, fastgen
 
@@ -76,8 +79,16 @@ def local(path):
                  | {n for n, _ in entry["commands"]} | set(entry["hidden"]))
     others = sorted({w for key in TREE for w in key.split()}
                     | {n for e in TREE.values() for o in e["options"] for n in o[0]})
+    # Values joined to a long option's name, and short options run together or with a value
+    # attached: click's parser splits both, and so must the fast path.
+    longs = [n for n in own if n[:2] == "--"] or ["--x"]
+    shorts = [n[1] for n in own if len(n) == 2 and n[0] == "-"] or ["x"]
+    joined = st.builds("{}={}".format, st.sampled_from(longs),
+                       st.sampled_from(["", "2", "-x", "--json", "lo", "a=b"]))
+    cluster = st.builds("-{}{}".format, st.sampled_from(shorts),
+                        st.sampled_from([*shorts, "5", "x", "=", "-", "=2"]))
     word = st.one_of(st.sampled_from(own or common), st.sampled_from(own or common),
-                     st.sampled_from(common), st.sampled_from(others))
+                     st.sampled_from(common), st.sampled_from(others), joined, cluster)
     typed = st.one_of(st.just(""), word, word.map(lambda w: w[:1]), word.map(lambda w: w[:3]),
                       word.map(str.upper),
                       st.sampled_from(["-", "--", "=", "--name=", "--c", "2", "b", "D"]))
@@ -114,6 +125,9 @@ COMMON = [
     (["list"], "--"), (["list", "--cwd"], "--"), (["list", "--cwd"], ""),
     (["coordinator"], ""), (["systemd", "export"], ""), (["pool", "suggest", "--from"], ""),
     (["nosuch"], ""), (["daemon"], "--"), (["clean"], ""), (["rerun"], "d"),
+    (["submit", "--cpu=2"], "--"), (["submit", "--name=x", "--"], ""), (["submit"], "--cpu="),
+    (["logs", "--tail=5"], ""), (["list", "--state="], "r"), (["list"], "--state=r"),
+    (["logs", "-fn", "5"], ""), (["logs", "-C5"], "--"), (["logs", "-fC", "2"], ""),
 ]
 
 
@@ -169,23 +183,46 @@ def test_ids_and_names_come_newest_first(tmp_path: Path, monkeypatch: pytest.Mon
         ("plain", JOBS[2][0], "deploy"), ("plain", JOBS[1][0], "test_run")]
 
 
-@pytest.mark.parametrize("line", ["qex 'sta", 'qex "status" ', "qex st\\ at"])
-def test_quoted_lines_go_to_click(line: str) -> None:
-    assert fastcomplete.split(line) is None
-
-
-def test_split_is_clicks_for_plain_lines() -> None:
+def _clicks_split() -> Any:
     try:
         from click.shell_completion import split_arg_string
     except ImportError:  # click 8.1 (Debian 12) keeps it in the parser
         from click.parser import split_arg_string  # type: ignore[attr-defined,no-redef]
-
-    for line in ["", " ", "qex", "qex  status\t", "qex status --json ", "a\nb\rc", "x\x0by"]:
-        assert fastcomplete.split(line) == split_arg_string(line), line
+    return split_arg_string
 
 
-def test_unknown_options_and_joined_values_go_to_click() -> None:
+@pytest.mark.parametrize("line", [
+    "", " ", "qex", "qex  status\t", "qex status --json ", "a\nb\rc", "x\x0by", "qex 'sta",
+    'qex "status" ', "qex st\\ at", "qex ''", 'qex ""x', "qex \\", "qex a\\", 'qex "a\\',
+    'qex "a\\"b" c', 'qex "a\\x"', "qex 'a\\'b", "qex a'b c'd", "qex --name='my job' --",
+])
+def test_split_is_clicks(line: str) -> None:
+    assert fastcomplete.split(line) == _clicks_split()(line)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab =-'\"\\\t\n", max_size=24))
+def test_split_is_clicks_for_any_line(line: str) -> None:
+    assert fastcomplete.split(line) == _clicks_split()(line)
+
+
+def test_unknown_options_and_values_of_flags_go_to_click() -> None:
     assert fastcomplete.complete(["status", "--nope"], "") is None
-    assert fastcomplete.complete(["submit", "--cpu=2"], "--") is None
-    assert fastcomplete.complete(["submit"], "--cpu=") is None
-    assert fastcomplete.complete(["logs", "-fn"], "") is None
+    assert fastcomplete.complete(["status", "--nope=1"], "") is None
+    assert fastcomplete.complete(["status", "--json=1"], "") is None
+    assert fastcomplete.complete(["logs", "-fz"], "") is None
+    assert fastcomplete.complete(["logs", "-=2"], "") is None
+
+
+def test_joined_values_and_runs_of_short_options_are_parsed_as_click_does() -> None:
+    """The comparison with click above draws such words; these pin what the parse gives."""
+    entry = complete_tree.TREE["logs"]
+    parsed = fastcomplete._parse(entry, ["-fnC5", "ID"])
+    assert parsed is not None and not parsed.stopped
+    assert (parsed.given, parsed.words) == ({"follow", "number", "context"}, ["ID"])
+    parsed = fastcomplete._parse(entry, ["-C", "-5", "ID"])  # a value may start with `-`
+    assert parsed is not None and parsed.words == ["ID"]
+    parsed = fastcomplete._parse(entry, ["--tail=", "ID"])
+    assert parsed is not None and (parsed.given, parsed.words) == ({"tail"}, ["ID"])
+    parsed = fastcomplete._parse(entry, ["-fC"])
+    assert parsed is not None and parsed.stopped and parsed.given == {"follow"}
