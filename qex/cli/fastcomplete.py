@@ -6,9 +6,8 @@ command's module: 35-55 ms a press, and more with many jobs on disk. This module
 the same call from `qex.cli.complete_tree` (written by `qex.cli.fastgen` from the click
 commands) by following the rules click 8.5 applies (`click.shell_completion`): which
 command the words reach, whether the word under the cursor is an option's name, an option's
-value or an argument, and what completes it. It steps aside (returns None) for anything it
-does not follow exactly: an option it does not know, a value given to a flag, a value that
-only click can complete. `tests/unit/test_fastcomplete.py`
+value or an argument, and what completes it. It steps aside (returns None) for a value
+that only click can complete. `tests/unit/test_fastcomplete.py`
 holds its answers to click's over many lines.
 """
 
@@ -143,14 +142,16 @@ class _Parsed:
     def __init__(self) -> None:
         self.given: set[str] = set()
         self.words: list[str] = []
-        #: An option lacked its value: click stopped parsing, and no argument got a word.
+        #: click stopped parsing (an option it does not know, one that lacked its value, a
+        #: value given to a flag), and no argument got a word.
         self.stopped = False
 
 
-def _parse(entry: dict[str, Any], words: list[str]) -> _Parsed | None:
-    """`entry`'s options taken out of `words` as click's parser takes them; None where this
-    module would have to guess (an option it does not know, a value given to a flag)."""
+def _parse(entry: dict[str, Any], words: list[str]) -> _Parsed:
+    """`entry`'s options taken out of `words` as click's parser takes them, up to where its
+    resilient parse stops at an error (the words after it are dropped, as click drops them)."""
     by_name = {name: option for option in entry["options"] for name in option[0]}
+    ignore_unknown = entry["ignore_unknown"]
     parsed = _Parsed()
     rest = list(words)
     while rest:
@@ -158,16 +159,14 @@ def _parse(entry: dict[str, Any], words: list[str]) -> _Parsed | None:
         if word == "--":
             break
         if word[:1] == "-" and len(word) > 1:
-            taken: bool | None
             if word in by_name:
                 taken = _take(by_name[word], rest, parsed)
             elif word[:2] == "--":
-                taken = _take_long(by_name, word, rest, parsed)
+                taken = _take_long(by_name, word, rest, parsed, ignore_unknown)
             else:
-                taken = _take_short(by_name, word, rest, parsed)
-            if taken is None:
-                return None
+                taken = _take_short(by_name, word, rest, parsed, ignore_unknown)
             if not taken:
+                parsed.stopped = True
                 return parsed
         elif entry["interspersed"]:
             parsed.words.append(word)
@@ -185,7 +184,6 @@ def _take(option: tuple[Any, ...], rest: list[str], parsed: _Parsed) -> bool:
     if takes_value:
         if not rest:
             if not may_omit:
-                parsed.stopped = True
                 return False
         elif not (may_omit and rest[0][:1] == "-" and len(rest[0]) > 1):
             rest.pop(0)
@@ -194,32 +192,45 @@ def _take(option: tuple[Any, ...], rest: list[str], parsed: _Parsed) -> bool:
 
 
 def _take_long(by_name: dict[str, tuple[Any, ...]], word: str, rest: list[str],
-               parsed: _Parsed) -> bool | None:
+               parsed: _Parsed, ignore_unknown: bool) -> bool:
     """`--name=value`: click's parser puts the value back in front of the words left and
-    reads the option as usual. None for an unknown name, or a value given to a flag."""
+    reads the option as usual. False (click stops) for a value given to a flag, and for an
+    unknown name unless the command takes that as an argument."""
     name, equals, value = word.partition("=")
     option = by_name.get(name)
+    if option is None and ignore_unknown:
+        parsed.words.append(word)
+        return True
     if not equals or option is None or not option[2]:
-        return None
+        return False
     rest.insert(0, value)
     return _take(option, rest, parsed)
 
 
 def _take_short(by_name: dict[str, tuple[Any, ...]], word: str, rest: list[str],
-                parsed: _Parsed) -> bool | None:
+                parsed: _Parsed, ignore_unknown: bool) -> bool:
     """`-qf`, `-n5`: click's parser reads one letter after the other as a short option, and
-    the first that takes a value gets the letters after it (if any) as its value. None at a
-    letter that is no option."""
+    the first that takes a value gets the letters after it (if any) as its value. False
+    (click stops, the letters before kept) at a letter that is no option, unless the command
+    takes those letters, joined after a `-`, as an argument once the word is read."""
+    unknown = ""
+    taken = True
     for index in range(1, len(word)):
         option = by_name.get(f"-{word[index]}")
         if option is None:
-            return None
-        if option[2]:
+            if not ignore_unknown:
+                return False
+            unknown += word[index]
+        elif option[2]:
             if index + 1 < len(word):
                 rest.insert(0, word[index + 1:])
-            return _take(option, rest, parsed)
-        parsed.given.add(option[1])
-    return True
+            taken = _take(option, rest, parsed)
+            break
+        else:
+            parsed.given.add(option[1])
+    if unknown and taken:
+        parsed.words.append(f"-{unknown}")
+    return taken
 
 
 def _arguments_given(entry: dict[str, Any], words: list[str]) -> set[str]:
@@ -254,8 +265,6 @@ def complete(args: list[str], incomplete: str) -> list[Item] | None:
     rest = args
     while True:
         parsed = _parse(entry, rest)
-        if parsed is None:
-            return None
         if not entry["group"] or parsed.stopped or not parsed.words:
             break
         name = parsed.words[0]

@@ -351,6 +351,7 @@ def completion_tree() -> dict[str, dict[str, Any]]:
         tree[" ".join(words)] = {
             "group": isinstance(command, click.Group),
             "interspersed": bool(ctx.allow_interspersed_args),
+            "ignore_unknown": bool(ctx.ignore_unknown_options),
             "commands": visible,
             "hidden": hidden,
             "options": options,
@@ -372,7 +373,8 @@ def render_tree() -> str:
             "An option: (its names, its parameter name, whether it takes a value, multiple,",
             "hidden, whether its value may be left out, its help, what completes its value).",
             "An argument: (its name, nargs, what completes it). See",
-            "`qex.cli.fastgen._value_completion`.",
+            "`qex.cli.fastgen._value_completion`. `ignore_unknown`: the command takes an option",
+            "it does not know as an argument (click's `ignore_unknown_options`).",
         ),
         "#: The click release whose completion rules the fast path follows.",
         f"CLICK = {click_release()!r}",

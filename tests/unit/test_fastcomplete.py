@@ -128,6 +128,9 @@ COMMON = [
     (["submit", "--cpu=2"], "--"), (["submit", "--name=x", "--"], ""), (["submit"], "--cpu="),
     (["logs", "--tail=5"], ""), (["list", "--state="], "r"), (["list"], "--state=r"),
     (["logs", "-fn", "5"], ""), (["logs", "-C5"], "--"), (["logs", "-fC", "2"], ""),
+    (["status", "--nope"], ""), (["submit", "--cpu", "2", "-z"], "--"), (["--bad"], ""),
+    (["config", "set", "-x", "--help"], "--"), (["config", "set", "--nope=1", "-hx"], "--"),
+    (["config", "set", "-xh"], "--"),
 ]
 
 
@@ -206,23 +209,27 @@ def test_split_is_clicks_for_any_line(line: str) -> None:
     assert fastcomplete.split(line) == _clicks_split()(line)
 
 
-def test_unknown_options_and_values_of_flags_go_to_click() -> None:
-    assert fastcomplete.complete(["status", "--nope"], "") is None
-    assert fastcomplete.complete(["status", "--nope=1"], "") is None
-    assert fastcomplete.complete(["status", "--json=1"], "") is None
-    assert fastcomplete.complete(["logs", "-fz"], "") is None
-    assert fastcomplete.complete(["logs", "-=2"], "") is None
+def test_the_parse_stops_where_clicks_stops() -> None:
+    """click's resilient parse stops at an option it does not know, an option without its
+    value and a value given to a flag, and keeps what it took before: so does this one."""
+    entry = complete_tree.TREE["logs"]
+    for words in (["-f", "--nope", "ID"], ["-f", "--nope=1", "ID"], ["-f", "--json=1", "ID"],
+                  ["-fz", "ID"], ["-f", "-=2", "ID"], ["-f", "--tail"]):
+        parsed = fastcomplete._parse(entry, words)
+        assert parsed.stopped and parsed.words == [], words
+        assert parsed.given == {"follow"}, words
+    assert fastcomplete.complete(["status", "--nope"], "") is not None
 
 
 def test_joined_values_and_runs_of_short_options_are_parsed_as_click_does() -> None:
     """The comparison with click above draws such words; these pin what the parse gives."""
     entry = complete_tree.TREE["logs"]
     parsed = fastcomplete._parse(entry, ["-fnC5", "ID"])
-    assert parsed is not None and not parsed.stopped
+    assert not parsed.stopped
     assert (parsed.given, parsed.words) == ({"follow", "number", "context"}, ["ID"])
     parsed = fastcomplete._parse(entry, ["-C", "-5", "ID"])  # a value may start with `-`
-    assert parsed is not None and parsed.words == ["ID"]
+    assert parsed.words == ["ID"]
     parsed = fastcomplete._parse(entry, ["--tail=", "ID"])
-    assert parsed is not None and (parsed.given, parsed.words) == ({"tail"}, ["ID"])
+    assert (parsed.given, parsed.words) == ({"tail"}, ["ID"])
     parsed = fastcomplete._parse(entry, ["-fC"])
-    assert parsed is not None and parsed.stopped and parsed.given == {"follow"}
+    assert parsed.stopped and parsed.given == {"follow"}
