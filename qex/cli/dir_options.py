@@ -11,15 +11,19 @@ from typing import Any, TypeVar
 
 import click
 
+from qex.cli.path_text import DIR
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def directory_options(func: F) -> F:
     func = click.option(
         "--under", "under_dir", is_flag=False, flag_value=".", default=None, metavar="[DIR]",
+        type=DIR,
         help="Only jobs that ran in DIR or below it (no DIR: here).",
     )(func)
     return click.option(
         "--cwd", "cwd_dir", is_flag=False, flag_value=".", default=None, metavar="[DIR]",
+        type=DIR,
         help="Only jobs that ran in DIR itself (no DIR: here).",
     )(func)

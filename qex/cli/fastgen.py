@@ -263,6 +263,7 @@ def _value_completion(param: Any, ctx: Any) -> Any:
     import click
 
     from qex.cli import complete_jobs
+    from qex.cli.path_text import PathText
 
     custom = getattr(param, "_custom_shell_complete", None)
     if custom is not None:
@@ -300,6 +301,8 @@ def _value_completion(param: Any, ctx: Any) -> Any:
         return "dir" if kind.dir_okay and not kind.file_okay else "file"
     if isinstance(kind, click.File):
         return "file"
+    if isinstance(kind, PathText):
+        return kind.completes
     if type(kind).shell_complete is click.ParamType.shell_complete:
         return "none"
     return "click"

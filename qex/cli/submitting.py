@@ -36,6 +36,7 @@ def spec_options(func: F) -> F:
     `qex.core.job_fields.FIELDS`, then `-- COMMAND...`."""
     import click  # here, so that the fast path can use this module without click
 
+    from qex.cli.path_text import BY_METAVAR
     from qex.core import job_fields as jf
 
     kinds: dict[str, dict[str, Any]] = {
@@ -51,6 +52,8 @@ def spec_options(func: F) -> F:
         settings: dict[str, Any] = {"help": row.help, **kinds[row.kind]}
         if row.metavar is not None:
             settings["metavar"] = row.metavar
+            if row.kind == jf.TEXT and row.metavar in BY_METAVAR:
+                settings["type"] = BY_METAVAR[row.metavar]
         func = click.option(row.option, row.dest, **settings)(func)
     return func
 

@@ -17,6 +17,7 @@ CALLS = [
     ("zsh", "qex submit --cpu=2 --", "3"), ("zsh", "qex list --state=r", "2"),
     ("fish", "qex logs -fC 2 ", ""), ("bash", "qex list --state = ", "4"),
     ("zsh", "qex submit --name 'my job' --", "4"), ("fish", 'qex logs "tab', '"tab'),
+    ("bash", "qex pipeline ", "2"), ("zsh", "qex submit --cwd /", "3"),
     ("bash", "qex 'st", "1"), ("bash", "qex status --nope ", "2"),
 ]
 

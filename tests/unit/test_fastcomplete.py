@@ -130,7 +130,8 @@ COMMON = [
     (["logs", "-fn", "5"], ""), (["logs", "-C5"], "--"), (["logs", "-fC", "2"], ""),
     (["status", "--nope"], ""), (["submit", "--cpu", "2", "-z"], "--"), (["--bad"], ""),
     (["config", "set", "-x", "--help"], "--"), (["config", "set", "--nope=1", "-hx"], "--"),
-    (["config", "set", "-xh"], "--"),
+    (["config", "set", "-xh"], "--"), (["pipeline"], ""), (["submit", "--job"], "ci"),
+    (["run", "--cwd"], "/"), (["list", "--under"], ""), (["rerun", "--id-file"], "x"),
 ]
 
 
@@ -233,3 +234,16 @@ def test_joined_values_and_runs_of_short_options_are_parsed_as_click_does() -> N
     assert (parsed.given, parsed.words) == ({"tail"}, ["ID"])
     parsed = fastcomplete._parse(entry, ["-fC"])
     assert parsed.stopped and parsed.given == {"follow"}
+
+
+def test_paths_complete_as_paths_and_stay_text() -> None:
+    """A FILE or DIR that qex reads itself offers the shell's paths, and its value is the text
+    typed (no check by click: qex's own message and exit code stay)."""
+    assert fastcomplete.complete(["pipeline"], "ci") == [("file", "ci", None)]
+    assert fastcomplete.complete(["submit", "--job"], "") == [("file", "", None)]
+    assert fastcomplete.complete(["submit", "--cwd"], "/t") == [("dir", "/t", None)]
+    assert fastcomplete.complete(["list", "--cwd"], "") == [("dir", "", None)]
+    from qex.cli.path_text import DIR, FILE
+
+    assert FILE.convert("/no/such/file", None, None) == "/no/such/file"
+    assert DIR.convert(b"x", None, None) == "x"

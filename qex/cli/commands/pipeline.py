@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import click
 
+from qex.cli.path_text import FILE
+
 
 @click.command("pipeline")
-@click.argument("file", metavar="FILE")
+@click.argument("file", metavar="FILE", type=FILE)
 @click.option("--name", metavar="NAME", help="The group's name (default: the file's `name`).")
-@click.option("--id-file", metavar="FILE",
+@click.option("--id-file", metavar="FILE", type=FILE,
               help="Write the group id and every stage id here (`.json` for JSON).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {group, group_name, jobs: [{name, id}]} instead of the group id.")

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from qex.cli.path_text import FILE
+
 
 def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from qex.cli.complete_ids import complete_ids
@@ -21,7 +23,7 @@ def _complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> li
 
 @click.command("rerun")
 @click.argument("word", metavar="ID", shell_complete=_complete)
-@click.option("--id-file", metavar="FILE",
+@click.option("--id-file", metavar="FILE", type=FILE,
               help="Write the new id here (atomically) before anything else happens.")
 def command(word: str, id_file: str | None) -> None:
     """Queue a job again from its recorded spec and print the new id."""

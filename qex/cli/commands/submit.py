@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from qex.cli.path_text import FILE
 from qex.cli.submitting import COMMAND_SETTINGS, spec_options
 
 
@@ -25,7 +26,7 @@ from qex.cli.submitting import COMMAND_SETTINGS, spec_options
               help="With --wait: stop waiting after this time (124); the job goes on.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {id, deduplicated}, or with --wait the final record, as JSON.")
-@click.option("--each-line", metavar="FILE|-",
+@click.option("--each-line", metavar="FILE|-", type=FILE,
               help="One job per line of FILE (or stdin); `{}` in the command takes the line.")
 @click.option("--max-jobs", type=click.IntRange(min=1), metavar="N",
               help="With --each-line: the most jobs one input may give (default 1000).")
