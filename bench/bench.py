@@ -393,10 +393,13 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
 
 
 #: Tab presses of the completion scripts: (COMP_WORDS, COMP_CWORD) as bash's script sets them.
+#: A Tab press: the shell whose script calls back, its COMP_WORDS and COMP_CWORD.
 TAB_PRESSES = {
-    "st<Tab> (a command's name)": ("qex st", "1"),
-    "submit --c<Tab> (option names)": ("qex submit --c", "2"),
-    "status <Tab> (ids and names)": ("qex status ", "2"),
+    "st<Tab> (a command's name)": ("bash", "qex st", "1"),
+    "submit --c<Tab> (option names)": ("bash", "qex submit --c", "2"),
+    "status <Tab> (ids and names)": ("bash", "qex status ", "2"),
+    "submit --cpu=2 --<Tab> (zsh, a joined value)": ("zsh", "qex submit --cpu=2 --", "3"),
+    "submit --name 'a b' --<Tab> (quotes)": ("bash", "qex submit --name 'a b' --", "4"),
 }
 
 
@@ -410,10 +413,10 @@ def hot_commands(envs: dict[str, dict[str, str]], reps: int) -> None:
             key = f"{label}{name}"
             argvs[key] = argv
             owner[key] = env
-        for name, (words, cword) in TAB_PRESSES.items():
+        for name, (shell, words, cword) in TAB_PRESSES.items():
             key = f"{label}{name}"
             argvs[key] = prog(env)
-            owner[key] = {**env, "_QEX_COMPLETE": "bash_complete", "COMP_WORDS": words,
+            owner[key] = {**env, "_QEX_COMPLETE": f"{shell}_complete", "COMP_WORDS": words,
                           "COMP_CWORD": cword}
     found = interleaved(reps, argvs, owner)
     print(f"-- hot commands, one process each (load {os.getloadavg()[0]:.2f}) --")
