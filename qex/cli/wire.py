@@ -68,7 +68,11 @@ def _scan(data: bytes) -> object:
     try:
         text = data.decode("utf-8").strip()
         value, end = make_scanner(_Context)(text, 0)  # type: ignore[arg-type]
-    except (ValueError, StopIteration):
+    except (ValueError, StopIteration, SystemError):
+        # SystemError: the C scanner raises its error as `json.decoder.JSONDecodeError`,
+        # found only if `json.decoder` was imported already; where it was not (this module
+        # exists to spare that import), a text that is not JSON leaves it with no exception
+        # to raise.
         return None
     return value if end == len(text) else None
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +227,21 @@ def test_the_wire_writes_and_reads_what_the_protocol_does(message: dict[str, Any
 @pytest.mark.parametrize("line", [b"", b"[1]", b"{", b"{} x", b"\xff", b"nul"])
 def test_the_wire_gives_up_on_what_is_not_one_object(line: bytes) -> None:
     assert wire.decode(line) is None
+
+
+def test_the_wire_gives_up_where_json_was_never_imported() -> None:
+    """The lean commands never import `json`, and without `json.decoder` loaded the C
+    scanner meets a broken text with no exception to raise (a SystemError)."""
+    script = (
+        "import sys\n"
+        "from qex.cli import wire\n"
+        "assert 'json.decoder' not in sys.modules\n"
+        "lines = [b'', b' ', b'{', b'{\"id\": \"cut sh', b'[1, {\"a\"', b'{\"a\": tru}']\n"
+        "print([wire.decode(line) for line in lines], wire.decode_array(b'[{\"a\": 1},]'))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[None,", "None,", "None,", "None,", "None,", "None]", "None"]
 
 
 @pytest.mark.parametrize("env", [
