@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qex.core import protocol, state_words
@@ -140,3 +140,18 @@ def test_the_plain_state_filter_reads_words_as_the_typed_one(word: str) -> None:
     except ValueError as exc:
         plain = str(exc)
     assert plain == typed
+
+
+@settings(max_examples=500)
+@given(st.one_of(
+    st.text(alphabet="0123456789abcdefABCDEFg-\n", max_size=40),
+    st.builds(lambda a, b: a[:b] + "-" + a[b + 1:], st.from_regex(
+        r"\A[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\n?\Z"),
+        st.integers(min_value=0, max_value=37)),
+    st.from_regex(
+        r"\A[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\n?\Z")))
+def test_is_uuid_is_the_anchored_pattern(text: str) -> None:
+    import re
+
+    pattern = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    assert is_uuid(text) == bool(re.match(pattern, text))
