@@ -83,7 +83,7 @@ def candidates(kind: str) -> list[tuple[str, str]]:
 
 
 def job_dirs(state: str) -> set[str]:
-    """The names of the job directories: what `from_records` reads, without reading it."""
+    """The names of the job directories (each a job's id), without reading any of them."""
     from qex.core.names import is_uuid
 
     with os.scandir(os.path.join(state, JOBS)) as entries:
@@ -138,21 +138,18 @@ def from_history(state: str) -> list[tuple[str, str]] | None:
 def from_records(state: str, kind: str) -> list[tuple[str, str]]:
     """(id, safe name) of the jobs of one kind, newest first, from their records."""
     from qex.cli.wire import decode  # `json` would import `re`: half the floor again
-    from qex.core.names import is_uuid
     from qex.core.record_json import sort_key
 
     records: list[dict[str, object]] = []
-    with os.scandir(os.path.join(state, JOBS)) as entries:
-        for entry in entries:
-            if not (entry.is_dir(follow_symlinks=False) and is_uuid(entry.name)):
-                continue
-            try:
-                with open(os.path.join(entry.path, "status.json"), "rb") as handle:
-                    data = decode(handle.read())
-            except (OSError, RecursionError):
-                continue
-            if data is not None and isinstance(data.get("id"), str) \
-                    and kept(kind, data.get("state")):
-                records.append(data)
+    jobs = os.path.join(state, JOBS)
+    for name in job_dirs(state):
+        try:
+            with open(os.path.join(jobs, name, "status.json"), "rb") as handle:
+                data = decode(handle.read())
+        except (OSError, RecursionError):
+            continue
+        if data is not None and isinstance(data.get("id"), str) \
+                and kept(kind, data.get("state")):
+            records.append(data)
     records.sort(key=sort_key, reverse=True)
     return [pair(str(r["id"]), r.get("name")) for r in records]

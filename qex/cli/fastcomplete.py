@@ -6,9 +6,9 @@ command's module: 35-55 ms a press, and more with many jobs on disk. This module
 the same call from `qex.cli.complete_tree` (written by `qex.cli.fastgen` from the click
 commands) by following the rules click 8.5 applies (`click.shell_completion`): which
 command the words reach, whether the word under the cursor is an option's name, an option's
-value or an argument, and what completes it. It steps aside (returns None) for a value
-that only click can complete. `tests/unit/test_fastcomplete.py`
-holds its answers to click's over many lines.
+value or an argument, and what completes it. It steps aside (returns None) only for a value
+that only click can complete. `tests/unit/test_fastcomplete.py` holds its answers to click's
+over many lines.
 """
 
 from __future__ import annotations
