@@ -63,10 +63,7 @@ def no_group_message(word: str) -> str:
 
 
 def damaged_line(entry: dict[str, Any]) -> str:
-    """One job whose record cannot be read: where it is, and what becomes of it."""
-    from qex.core.names import visible
+    """One job whose record cannot be read (an entry of the coordinator's `damaged`)."""
+    from qex.core.word_match import damaged_message
 
-    return (f"the job {visible(str(entry.get('id')))} is DAMAGED: its record "
-            f"{visible(str(entry.get('path')))} cannot be read, so qex neither runs nor reports "
-            "it; `qex gc` deletes its directory once it is older than [gc] keep, or delete it "
-            "yourself")
+    return damaged_message(str(entry.get("id")), str(entry.get("path")))

@@ -189,9 +189,12 @@ class Waiter:
         return list(ready)
 
     def _gone(self, job_id: str) -> JobGone:
-        from qex.core.word_match import history_message
+        from qex.cli.resolve import damaged_record
+        from qex.core.word_match import damaged_message, history_message
         from qex.store.history import read_all
 
+        for damaged_id, path in damaged_record(self.paths, job_id).items():
+            return JobGone(job_id, damaged_message(damaged_id, path))
         entry = {k.lower(): v for k, v in read_all(self.paths).items()}.get(job_id.lower())
         return JobGone(job_id, history_message(job_id, entry, time.time()))
 

@@ -33,13 +33,13 @@ def load_jobs(coord: Coordinator) -> list[Job]:
         record = job_files.read_status(job_dir)
         if record is None:
             _say_why_unread(job_dir)
-        if spec is None or record is None or record.id != job_dir.name:
+        broken = job_files.damaged_file(job_dir, spec, record)
+        if broken is not None:
             # Not silently dropped: `qex list` names it, and `qex gc` removes it in time.
-            broken = job_files.STATUS if record is None or record.id != job_dir.name else \
-                job_files.SPEC
-            coord.damaged[job_dir.name] = str(job_dir / broken)
-            log(f"the record {job_dir / broken} cannot be read; qex lists it as damaged")
+            coord.damaged[job_dir.name] = str(broken)
+            log(f"the record {broken} cannot be read; qex lists it as damaged")
             continue
+        assert spec is not None and record is not None  # what `damaged_file` found whole
         loaded.append(Job.from_records(spec, record, job_dir))
     return loaded
 

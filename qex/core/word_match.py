@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from qex.core.job_words import submission_order
 from qex.core.model import dataclass, field
-from qex.core.names import is_uuid, safe_name, short_id
+from qex.core.names import is_uuid, safe_name, short_id, visible
 from qex.core.states import FINAL
 
 if TYPE_CHECKING:
@@ -73,6 +73,13 @@ def _group_result(word: str, group: str, stages: list[dict[str, Any]], one_job: 
     return Resolved(jobs=ordered, group=group, group_name=group_name, word=word)
 
 
+def damaged_message(job_id: str, record_path: str) -> str:
+    """A job whose record cannot be read: where it is, and what becomes of it."""
+    return (f"the job {visible(job_id)} is DAMAGED: its record {visible(record_path)} cannot be "
+            "read, so qex neither runs nor reports it; `qex gc` deletes its directory once it "
+            "is older than [gc] keep, or delete it yourself")
+
+
 def history_message(job_id: str, entry: HistoryEntry | None, now: float) -> str:
     """Why an id names nothing now: deleted (the work happened), vanished, or never known."""
     from qex.core.units import format_duration
@@ -102,12 +109,15 @@ def history_message(job_id: str, entry: HistoryEntry | None, now: float) -> str:
 def match_word(
     records: Sequence[dict[str, Any]], word: str, *, one_job: bool = False,
     history: dict[str, HistoryEntry] | None = None, now: float | None = None,
+    damaged: dict[str, str] | None = None,
 ) -> Resolved:
     """Resolve `word` over `records`; raises ResolveError (not_found for 127).
 
     `history`: what the history file knows of ids whose records are gone, for a word that
     names nothing; whoever read it gives `now`, the time of the look-up, with it (the age of
-    a deleted record is part of the sentence, and this module reads no clock)."""
+    a deleted record is part of the sentence, and this module reads no clock). `damaged`:
+    the ids (lower case) whose directory is there but DAMAGED, each with the broken file;
+    an id, or a short one of 8 characters or more, that names one of them says so."""
     word = word.strip()
     if not word:
         raise ResolveError("an empty word names no job; give a job id, a name or a group id",
@@ -142,8 +152,12 @@ def match_word(
             not_found=True,
         )
     if found.kind == jw.NOTHING:
+        lowered = word.lower()
+        hits = [key for key in (damaged or {}) if len(word) >= 8 and key.startswith(lowered)]
+        if damaged and len(hits) == 1:
+            raise ResolveError(damaged_message(hits[0], damaged[hits[0]]), not_found=True)
         if is_uuid(word):
-            entry = (history or {}).get(word.lower())
+            entry = (history or {}).get(lowered)
             raise ResolveError(history_message(word, entry, when), not_found=True)
         matches = [e for key, e in (history or {}).items() if key.startswith(word.lower())]
         if len(matches) == 1 and len(word) >= 8:

@@ -94,6 +94,17 @@ def read_status(job_dir: Path) -> JobStatus | None:
         return None
 
 
+def damaged_file(job_dir: Path, spec: JobSpec | None, record: JobStatus | None) -> Path | None:
+    """The file that makes a job directory DAMAGED, given what `read_spec` and `read_status`
+    gave: its record (unreadable, or another job's), else its spec; None when both are whole.
+    Recovery keeps no job for such a directory, and every command names it so."""
+    if record is None or record.id != job_dir.name:
+        return job_dir / STATUS
+    if spec is None:
+        return job_dir / SPEC
+    return None
+
+
 def iter_job_dirs(paths: Paths) -> Iterator[Path]:
     try:
         entries = list(os.scandir(paths.jobs_dir))

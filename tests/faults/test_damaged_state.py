@@ -27,6 +27,25 @@ def test_a_damaged_record_is_listed_with_its_path_and_gc_reports_it(
     fault_env.logs_within_cap()
 
 
+def test_a_damaged_record_is_named_so_by_the_commands_that_take_its_id(
+        fault_env: FaultEnv) -> None:
+    """Not "its record is gone": the record is there, unreadable, and the sentence says
+    where, with the same remedy as `qex list`, whether a coordinator answers or not."""
+    job_id = fault_env.submit("--mem", "8MB", "--", "true")
+    assert fault_env.run("wait", job_id).returncode == 0
+    status = fault_env.state / "jobs" / job_id / "status.json"
+    kill9(fault_env.coordinator_pid_file())
+    status.write_text('{"id": "' + job_id + '", "state": ')  # torn by hand
+    calls = [(("status", job_id), None), (("status", job_id), {"QEX_NO_FAST_PATH": "1"}),
+             (("wait", job_id), None), (("logs", job_id), None), (("status", job_id[:8]), None)]
+    for args, extra in calls:
+        proc = fault_env.run(*args, extra_env=extra)
+        assert proc.returncode == 127, (args, proc.stderr)
+        assert "is DAMAGED" in proc.stderr and str(status) in proc.stderr, (args, proc.stderr)
+        assert "gone" not in proc.stderr
+    assert status.read_text() == '{"id": "' + job_id + '", "state": '  # nothing rewritten
+
+
 def test_the_state_directory_is_private(fault_env: FaultEnv) -> None:
     old = os.umask(0o022)
     try:

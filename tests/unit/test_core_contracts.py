@@ -155,3 +155,22 @@ def test_is_uuid_is_the_anchored_pattern(text: str) -> None:
 
     pattern = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
     assert is_uuid(text) == bool(re.match(pattern, text))
+
+
+def test_a_word_that_names_a_damaged_job_says_so() -> None:
+    from qex.core.word_match import ResolveError, match_word
+
+    job_id = "0a1b2c3d-0000-4000-8000-000000000001"
+    damaged = {job_id: f"/state/jobs/{job_id}/status.json"}
+    for word in (job_id, job_id.upper(), job_id[:8]):
+        with pytest.raises(ResolveError) as caught:
+            match_word([], word, history={}, now=0.0, damaged=damaged)
+        assert caught.value.not_found
+        assert "is DAMAGED" in caught.value.message and damaged[job_id] in caught.value.message
+    with pytest.raises(ResolveError) as caught:  # too short to be a short id
+        match_word([], job_id[:6], history={}, now=0.0, damaged=damaged)
+    assert "DAMAGED" not in caught.value.message
+    with pytest.raises(ResolveError) as caught:  # another id: the history's sentence
+        match_word([], "0a1b2c3d-0000-4000-8000-000000000002", history={}, now=0.0,
+                   damaged=damaged)
+    assert "no record of one" in caught.value.message
