@@ -20,7 +20,10 @@ __all__ = ["KINDS", "MAX_ITEMS", "candidates", "offered_for", "state_dir"]
 
 #: How long a Tab press waits for the coordinator before it reads the disk instead.
 ASK_SECS = 0.3
-#: A larger history is not read for a Tab press (about 100,000 jobs): the records are.
+#: A larger history is not read for a Tab press (about 100,000 jobs): the records are. The
+#: same bound as `qex.store.history.MAX_READ_BYTES`, past which `lookup` too reads only the
+#: file's tail; written out, not imported, since that module brings `pathlib` into a Tab
+#: press (`tests/unit/test_job_candidates.py` holds the two equal).
 MAX_HISTORY_BYTES = 16 * 1024 * 1024
 #: The names that `Paths.jobs_dir` and `Paths.history_file` give under the state directory
 #: (`tests/unit/test_job_candidates.py` holds them to `Paths`).

@@ -79,41 +79,14 @@ def lookup(conn: Connection | None, paths: Paths, word: str, *, one_job: bool = 
         # Only a word that names nothing reads the history (every job ever submitted):
         # a deleted job's id then says that its work happened.
         from qex.store.history import read_all
+        from qex.store.jobs import damaged_dirs
 
         history = {key.lower(): entry for key, entry in read_all(paths).items()}
         found = match_word(records, word, one_job=one_job, history=history, now=time.time(),
-                           damaged=damaged_record(paths, stripped))
+                           damaged=damaged_dirs(paths, stripped))
     found.judged = [r["id"] for r in found.jobs if r.get("id") in judged]
     if found.judged and recover:
         _recover_judged(paths, found, until)
-    return found
-
-
-def damaged_record(paths: Paths, word: str) -> dict[str, str]:
-    """{id: path of the broken file} of the job directories that `word` names as an id or a
-    short one (8 characters or more) and that are DAMAGED (`jobs.damaged_file`: recovery
-    keeps no job for them); else empty. Only for a word that named no record: the directory
-    is then all that is left of the job."""
-    import os
-
-    from qex.store import jobs as job_files
-
-    lowered = word.strip().lower()
-    if len(lowered) < 8 or not set(lowered) <= set("0123456789abcdef-"):
-        return {}
-    try:
-        names = [lowered] if is_uuid(lowered) else [
-            name for name in os.listdir(paths.jobs_dir) if name.startswith(lowered)]
-    except OSError:
-        return {}
-    found: dict[str, str] = {}
-    for name in names:
-        job_dir = paths.job_dir(name)
-        if is_uuid(name) and job_dir.is_dir():
-            broken = job_files.damaged_file(job_dir, job_files.read_spec(job_dir),
-                                            job_files.read_status(job_dir))
-            if broken is not None:
-                found[name] = str(broken)
     return found
 
 

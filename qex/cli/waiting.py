@@ -189,12 +189,13 @@ class Waiter:
         return list(ready)
 
     def _gone(self, job_id: str) -> JobGone:
-        from qex.cli.resolve import damaged_record
         from qex.core.word_match import damaged_message, history_message
         from qex.store.history import read_all
+        from qex.store.jobs import damaged_dirs
 
-        for damaged_id, path in damaged_record(self.paths, job_id).items():
-            return JobGone(job_id, damaged_message(damaged_id, path))
+        damaged = next(iter(damaged_dirs(self.paths, job_id).items()), None)
+        if damaged is not None:
+            return JobGone(job_id, damaged_message(*damaged))
         entry = {k.lower(): v for k, v in read_all(self.paths).items()}.get(job_id.lower())
         return JobGone(job_id, history_message(job_id, entry, time.time()))
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 # No `re` here: every read command shows names, and `re` alone costs about half of the
 # interpreter's start-up. The loops below give what the patterns in their docstrings would.
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_HEX_AND_DASH = frozenset("0123456789abcdefABCDEF-")
+#: The characters of an id as qex writes it (lower case); a word made of others names no job
+#: by its id or a short id.
+ID_CHARS = frozenset("0123456789abcdef-")
+_HEX_AND_DASH = ID_CHARS | frozenset("ABCDEF")
 MAX_NAME_BYTES = 128
 
 

@@ -159,7 +159,7 @@ def match_word(
         if is_uuid(word):
             entry = (history or {}).get(lowered)
             raise ResolveError(history_message(word, entry, when), not_found=True)
-        matches = [e for key, e in (history or {}).items() if key.startswith(word.lower())]
+        matches = [e for key, e in (history or {}).items() if key.startswith(lowered)]
         if len(matches) == 1 and len(word) >= 8:
             raise ResolveError(history_message(matches[0].id, matches[0], when), not_found=True)
         raise ResolveError(

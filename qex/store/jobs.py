@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from qex.core.names import is_uuid
+from qex.core.names import ID_CHARS, is_uuid
 from qex.core.records import JobSpec, JobStatus
 from qex.core.recovery_rule import LOCK_FREE, LOCK_HELD, LOCK_MISSING
 from qex.store import atomic
@@ -103,6 +103,29 @@ def damaged_file(job_dir: Path, spec: JobSpec | None, record: JobStatus | None) 
     if spec is None:
         return job_dir / SPEC
     return None
+
+
+def damaged_dirs(paths: Paths, word: str) -> dict[str, str]:
+    """{id: path of the broken file} of the job directories that `word` names as an id or a
+    short one (8 characters or more) and that are DAMAGED (`damaged_file`: recovery keeps no
+    job for them); else empty. Asked only for a word that named no record: the directory is
+    then all that is left of the job."""
+    lowered = word.strip().lower()
+    if len(lowered) < 8 or not ID_CHARS.issuperset(lowered):
+        return {}
+    try:
+        names = [lowered] if is_uuid(lowered) else [
+            name for name in os.listdir(paths.jobs_dir) if name.startswith(lowered)]
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for name in names:
+        job_dir = paths.job_dir(name)
+        if is_uuid(name) and job_dir.is_dir():
+            broken = damaged_file(job_dir, read_spec(job_dir), read_status(job_dir))
+            if broken is not None:
+                found[name] = str(broken)
+    return found
 
 
 def iter_job_dirs(paths: Paths) -> Iterator[Path]:

@@ -663,7 +663,7 @@ def test_a_fresh_supervisor_is_named_on_the_disk_before_its_go(
 
 def test_the_damaged_rule_names_the_record_first_then_the_spec(tmp_path: Path) -> None:
     """One rule for recovery (which keeps no job for such a directory) and for the commands
-    that name a damaged job (`qex.cli.resolve.damaged_record`)."""
+    that name a damaged job (`qex.store.jobs.damaged_dirs`)."""
     coord = make_coord(tmp_path)
     job = add_job(coord, name="whole")
     spec, record = job_files.read_spec(job.dir), job_files.read_status(job.dir)
@@ -675,12 +675,12 @@ def test_the_damaged_rule_names_the_record_first_then_the_spec(tmp_path: Path) -
     assert job_files.damaged_file(job.dir, spec, job_files.read_status(other.dir)) == \
         job.dir / job_files.STATUS
     (job.dir / job_files.SPEC).write_text("{")
-    from qex.cli.resolve import damaged_record
+    from qex.store.jobs import damaged_dirs
 
-    assert damaged_record(coord.paths, job.id) == {job.id: str(job.dir / job_files.SPEC)}
-    assert damaged_record(coord.paths, job.id[:8]) == {job.id: str(job.dir / job_files.SPEC)}
-    assert damaged_record(coord.paths, other.id) == {}
-    assert damaged_record(coord.paths, "whole") == {}
+    assert damaged_dirs(coord.paths, job.id) == {job.id: str(job.dir / job_files.SPEC)}
+    assert damaged_dirs(coord.paths, job.id[:8]) == {job.id: str(job.dir / job_files.SPEC)}
+    assert damaged_dirs(coord.paths, other.id) == {}
+    assert damaged_dirs(coord.paths, "whole") == {}
     loaded = recovery.load_jobs(coord)
     assert [j.id for j in loaded] == [other.id]
     assert coord.damaged == {job.id: str(job.dir / job_files.SPEC)}

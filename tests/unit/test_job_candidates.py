@@ -126,3 +126,9 @@ def test_the_names_under_the_state_dir_are_paths(tmp_path: Path) -> None:
     paths = make_coord(tmp_path).paths
     assert paths.state_dir / complete_jobs.JOBS == paths.jobs_dir
     assert paths.state_dir / complete_jobs.HISTORY == paths.history_file
+
+
+def test_a_tab_press_and_lookup_bound_the_history_alike() -> None:
+    from qex.store.history import MAX_READ_BYTES
+
+    assert complete_jobs.MAX_HISTORY_BYTES == MAX_READ_BYTES
