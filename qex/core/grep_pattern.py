@@ -3,11 +3,13 @@ grep logs with most: text in branches (`error|warning`), anchors (`^ERROR`, `don
 any one character and `.*` for any run (`^FAIL.*timeout`).
 
 Why: importing `re` (with `enum` and `functools`) costs a `qex logs --grep` about half of a
-bare interpreter's start, and these patterns need none of it. Every other pattern (a class,
-a repeat other than `.*`, a group, an escape) is left to `re`: `simple_test` returns None.
-Text is found by `str` methods as fast as `re` finds it; a pattern with `.` is matched in
-Python only for the first `RE_AFTER_LINES` lines, and by `re` after them, so a long log is
-not searched more slowly than before.
+bare interpreter's start, and these patterns need none of it. A pattern with a class, an
+escape or a repeat other than `.*` goes to `qex.core.regex_subset`, which reads the common
+ones; the rest (groups, counted repeats, back-references) is left to `re`: `simple_test`
+returns None. Text is found by `str` methods as fast as `re` finds it; a pattern with `.`
+is matched in Python only for the first `RE_AFTER_LINES` lines (one with a class, for the
+first `RE_AFTER_CHARS` characters), and by `re` after them, so a long log is not searched
+much more slowly than before.
 
 The semantics are `re.search`'s without flags: `.` matches any character but a newline,
 `^` only the start of the line and `$` its end or the place before a final newline. Since
@@ -22,6 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from qex.core.regex_subset import Search
+
 #: The characters that mean more than themselves in a regular expression. A `--grep` pattern
 #: without any of them is searched as text, which finds the same lines without `re`.
 REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
@@ -32,10 +36,26 @@ ANY_RUN = ".*"
 #: costs about 1.5 µs here against 0.1–0.25 µs with `re`, whose import costs about 4 ms: past
 #: a few thousand lines the import pays for itself, and a long log is searched at `re`'s pace.
 RE_AFTER_LINES = 2000
+#: Characters that a pattern with a class or a repeat (`qex.core.regex_subset`) runs through
+#: its states before `re` takes over: 0.2-0.6 µs each against a few ns with `re`, so a
+#: long log loses at most about 1.3 ms where a short one saves the import of `re` (4-5 ms).
+#: Lines without the text that every match holds are not run through the states.
+RE_AFTER_CHARS = 2_500
 
 
 def simple_test(pattern: str) -> Callable[[str], bool] | None:
     """The test of one line for `pattern`, or None when only `re` can read it."""
+    test = _dotted_test(pattern)
+    if test is not None:
+        return test
+    from qex.core.regex_subset import compile_search
+
+    search = compile_search(pattern)  # classes, escapes and repeats
+    return None if search is None else _then_re_after_chars(search, pattern)
+
+
+def _dotted_test(pattern: str) -> Callable[[str], bool] | None:
+    """Text, `.` and `.*` in anchored branches; None for anything more."""
     tests: list[Callable[[str], bool]] = []
     for branch in pattern.split("|"):
         first = branch.startswith("^")
@@ -67,6 +87,25 @@ def _then_re(test: Callable[[str], bool], pattern: str) -> Callable[[str], bool]
 
         search = re.compile(pattern).search
         return search(line) is not None
+
+    return switching
+
+
+def _then_re_after_chars(search: Search, pattern: str) -> Callable[[str], bool]:
+    """`search` until it has run `RE_AFTER_CHARS` characters through its states, then `re`
+    (the same answers)."""
+    compiled: Callable[[str], object] | None = None
+
+    def switching(line: str) -> bool:
+        nonlocal compiled
+        if compiled is not None:
+            return compiled(line) is not None
+        if search.scanned + len(line) <= RE_AFTER_CHARS:  # a long line is `re`'s at once
+            return search(line)
+        import re
+
+        compiled = re.compile(pattern).search
+        return compiled(line) is not None
 
     return switching
 

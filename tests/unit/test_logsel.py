@@ -141,9 +141,11 @@ def test_dotted_branches_are_read_without_re(body: str, first: bool, last: bool,
 @pytest.mark.parametrize(("pattern", "simple"), [
     ("error|warning", True), ("^ERROR|Traceback", True), ("done$", True), ("^$", True),
     ("a.b", True), ("^an.*done$", True), ("err.*,|x", True), ("^.*$", True), (".", True),
-    ("(a|b)", False), ("a\\|b", False), ("^^a", False), ("a$b", False), ("x+", False),
-    ("a.*?b", False), ("a.+b", False), ("[ae]n", False), ("a\\.b", False), ("e.{2}", False),
-    ("a.\nb", False),
+    ("(a|b)", False), ("^^a", False), ("a$b", False), ("a.*?b", False), ("e.{2}", False),
+    ("\\berr", False), ("(?i)error", False),
+    # Classes, escapes and repeats: `qex.core.regex_subset`.
+    ("a\\|b", True), ("x+", True), ("a.+b", True), ("[ae]n", True), ("a\\.b", True),
+    ("a.\nb", True), ("e\\w+ done$", True),
 ])
 def test_which_patterns_skip_the_re_module(pattern: str, simple: bool) -> None:
     assert (simple_test(pattern) is not None) is simple
@@ -172,6 +174,31 @@ def test_a_long_log_goes_on_with_re(monkeypatch: pytest.MonkeyPatch) -> None:
         assert [test(line) for line in lines] == [
             real_compile(pattern).search(line) is not None for line in lines]
         assert (pattern in compiled) is switches, pattern
+
+
+def test_a_pattern_with_a_class_goes_on_with_re_past_its_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pattern of `qex.core.regex_subset` runs its states over `RE_AFTER_CHARS`
+    characters, then `re` reads the rest, with the same answers; a short log needs no `re`."""
+    import re
+
+    from qex.core import grep_pattern
+
+    compiled: list[str] = []
+    real_compile = re.compile
+    monkeypatch.setattr(re, "compile", lambda pattern, *a: compiled.append(pattern)
+                        or real_compile(pattern, *a))
+    lines = ["ab", "xc\n", "a-b\n", "abc", "b a", "acb", "", "ca", "abcb", "a"]
+    expected = [real_compile("a[bc]+$").search(line) is not None for line in lines]
+    test = simple_test("a[bc]+$")
+    assert test is not None
+    assert [test(line) for line in lines] == expected
+    assert compiled == []
+    monkeypatch.setattr(grep_pattern, "RE_AFTER_CHARS", 6)
+    test = simple_test("a[bc]+$")
+    assert test is not None
+    assert [test(line) for line in lines] == expected
+    assert compiled == ["a[bc]+$"]
 
 
 def test_a_long_line_is_searched_from_its_rarest_piece() -> None:

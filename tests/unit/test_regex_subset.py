@@ -1,0 +1,132 @@
+"""`qex.core.regex_subset` gives `re.search`'s answer for every pattern it reads, and leaves
+to `re` every pattern that it does not (so `re` words the errors and the warnings)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from qex.core import regex_subset
+from qex.core.regex_subset import compile_search
+
+#: Pieces of patterns: atoms of every kind the module reads, repeats, anchors, branches, and
+#: pieces that it must leave to `re` (groups, braces, `\b`, a stray bracket or backslash).
+_TOKENS = st.sampled_from([
+    "a", "b", "1", " ", "-", "_", "é", "\n", ".", "\\.", "\\-", "\\\\", "\\|", "\\[",
+    "\\d", "\\D", "\\w", "\\W", "\\s", "\\S",
+    "[ab]", "[^a]", "[a-c]", "[^\\d]", "[\\s-]", "[-a]", "[a\\-c]", "[\\w.]", "[0-9]+",
+    "[]a]", "[a-]", "[c-a]", "[a-c-e]", "[\\d-z]", "[^]", "[", "]",
+    "*", "+", "?", "*?", "+?", "??", "*+",
+    "^", "$", "|", "{", "}", "{2}", "(", ")", "\\b", "\\n", "\\1",
+])
+_PATTERNS = st.lists(_TOKENS, max_size=7).map("".join)
+#: Lines: the characters the pattern pieces name, digits and spaces of other scripts, and
+#: half of the lines ending in a newline (where `$` has two places to match).
+_LINES = st.lists(st.tuples(st.text(alphabet="ab1c -_é\n.\\|[]\t٣x", max_size=8),
+                            st.booleans()).map(lambda drawn: drawn[0] + "\n" * drawn[1]),
+                  min_size=1, max_size=6)
+
+
+@settings(max_examples=1500)
+@given(_PATTERNS, _LINES)
+@example("a$", ["a\n"]).via("`$` before a final newline")
+@example("a$", ["a\n\n"]).via("not before two newlines")
+@example("^$", ["\n"]).via("both anchors on an empty stretch")
+@example("[^a]", ["\n"]).via("a negated class takes a newline")
+@example("\\d+", ["x٣"]).via("a digit of another script")
+@example("a|", ["b"]).via("an empty branch matches anywhere")
+def test_every_pattern_read_gives_re_searchs_answer(pattern: str, lines: list[str]) -> None:
+    search = compile_search(pattern)
+    if search is None:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a pattern read here is one `re` reads in silence
+        compiled = re.compile(pattern)
+    for line in lines:
+        assert search(line) == (compiled.search(line) is not None), (pattern, line)
+
+
+_ATOMS = st.sampled_from(["a", "b", ".", "\\d", "\\W", "[ab]", "[^b\\s]", "[a-c1]", "\\.",
+                          "é", "\n"])
+
+
+@settings(max_examples=500)
+@given(st.lists(st.tuples(_ATOMS, st.sampled_from(["", "", "*", "+", "?"])), max_size=5),
+       st.booleans(), st.booleans(), _LINES)
+def test_the_patterns_of_the_subset_are_read(pieces: list[tuple[str, str]], first: bool,
+                                             last: bool, lines: list[str]) -> None:
+    """The companion of the test above: the subset's patterns are not all declined, so the
+    cases it compares are reached."""
+    pattern = ("^" if first else "") + "".join(a + r for a, r in pieces) + ("$" if last else "")
+    search = compile_search(pattern)
+    assert search is not None, pattern
+    for line in lines:
+        assert search(line) == (re.search(pattern, line) is not None), (pattern, line)
+
+
+@pytest.mark.parametrize("letter", sorted(regex_subset._CATEGORIES))
+def test_each_category_is_res_over_the_basic_plane(letter: str) -> None:
+    """`\\d`, `\\w`, `\\s` and their negations use the character tests of `re`'s `str`
+    patterns: checked for every character of the Basic Multilingual Plane."""
+    chars = "".join(chr(code) for code in range(0x10000) if not 0xD800 <= code < 0xE000)
+    test, negated = regex_subset._CATEGORIES[letter]
+    ours = "".join(char for char in chars if test(char) is not negated)
+    theirs = "".join(re.findall(f"\\{letter}", chars))
+    assert ours == theirs
+
+
+@given(st.characters(min_codepoint=0x10000, max_codepoint=sys.maxunicode))
+def test_each_category_is_res_past_the_basic_plane(char: str) -> None:
+    for letter, (test, negated) in regex_subset._CATEGORIES.items():
+        assert (test(char) is not negated) == bool(re.fullmatch(f"\\{letter}", char))
+
+
+@pytest.mark.parametrize(("pattern", "line", "found"), [
+    ("err[0-9]+", "an err42 here", True),
+    ("err[0-9]+", "an err here", False),
+    ("^[A-Z]+:", "FAIL: x", True),
+    ("^[A-Z]+:", " FAIL: x", False),
+    ("\\d+ failed$", "3 failed\n", True),
+    ("time ?out", "timeout", True),
+    ("warn[a-z]*|error", "an error", True),
+    ("[^ -~]", "plain ascii", False),
+    ("[^ -~]", "caf\u00e9", True),
+])
+def test_patterns_people_grep_with(pattern: str, line: str, found: bool) -> None:
+    search = compile_search(pattern)
+    assert search is not None
+    assert search(line) is found
+
+
+@pytest.mark.parametrize("pattern", [
+    "(err)", "e{2}", "a*?", "a++", "\\bx", "\\n", "[]x]", "[a-c-e]", "[c-a]", "[x", "x**",
+    "^*", "a^b", "a$b", "[[x]", "[a--b]", "\\1", "\\é",
+])
+def test_the_rest_is_left_to_re(pattern: str) -> None:
+    assert compile_search(pattern) is None
+
+
+def test_a_line_is_read_once_and_without_backtracking() -> None:
+    """A pattern that makes a backtracking matcher try every split of a long run is one
+    pass over the line here (a wrong answer, or a hang, would show a backtracking
+    search)."""
+    search = compile_search("a*a*a*a*a*a*b$")
+    assert search is not None
+    assert not search("a" * 5000 + "bx")
+    assert search("a" * 5000 + "b")
+    assert search.scanned == 5002 + 5001
+
+
+def test_a_line_without_the_needed_text_is_not_scanned() -> None:
+    search = compile_search("err[0-9]+|^x\\d")
+    assert search is not None
+    assert [branch.needed for branch in search.branches] == ["err", "x"]
+    assert not search("no match here")
+    assert search.scanned == 0
+    assert search("err7")
+    assert search.scanned == 4
