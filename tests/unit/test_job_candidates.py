@@ -21,7 +21,8 @@ from qex.store import history
 
 jobs_strategy = st.lists(
     st.tuples(st.sampled_from(["queued", "starting", "running", "completed", "failed"]),
-              st.sampled_from(["build", "test run", "a", "ab", "job", "déjà vu"]),
+              st.sampled_from(["build", "test run", "a", "ab", "job", "déjà vu", "running",
+                               "queued"]),
               st.integers(min_value=0, max_value=5)),
     max_size=10,
 )
