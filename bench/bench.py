@@ -366,6 +366,8 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "logs ID --grep '^h.l' -C 1 (dots)": [*prog(env), "logs", done, "--grep", "^h.l", "-C",
                                               "1"],
         "logs ID --grep 'h[a-z]+o' (regex)": [*prog(env), "logs", done, "--grep", "h[a-z]+o"],
+        "logs ID --grep '(he|wo)l+o' (a group: re)": [*prog(env), "logs", done, "--grep",
+                                                      "(he|wo)l+o"],
         "logs ID --grep 'oops|^hel' (branches)": [*prog(env), "logs", done, "--grep",
                                                   "oops|^hel"],
         "logs ID --follow (finished)": [*prog(env), "logs", done, "--follow"],
