@@ -1,6 +1,6 @@
 """Whether `re.search(pattern, line)` finds a match, without the `re` module, for the
 patterns with classes and repeats that people grep logs with: `err[0-9]+`, `\\d+ failed`,
-`^[A-Z]+:`, `time ?out`, `warn(ing)?`-free forms such as `warn[a-z]*`.
+`^[A-Z]+:`, `time ?out`, `\\d{4}-\\d{2}`.
 
 Why: `qex logs --grep` with such a pattern paid for importing `re` (with `enum` and
 `functools`), about half of a bare interpreter's start, to search a log of a few hundred
@@ -12,7 +12,8 @@ What it reads, in top-level branches joined by `|`:
 - atoms: a character that is not special, `.`, an escaped punctuation character (`\\.`),
   `\\d \\D \\w \\W \\s \\S`, and a class `[...]` of characters, ranges and those escapes,
   perhaps negated;
-- after an atom, one of `*`, `+`, `?` (greedy; a lazy or possessive form is declined);
+- after an atom, one of `*`, `+`, `?` or a count `{m}`, `{m,}`, `{m,n}` (greedy; a lazy or
+  possessive form is declined);
 - `^` at the start of a branch and `$` at its end.
 
 Only whether a match exists is asked, and for that a repeat's greed does not matter, so
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 #: Repeats: (fewest, most); None is "no limit".
 _REPEATS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
+#: The largest count of a counted repeat read here (`\d{4}`): each is as many states.
+MAX_COUNT = 32
 #: What an escape outside a class may name literally: ASCII punctuation, which `re` takes as
 #: the character itself. Letters and digits mean other things (or are errors) there.
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ ")
@@ -78,6 +81,12 @@ class _Atom:
         self.literal = literal
         self.least = 1
         self.most: int | None = 1
+
+    def copy(self, least: int = 1, most: int | None = 1) -> _Atom:
+        """The same test with another repeat."""
+        atom = _Atom(self.test, self.literal)
+        atom.least, atom.most = least, most
+        return atom
 
 
 class _Branch:
@@ -223,6 +232,7 @@ def _parse_branch(text: str) -> _Branch:
     first = text.startswith("^")
     index = 1 if first else 0
     last = False
+    repeated = False  # the last thing read was a repeat
     atoms: list[_Atom] = []
     while index < len(text):
         char = text[index]
@@ -231,13 +241,19 @@ def _parse_branch(text: str) -> _Branch:
                 raise _Declined
             last = True
             index += 1
-        elif char in _REPEATS:
-            if not atoms or atoms[-1].most != 1 or atoms[-1].least != 1:
+        elif char in _REPEATS or char == "{":
+            if not atoms or repeated:
                 # Nothing to repeat, or a repeat after a repeat: an error, or a lazy (`*?`)
                 # or possessive (`*+`) form.
                 raise _Declined
-            atoms[-1].least, atoms[-1].most = _REPEATS[char]
-            index += 1
+            if char == "{":
+                least, most, index = _count(text, index + 1)
+                atoms.extend(_copies(atoms.pop(), least, most))
+            else:
+                atoms[-1].least, atoms[-1].most = _REPEATS[char]
+                index += 1
+            repeated = True
+            continue
         elif char == "[":
             atom, index = _parse_class(text, index + 1)
             atoms.append(atom)
@@ -248,11 +264,41 @@ def _parse_branch(text: str) -> _Branch:
             atoms.append(_Atom(lambda c: c != "\n", None))
             index += 1
         elif char in _SPECIAL:
-            raise _Declined  # `^` past the start, groups, braces
+            raise _Declined  # `^` past the start, groups, a brace without its count
         else:
             atoms.append(_literal(char))
             index += 1
+        repeated = False
     return _Branch(atoms, first, last)
+
+
+def _count(text: str, index: int) -> tuple[int, int | None, int]:
+    """The counted repeat `{m}`, `{m,}` or `{m,n}` whose `{` is at `index - 1`: (fewest,
+    most or None, the index after its `}`). Anything else after a `{` is declined: `re`
+    reads some of it as text and some as errors."""
+    close = text.find("}", index)
+    if close < 0:
+        raise _Declined
+    low, comma, high = text[index:close].partition(",")
+    if not low.isascii() or not low.isdigit() or (high and not (high.isascii()
+                                                                and high.isdigit())):
+        raise _Declined
+    least = int(low)
+    most = (int(high) if high else None) if comma else least
+    if least > MAX_COUNT or (most is not None and not least <= most <= MAX_COUNT):
+        raise _Declined  # `re` refuses a minimum over the maximum; a long count is its own
+    return least, most, close + 1
+
+
+def _copies(atom: _Atom, least: int, most: int | None) -> list[_Atom]:
+    """`atom{least,most}` as atoms with one-character repeats: `least` plain copies, then
+    one `*` copy (no maximum) or `most - least` `?` copies."""
+    copies = [atom.copy() for _ in range(least)]
+    if most is None:
+        copies.append(atom.copy(0, None))
+    else:
+        copies.extend(atom.copy(0, 1) for _ in range(most - least))
+    return copies
 
 
 def _literal(char: str) -> _Atom:

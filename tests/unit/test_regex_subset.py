@@ -21,15 +21,20 @@ _TOKENS = st.sampled_from([
     "\\d", "\\D", "\\w", "\\W", "\\s", "\\S",
     "[ab]", "[^a]", "[a-c]", "[^\\d]", "[\\s-]", "[-a]", "[a\\-c]", "[\\w.]", "[0-9]+",
     "[]a]", "[a-]", "[c-a]", "[a-c-e]", "[\\d-z]", "[^]", "[", "]",
-    "*", "+", "?", "*?", "+?", "??", "*+",
+    "*", "+", "?", "*?", "+?", "??", "*+", "{2}", "{0,2}", "{1,}", "{,2}", "{3,1}", "{x}",
+    "{40}", "{2}?",
     "^", "$", "|", "{", "}", "{2}", "(", ")", "\\b", "\\n", "\\1",
 ])
 _PATTERNS = st.lists(_TOKENS, max_size=7).map("".join)
 #: Lines: the characters the pattern pieces name, digits and spaces of other scripts, and
 #: half of the lines ending in a newline (where `$` has two places to match).
-_LINES = st.lists(st.tuples(st.text(alphabet="ab1c -_é\n.\\|[]\t٣x", max_size=8),
-                            st.booleans()).map(lambda drawn: drawn[0] + "\n" * drawn[1]),
-                  min_size=1, max_size=6)
+#: Runs of one character (`aaab`) too, where a count one too high or too low shows.
+_TEXTS = st.one_of(
+    st.text(alphabet="ab1c -_é\n.\\|[]\t٣x", max_size=8),
+    st.lists(st.tuples(st.sampled_from("ab1 "), st.integers(0, 5)), max_size=3).map(
+        lambda runs: "".join(char * times for char, times in runs)))
+_LINES = st.lists(st.tuples(_TEXTS, st.booleans()).map(
+    lambda drawn: drawn[0] + "\n" * drawn[1]), min_size=1, max_size=6)
 
 
 @settings(max_examples=1500)
@@ -53,10 +58,11 @@ def test_every_pattern_read_gives_re_searchs_answer(pattern: str, lines: list[st
 
 _ATOMS = st.sampled_from(["a", "b", ".", "\\d", "\\W", "[ab]", "[^b\\s]", "[a-c1]", "\\.",
                           "é", "\n"])
+_REPEAT_FORMS = st.sampled_from(["", "", "*", "+", "?", "{2}", "{0,1}", "{1,}", "{1,3}"])
 
 
 @settings(max_examples=500)
-@given(st.lists(st.tuples(_ATOMS, st.sampled_from(["", "", "*", "+", "?"])), max_size=5),
+@given(st.lists(st.tuples(_ATOMS, _REPEAT_FORMS), max_size=5),
        st.booleans(), st.booleans(), _LINES)
 def test_the_patterns_of_the_subset_are_read(pieces: list[tuple[str, str]], first: bool,
                                              last: bool, lines: list[str]) -> None:
@@ -66,6 +72,27 @@ def test_the_patterns_of_the_subset_are_read(pieces: list[tuple[str, str]], firs
     search = compile_search(pattern)
     assert search is not None, pattern
     for line in lines:
+        assert search(line) == (re.search(pattern, line) is not None), (pattern, line)
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(["a", "[ab]", "\\w", ".", "[^b]"]), st.integers(0, 4),
+       st.one_of(st.none(), st.integers(0, 4)), st.sampled_from(["{m}", "{m,}", "{m,n}"]),
+       st.sampled_from(["^", "^b", "", "b"]), st.sampled_from(["$", "b$", "", "b"]),
+       st.lists(st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 6)), max_size=3).map(
+           lambda runs: "".join(char * times for char, times in runs)), min_size=1, max_size=4))
+def test_counted_repeats_count_as_re_counts(atom: str, least: int, extra: int | None,
+                                            form: str, before: str, after: str,
+                                            lines: list[str]) -> None:
+    """Counts beside runs of one character, where one too many or too few shows."""
+    most = least + (extra or 0)
+    count = form.replace("m", str(least)).replace("n", str(most))
+    pattern = before + atom + count + after
+    search = compile_search(pattern)
+    assert search is not None, pattern
+    # Every length of run from none to two past the most, in the pattern's own context.
+    runs = [before.strip("^") + "a" * times + after.strip("$") for times in range(most + 3)]
+    for line in lines + runs:
         assert search(line) == (re.search(pattern, line) is not None), (pattern, line)
 
 
@@ -96,6 +123,13 @@ def test_each_category_is_res_past_the_basic_plane(char: str) -> None:
     ("warn[a-z]*|error", "an error", True),
     ("[^ -~]", "plain ascii", False),
     ("[^ -~]", "caf\u00e9", True),
+    ("^\\d{4}-\\d{2}-\\d{2} ", "2026-12-06 21:49 start", True),
+    ("^\\d{4}-\\d{2}-\\d{2} ", "2026-12-6 21:49 start", False),
+    ("x{2,3}y", "axxxy", True),
+    ("x{2,3}y", "axy", False),
+    ("^a{1,}$", "aaa", True),
+    ("^a{1,2}$", "aaa", False),
+    ("^ba{0,1}b", "baab", False),
 ])
 def test_patterns_people_grep_with(pattern: str, line: str, found: bool) -> None:
     search = compile_search(pattern)
@@ -104,7 +138,7 @@ def test_patterns_people_grep_with(pattern: str, line: str, found: bool) -> None
 
 
 @pytest.mark.parametrize("pattern", [
-    "(err)", "e{2}", "a*?", "a++", "\\bx", "\\n", "[]x]", "[a-c-e]", "[c-a]", "[x", "x**",
+    "(err)", "e{,2}", "e{3,1}", "e{2}?", "e{2}+", "e{2}*", "x{99}", "x{1,2,3}", "{2}", "a*?", "a++", "\\bx", "\\n", "[]x]", "[a-c-e]", "[c-a]", "[x", "x**",
     "^*", "a^b", "a$b", "[[x]", "[a--b]", "\\1", "\\é",
 ])
 def test_the_rest_is_left_to_re(pattern: str) -> None:
