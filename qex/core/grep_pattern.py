@@ -24,8 +24,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from qex.core.regex_subset import Search
-
 #: The characters that mean more than themselves in a regular expression. A `--grep` pattern
 #: without any of them is searched as text, which finds the same lines without `re`.
 REGEX_CHARS = frozenset(".^$*+?{}[]\\|()")
@@ -51,7 +49,11 @@ def simple_test(pattern: str) -> Callable[[str], bool] | None:
     from qex.core.regex_subset import compile_search
 
     search = compile_search(pattern)  # classes, escapes and repeats
-    return None if search is None else _then_re_after_chars(search, pattern)
+    if search is None:
+        return None
+    # A line longer than what is left of the budget is `re`'s at once.
+    return _then_re(search, pattern,
+                    lambda line: search.scanned + len(line) <= RE_AFTER_CHARS)
 
 
 def _dotted_test(pattern: str) -> Callable[[str], bool] | None:
@@ -68,43 +70,24 @@ def _dotted_test(pattern: str) -> Callable[[str], bool] | None:
     whole = tests[0] if len(tests) == 1 else (lambda line: any(test(line) for test in tests))
     if ANY not in pattern:
         return whole  # text is found by `str` methods in C, as fast as `re` finds it
-    return _then_re(whole, pattern)
+    lines = iter(range(RE_AFTER_LINES))
+    return _then_re(whole, pattern, lambda _line: next(lines, None) is not None)
 
 
-def _then_re(test: Callable[[str], bool], pattern: str) -> Callable[[str], bool]:
-    """`test` for the first `RE_AFTER_LINES` lines, `re` for the rest (the same answers)."""
-    left = RE_AFTER_LINES
-    search: Callable[[str], object] | None = None
-
-    def switching(line: str) -> bool:
-        nonlocal left, search
-        if search is not None:
-            return search(line) is not None
-        if left:
-            left -= 1
-            return test(line)
-        import re
-
-        search = re.compile(pattern).search
-        return search(line) is not None
-
-    return switching
-
-
-def _then_re_after_chars(search: Search, pattern: str) -> Callable[[str], bool]:
-    """`search` until it has run `RE_AFTER_CHARS` characters through its states, then `re`
-    (the same answers)."""
+def _then_re(test: Callable[[str], bool], pattern: str,
+             affordable: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`test` for as long as `affordable(line)` says that Python may take the next line,
+    then `re` for that line and the rest (the same answers)."""
     compiled: Callable[[str], object] | None = None
 
     def switching(line: str) -> bool:
         nonlocal compiled
-        if compiled is not None:
-            return compiled(line) is not None
-        if search.scanned + len(line) <= RE_AFTER_CHARS:  # a long line is `re`'s at once
-            return search(line)
-        import re
+        if compiled is None:
+            if affordable(line):
+                return test(line)
+            import re
 
-        compiled = re.compile(pattern).search
+            compiled = re.compile(pattern).search
         return compiled(line) is not None
 
     return switching
