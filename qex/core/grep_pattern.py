@@ -3,13 +3,13 @@ grep logs with most: text in branches (`error|warning`), anchors (`^ERROR`, `don
 any one character and `.*` for any run (`^FAIL.*timeout`).
 
 Why: importing `re` (with `enum` and `functools`) costs a `qex logs --grep` about half of a
-bare interpreter's start, and these patterns need none of it. A pattern with a class, an
+bare interpreter's start, and these patterns need none of it. A pattern with a class, a group, an
 escape or a repeat other than `.*` goes to `qex.core.regex_subset`, which reads the common
-ones; the rest (groups, back-references, lazy forms) is left to `re`: `simple_test`
-returns None. Text is found by `str` methods as fast as `re` finds it; a pattern with `.`
-is matched in Python only for the first `RE_AFTER_LINES` lines (one with a class, for the
-first `RE_AFTER_CHARS` characters), and by `re` after them, so a long log is not searched
-much more slowly than before.
+ones; the rest (flags, look-arounds, back-references, lazy forms) is left to `re`:
+`simple_test` returns None. Text is found by `str` methods as fast as `re` finds it; a
+pattern with `.` is matched in Python only for the first `RE_AFTER_LINES` lines (one with a
+class, for the first `RE_AFTER_CHARS` characters), and by `re` after them, so a long log is
+not searched much more slowly than before.
 
 The semantics are `re.search`'s without flags: `.` matches any character but a newline,
 `^` only the start of the line and `$` its end or the place before a final newline. Since

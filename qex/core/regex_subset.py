@@ -1,6 +1,6 @@
 """Whether `re.search(pattern, line)` finds a match, without the `re` module, for the
-patterns with classes and repeats that people grep logs with: `err[0-9]+`, `\\d+ failed`,
-`^[A-Z]+:`, `time ?out`, `\\d{4}-\\d{2}`.
+patterns with classes, repeats and groups that people grep logs with: `err[0-9]+`,
+`\\d+ failed`, `^[A-Z]+:`, `time ?out`, `\\d{4}-\\d{2}`, `warn(ing)?:`, `(error|fail)ed`.
 
 Why: `qex logs --grep` with such a pattern paid for importing `re` (with `enum` and
 `functools`), about half of a bare interpreter's start, to search a log of a few hundred
@@ -12,16 +12,17 @@ What it reads, in top-level branches joined by `|`:
 - atoms: a character that is not special, `.`, an escaped punctuation character (`\\.`),
   `\\d \\D \\w \\W \\s \\S`, and a class `[...]` of characters, ranges and those escapes,
   perhaps negated;
-- after an atom, one of `*`, `+`, `?` or a count `{m}`, `{m,}`, `{m,n}` (greedy; a lazy or
-  possessive form is declined);
-- `^` at the start of a branch and `$` at its end.
+- groups, `(...)` or `(?:...)`, of atoms and groups, with alternatives joined by `|`;
+- after an atom or a group, one of `*`, `+`, `?` or a count `{m}`, `{m,}`, `{m,n}` (greedy;
+  a lazy or possessive form is declined);
+- `^` at the start of a top-level branch and `$` at its end.
 
-Only whether a match exists is asked, and for that a repeat's greed does not matter, so
-the pattern is run as a set of states over the line (Thompson's construction): one pass
-per line, and no backtracking that could take exponential time. The classes use the same
-character tests as `re` does for `str` patterns without flags (`str.isdecimal`,
-`str.isalnum` or `_`, `str.isspace`). `tests/unit/test_regex_subset.py` holds every answer
-to `re`'s.
+Only whether a match exists is asked, and for that neither a repeat's greed nor what a group
+captures matters, so the pattern is run as a set of states over the line (Thompson's
+construction): one pass per line, and no backtracking that could take exponential time. The
+classes use the same character tests as `re` does for `str` patterns without flags
+(`str.isdecimal`, `str.isalnum` or `_`, `str.isspace`). `tests/unit/test_regex_subset.py`
+holds every answer to `re`'s.
 """
 
 from __future__ import annotations
@@ -29,13 +30,19 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeAlias
 
     CharTest = Callable[[str], bool]
+    #: What a pattern is read into: an atom, a repeat, alternatives, or a sequence (a list).
+    Part: TypeAlias = "_Atom | _Repeat | _Either | list[Part]"
 
 #: Repeats: (fewest, most); None is "no limit".
 _REPEATS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 #: The largest count of a counted repeat read here (`\d{4}`): each is as many states.
 MAX_COUNT = 32
+#: The most states of one branch: each character costs a test per live state, and a count
+#: of a count (`(a{32}){32}`) is better left to `re`.
+MAX_STATES = 400
 #: What an escape outside a class may name literally: ASCII punctuation, which `re` takes as
 #: the character itself. Letters and digits mean other things (or are errors) there.
 _PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ ")
@@ -71,58 +78,134 @@ class _Declined(Exception):
 
 
 class _Atom:
-    """One character test with its repeat."""
+    """One character test."""
 
-    __slots__ = ("least", "literal", "most", "test")
+    __slots__ = ("literal", "test")
 
     def __init__(self, test: CharTest, literal: str | None) -> None:
         self.test = test
         #: The character itself, for an atom that matches only that one.
         self.literal = literal
-        self.least = 1
-        self.most: int | None = 1
 
-    def copy(self, least: int = 1, most: int | None = 1) -> _Atom:
-        """The same test with another repeat."""
-        atom = _Atom(self.test, self.literal)
-        atom.least, atom.most = least, most
-        return atom
+
+class _Repeat:
+    """A part read `least` to `most` times (None: no limit)."""
+
+    __slots__ = ("least", "most", "part")
+
+    def __init__(self, part: Part, least: int, most: int | None) -> None:
+        self.part = part
+        self.least = least
+        self.most = most
+
+
+class _Either:
+    """Alternatives: `a|b` inside a group."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[Part]) -> None:
+        self.parts = parts
+
+
+class _Machine:
+    """The states of one branch: a state reads one character (its test, and the state it
+    leads to), or reads none (it leads on to others at once)."""
+
+    def __init__(self) -> None:
+        self.tests: list[CharTest | None] = []
+        self.after: list[int] = []
+        self.moves: list[list[int]] = []
+
+    def state(self, test: CharTest | None = None) -> int:
+        if len(self.tests) >= MAX_STATES:
+            raise _Declined  # a count of a count: `re` reads it faster
+        self.tests.append(test)
+        self.after.append(-1)
+        self.moves.append([])
+        return len(self.tests) - 1
+
+    def build(self, part: Part, entry: int) -> int:
+        """The states of `part`, entered from the empty state `entry`; returns the empty
+        state it leaves by. Each call makes new states, so a part read twice is built
+        twice."""
+        if isinstance(part, _Atom):
+            reading = self.state(part.test)
+            self.moves[entry].append(reading)
+            self.after[reading] = self.state()
+            return self.after[reading]
+        if isinstance(part, list):
+            for item in part:
+                entry = self.build(item, entry)
+            return entry
+        if isinstance(part, _Either):
+            leave = self.state()
+            for choice in part.parts:
+                self.moves[self.build(choice, entry)].append(leave)
+            return leave
+        for _ in range(part.least):
+            entry = self.build(part.part, entry)
+        leave = self.state()
+        if part.most is None:
+            loop = self.state()
+            self.moves[entry].append(loop)
+            self.moves[self.build(part.part, loop)].append(loop)
+            self.moves[loop].append(leave)
+            return leave
+        for _ in range(part.most - part.least):
+            self.moves[entry].append(leave)
+            entry = self.build(part.part, entry)
+        self.moves[entry].append(leave)
+        return leave
+
+    def reach(self, state: int) -> frozenset[int]:
+        """The states that read a character, and the empty states without moves (the end),
+        reached from `state` without reading one."""
+        found: set[int] = set()
+        seen = {state}
+        todo = [state]
+        while todo:
+            here = todo.pop()
+            if self.tests[here] is not None or not self.moves[here]:
+                found.add(here)
+            for there in self.moves[here]:
+                if there not in seen:
+                    seen.add(there)
+                    todo.append(there)
+        return frozenset(found)
 
 
 class _Branch:
-    """One top-level branch as a list of atoms, ready to be run over lines."""
+    """One top-level branch as a set of states, ready to be run over lines."""
 
-    def __init__(self, atoms: list[_Atom], first: bool, last: bool) -> None:
-        self.atoms = atoms
+    def __init__(self, parts: list[Part], first: bool, last: bool) -> None:
         self.first = first
         self.last = last
-        size = len(atoms)
-        # The states reached from each state without reading a character: past every atom
-        # that may match nothing.
-        self.closure: list[frozenset[int]] = []
-        for state in range(size + 1):
-            reached = {state}
-            while state < size and atoms[state].least == 0:
-                state += 1
-                reached.add(state)
-            self.closure.append(frozenset(reached))
+        machine = _Machine()
+        entry = machine.state()
+        self.final = machine.build(parts, entry)
+        #: The states where a match may stand before its first character.
+        self.start = machine.reach(entry)
+        #: Per state: its test and the states after it reads a character; None for a
+        #: state that reads none.
+        self.steps: list[tuple[CharTest, frozenset[int]] | None] = [
+            None if test is None else (test, machine.reach(machine.after[state]))
+            for state, test in enumerate(machine.tests)]
         #: The longest run of single characters that every match holds: a line without it
         #: is answered by `str.__contains__`, in C.
-        self.needed = _longest_needed(atoms)
-        #: Per state: the atom's test, the states after it matches, and whether it may
-        #: match again; None for the state past the last atom.
-        self.steps: list[tuple[CharTest, frozenset[int], bool] | None] = [
-            (atom.test, self.closure[state + 1], atom.most is None)
-            for state, atom in enumerate(atoms)] + [None]
-        #: The character every match begins with, when the first atom is one character that
-        #: must match: `str.find` skips to it while no match has begun.
-        self.jump = (atoms[0].literal or "") if atoms and atoms[0].least and not first else ""
+        self.needed = _longest_needed(parts)
+        #: The character every match begins with, when the branch begins with one character
+        #: that must match: `str.find` skips to it while no match has begun.
+        head = parts[0] if parts else None
+        if isinstance(head, _Repeat) and head.least:
+            head = head.part
+        self.jump = (head.literal or "") if isinstance(head, _Atom) and not first else ""
 
     def search(self, line: str) -> bool:
         """Whether the branch matches in `line` (which holds `needed`, if any)."""
-        final = len(self.atoms)
+        final = self.final
         steps = self.steps
-        start = self.closure[0]
+        start = self.start
         states: frozenset[int] | set[int] = start
         size = len(line)
         # Where `$` may match: the end, and the place before a final newline.
@@ -144,8 +227,6 @@ class _Branch:
                 step = steps[state]
                 if step is not None and step[0](char):
                     moved |= step[1]
-                    if step[2]:
-                        moved.add(state)
             if self.first:
                 if not moved:
                     return False
@@ -159,15 +240,16 @@ class _Branch:
         return False
 
 
-def _longest_needed(atoms: list[_Atom]) -> str:
+def _longest_needed(parts: list[Part]) -> str:
     best = ""
     run: list[str] = []
-    for atom in [*atoms, None]:
-        if atom is not None and atom.literal is not None and atom.least == atom.most == 1:
-            run.append(atom.literal)
+    for part in [*parts, None]:
+        if isinstance(part, _Atom) and part.literal is not None:
+            run.append(part.literal)
             continue
-        if atom is not None and atom.literal is not None and atom.least == 1:
-            run.append(atom.literal)  # `x+` holds one x at least, and ends the run
+        if (isinstance(part, _Repeat) and part.least and isinstance(part.part, _Atom)
+                and part.part.literal is not None):
+            run.append(part.part.literal)  # `x+` holds one x at least, and ends the run
         if len(run) > len(best):
             best = "".join(run)
         run = []
@@ -204,10 +286,12 @@ def compile_search(pattern: str) -> Search | None:
 
 
 def _split_branches(pattern: str) -> list[str]:
-    """The top-level branches: `|` inside a class or after a backslash is not a split."""
+    """The top-level branches: `|` inside a class or a group, or after a backslash, is not
+    a split."""
     branches: list[str] = []
     start = 0
     index = 0
+    depth = 0
     in_class = False
     while index < len(pattern):
         char = pattern[index]
@@ -220,7 +304,9 @@ def _split_branches(pattern: str) -> list[str]:
             in_class = True
             if pattern.startswith("]", index + 1) or pattern.startswith("^]", index + 1):
                 raise _Declined  # `]` first in a class is a member: `re`'s reading
-        elif char == "|":
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
             branches.append(pattern[start:index])
             start = index + 1
         index += 1
@@ -230,46 +316,89 @@ def _split_branches(pattern: str) -> list[str]:
 
 def _parse_branch(text: str) -> _Branch:
     first = text.startswith("^")
-    index = 1 if first else 0
-    last = False
-    repeated = False  # the last thing read was a repeat
-    atoms: list[_Atom] = []
-    while index < len(text):
-        char = text[index]
-        if char == "$":
-            if index != len(text) - 1:
-                raise _Declined
-            last = True
-            index += 1
-        elif char in _REPEATS or char == "{":
-            if not atoms or repeated:
-                # Nothing to repeat, or a repeat after a repeat: an error, or a lazy (`*?`)
-                # or possessive (`*+`) form.
-                raise _Declined
-            if char == "{":
-                least, most, index = _count(text, index + 1)
-                atoms.extend(_copies(atoms.pop(), least, most))
-            else:
-                atoms[-1].least, atoms[-1].most = _REPEATS[char]
-                index += 1
-            repeated = True
-            continue
-        elif char == "[":
-            atom, index = _parse_class(text, index + 1)
-            atoms.append(atom)
-        elif char == "\\":
-            atoms.append(_escape(text[index + 1:index + 2]))
-            index += 2
-        elif char == ".":
-            atoms.append(_Atom(lambda c: c != "\n", None))
-            index += 1
-        elif char in _SPECIAL:
-            raise _Declined  # `^` past the start, groups, a brace without its count
-        else:
-            atoms.append(_literal(char))
-            index += 1
-        repeated = False
-    return _Branch(atoms, first, last)
+    reader = _Reader(text, 1 if first else 0)
+    parts = reader.sequence(0)
+    if reader.index != len(text):
+        raise _Declined  # a `)` without its `(`: an error that `re` words
+    return _Branch(parts, first, reader.last)
+
+
+class _Reader:
+    """Reads one top-level branch into parts, from `index` on."""
+
+    def __init__(self, text: str, index: int) -> None:
+        self.text = text
+        self.index = index
+        #: Whether the branch ends in `$`.
+        self.last = False
+
+    def either(self, depth: int) -> Part:
+        """Alternatives inside a group, up to its `)`."""
+        choices: list[Part] = [self.sequence(depth)]
+        while self.text.startswith("|", self.index):
+            self.index += 1
+            choices.append(self.sequence(depth))
+        return choices[0] if len(choices) == 1 else _Either(choices)
+
+    def sequence(self, depth: int) -> list[Part]:
+        parts: list[Part] = []
+        text = self.text
+        while self.index < len(text) and text[self.index] not in "|)":
+            if text[self.index] == "$":
+                if depth or self.index != len(text) - 1:
+                    raise _Declined  # `$` anywhere but at the end of a top-level branch
+                self.last = True
+                self.index += 1
+                break
+            part = self.item(depth)
+            if self.index < len(text) and (text[self.index] in _REPEATS
+                                           or text[self.index] == "{"):
+                part = self.repeat(part)
+                if self.index < len(text) and (text[self.index] in _REPEATS
+                                               or text[self.index] == "{"):
+                    # A repeat after a repeat: an error, or a lazy (`*?`) or possessive
+                    # (`*+`) form.
+                    raise _Declined
+            parts.append(part)
+        return parts
+
+    def repeat(self, part: Part) -> _Repeat:
+        text = self.text
+        char = text[self.index]
+        if char == "{":
+            least, most, self.index = _count(text, self.index + 1)
+            return _Repeat(part, least, most)
+        self.index += 1
+        least, most = _REPEATS[char]
+        return _Repeat(part, least, most)
+
+    def item(self, depth: int) -> Part:
+        text = self.text
+        char = text[self.index]
+        if char == "(":
+            if text.startswith("?", self.index + 1):
+                if not text.startswith("?:", self.index + 1):
+                    raise _Declined  # flags, look-arounds, named groups: `re`'s
+                self.index += 2
+            self.index += 1
+            inner = self.either(depth + 1)
+            if not text.startswith(")", self.index):
+                raise _Declined  # a `(` without its `)`: an error that `re` words
+            self.index += 1
+            return [inner]
+        if char == "[":
+            atom, self.index = _parse_class(text, self.index + 1)
+            return atom
+        if char == "\\":
+            self.index += 2
+            return _escape(text[self.index - 1:self.index])
+        if char == ".":
+            self.index += 1
+            return _Atom(lambda c: c != "\n", None)
+        if char in _SPECIAL:
+            raise _Declined  # `^` past the start, a repeat of nothing, a stray brace
+        self.index += 1
+        return _literal(char)
 
 
 def _count(text: str, index: int) -> tuple[int, int | None, int]:
@@ -288,17 +417,6 @@ def _count(text: str, index: int) -> tuple[int, int | None, int]:
     if least > MAX_COUNT or (most is not None and not least <= most <= MAX_COUNT):
         raise _Declined  # `re` refuses a minimum over the maximum; a long count is its own
     return least, most, close + 1
-
-
-def _copies(atom: _Atom, least: int, most: int | None) -> list[_Atom]:
-    """`atom{least,most}` as atoms with one-character repeats: `least` plain copies, then
-    one `*` copy (no maximum) or `most - least` `?` copies."""
-    copies = [atom.copy() for _ in range(least)]
-    if most is None:
-        copies.append(atom.copy(0, None))
-    else:
-        copies.extend(atom.copy(0, 1) for _ in range(most - least))
-    return copies
 
 
 def _literal(char: str) -> _Atom:

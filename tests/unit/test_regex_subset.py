@@ -24,6 +24,7 @@ _TOKENS = st.sampled_from([
     "*", "+", "?", "*?", "+?", "??", "*+", "{2}", "{0,2}", "{1,}", "{,2}", "{3,1}", "{x}",
     "{40}", "{2}?",
     "^", "$", "|", "{", "}", "{2}", "(", ")", "\\b", "\\n", "\\1",
+    "(a|b)", "(ab)", "(a|)", "()", "(?:", "(?=", "(?P<n>", "(b", "a)", "(^a)", "(a$)",
 ])
 _PATTERNS = st.lists(_TOKENS, max_size=7).map("".join)
 #: Lines: the characters the pattern pieces name, digits and spaces of other scripts, and
@@ -57,7 +58,7 @@ def test_every_pattern_read_gives_re_searchs_answer(pattern: str, lines: list[st
 
 
 _ATOMS = st.sampled_from(["a", "b", ".", "\\d", "\\W", "[ab]", "[^b\\s]", "[a-c1]", "\\.",
-                          "é", "\n"])
+                          "é", "\n", "(a|b)", "(ab|)", "(?:ba)", "(a(b|1)*)"])
 _REPEAT_FORMS = st.sampled_from(["", "", "*", "+", "?", "{2}", "{0,1}", "{1,}", "{1,3}"])
 
 
@@ -76,7 +77,8 @@ def test_the_patterns_of_the_subset_are_read(pieces: list[tuple[str, str]], firs
 
 
 @settings(max_examples=400)
-@given(st.sampled_from(["a", "[ab]", "\\w", ".", "[^b]"]), st.integers(0, 4),
+@given(st.sampled_from(["a", "[ab]", "\\w", ".", "[^b]", "(a|b)", "(?:a)", "(a|)"]),
+       st.integers(0, 4),
        st.one_of(st.none(), st.integers(0, 4)), st.sampled_from(["{m}", "{m,}", "{m,n}"]),
        st.sampled_from(["^", "^b", "", "b"]), st.sampled_from(["$", "b$", "", "b"]),
        st.lists(st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 6)), max_size=3).map(
@@ -130,6 +132,14 @@ def test_each_category_is_res_past_the_basic_plane(char: str) -> None:
     ("^a{1,}$", "aaa", True),
     ("^a{1,2}$", "aaa", False),
     ("^ba{0,1}b", "baab", False),
+    ("warn(ing)?:", "warning: x", True),
+    ("warn(ing)?:", "warnin: x", False),
+    ("^(INFO|WARN) ", "WARN x", True),
+    ("(error|fail)ed", "it failed", True),
+    ("(ab){2}", "abab", True),
+    ("(ab){2}", "abxab", False),
+    ("(a|b)+$", "xabba\n", True),
+    ("x(a|b)|^c", "c", True),
 ])
 def test_patterns_people_grep_with(pattern: str, line: str, found: bool) -> None:
     search = compile_search(pattern)
@@ -138,7 +148,7 @@ def test_patterns_people_grep_with(pattern: str, line: str, found: bool) -> None
 
 
 @pytest.mark.parametrize("pattern", [
-    "(err)", "e{,2}", "e{3,1}", "e{2}?", "e{2}+", "e{2}*", "x{99}", "x{1,2,3}", "{2}", "a*?", "a++", "\\bx", "\\n", "[]x]", "[a-c-e]", "[c-a]", "[x", "x**",
+    "(?=x)", "(?P<n>x)", "(?i)x", "(a", "a)", "(^a)", "(a$)", "(a{32}){32}", "e{,2}", "e{3,1}", "e{2}?", "e{2}+", "e{2}*", "x{99}", "x{1,2,3}", "{2}", "a*?", "a++", "\\bx", "\\n", "[]x]", "[a-c-e]", "[c-a]", "[x", "x**",
     "^*", "a^b", "a$b", "[[x]", "[a--b]", "\\1", "\\é",
 ])
 def test_the_rest_is_left_to_re(pattern: str) -> None:
