@@ -351,16 +351,18 @@ class _Reader:
                 self.index += 1
                 break
             part = self.item(depth)
-            if self.index < len(text) and (text[self.index] in _REPEATS
-                                           or text[self.index] == "{"):
+            if self._at_repeat():
                 part = self.repeat(part)
-                if self.index < len(text) and (text[self.index] in _REPEATS
-                                               or text[self.index] == "{"):
+                if self._at_repeat():
                     # A repeat after a repeat: an error, or a lazy (`*?`) or possessive
                     # (`*+`) form.
                     raise _Declined
             parts.append(part)
         return parts
+
+    def _at_repeat(self) -> bool:
+        """Whether a repeat (`*`, `+`, `?` or a count) comes next."""
+        return self.text[self.index:self.index + 1] in (*_REPEATS, "{")
 
     def repeat(self, part: Part) -> _Repeat:
         text = self.text
