@@ -11,6 +11,9 @@ pattern with `.` is matched in Python only for the first `RE_AFTER_LINES` lines 
 class, for the first `RE_AFTER_CHARS` characters), and by `re` after them, so a long log is
 not searched much more slowly than before.
 
+A pattern that begins with `(?i)` is read the same way, lowered, for lines that are ASCII,
+lowered too; the first line with other characters hands the search to `re`.
+
 The semantics are `re.search`'s without flags: `.` matches any character but a newline,
 `^` only the start of the line and `$` its end or the place before a final newline. Since
 neither `.` nor `.*` crosses a newline, a branch with them matches inside one newline-free
@@ -39,25 +42,41 @@ RE_AFTER_LINES = 2000
 #: long log loses at most about 1.3 ms where a short one saves the import of `re` (4-5 ms).
 #: Lines without the text that every match holds are not run through the states.
 RE_AFTER_CHARS = 2_500
+#: The one flag read without `re`: case is ignored (`(?i)error`), for a pattern of ASCII.
+IGNORE_CASE = "(?i)"
 
 
 def simple_test(pattern: str) -> Callable[[str], bool] | None:
     """The test of one line for `pattern`, or None when only `re` can read it."""
-    test = _dotted_test(pattern)
-    if test is not None:
-        return test
-    from qex.core.regex_subset import compile_search
+    folded = pattern.startswith(IGNORE_CASE)
+    body = pattern[len(IGNORE_CASE):] if folded else pattern
+    if folded and not body.isascii():
+        return None  # letters beyond ASCII fold by Unicode's tables, which `re` holds
+    dotted = _dotted_test(body.lower() if folded else body)
+    if dotted is not None:
+        test, affordable = dotted
+    else:
+        from qex.core.regex_subset import compile_search
 
-    search = compile_search(pattern)  # classes, escapes and repeats
-    if search is None:
-        return None
-    # A line longer than what is left of the budget is `re`'s at once.
-    return _then_re(search, pattern,
-                    lambda line: search.scanned + len(line) <= RE_AFTER_CHARS)
+        search = compile_search(body, fold=folded)  # classes, escapes, repeats, groups
+        if search is None:
+            return None
+        test = search
+        # A line longer than what is left of the budget is `re`'s at once.
+        affordable = lambda line: search.scanned + len(line) <= RE_AFTER_CHARS  # noqa: E731
+    if folded:
+        # The pattern was read for lowered ASCII lines; any other line, and the rest after
+        # it, is `re`'s (see `qex.core.regex_subset`).
+        lowered, within = test, affordable
+        test = lambda line: lowered(line.lower())  # noqa: E731
+        affordable = lambda line: line.isascii() and (within is None or within(line))  # noqa: E731
+    return test if affordable is None else _then_re(test, pattern, affordable)
 
 
-def _dotted_test(pattern: str) -> Callable[[str], bool] | None:
-    """Text, `.` and `.*` in anchored branches; None for anything more."""
+def _dotted_test(pattern: str) -> tuple[Callable[[str], bool],
+                                        Callable[[str], bool] | None] | None:
+    """Text, `.` and `.*` in anchored branches, as the test of a line and the budget that
+    hands the rest to `re` (None: text, which needs none); None for anything more."""
     tests: list[Callable[[str], bool]] = []
     for branch in pattern.split("|"):
         first = branch.startswith("^")
@@ -69,9 +88,9 @@ def _dotted_test(pattern: str) -> Callable[[str], bool] | None:
         tests.append(test)
     whole = tests[0] if len(tests) == 1 else (lambda line: any(test(line) for test in tests))
     if ANY not in pattern:
-        return whole  # text is found by `str` methods in C, as fast as `re` finds it
+        return whole, None  # text is found by `str` methods in C, as fast as `re` finds it
     lines = iter(range(RE_AFTER_LINES))
-    return _then_re(whole, pattern, lambda _line: next(lines, None) is not None)
+    return whole, lambda _line: next(lines, None) is not None
 
 
 def _then_re(test: Callable[[str], bool], pattern: str,

@@ -17,6 +17,13 @@ What it reads, in top-level branches joined by `|`:
   a lazy or possessive form is declined);
 - `^` at the start of a top-level branch and `$` at its end.
 
+With `fold` it reads an ASCII pattern as `re` reads it after `(?i)`, for lines that the
+caller has lowered and that are ASCII: there, a character matches where its lower case
+does (`re`'s own rule), so a literal is lowered once, and a class matches a lowered
+character when it holds that character or its upper case. A line with other characters is
+the caller's to give to `re`, whose Unicode tables fold some of them onto ASCII letters (the
+Kelvin sign onto `k`).
+
 Only whether a match exists is asked, and for that neither a repeat's greed nor what a group
 captures matters, so the pattern is run as a set of states over the line (Thompson's
 construction): one pass per line, and no backtracking that could take exponential time. The
@@ -277,10 +284,13 @@ class Search:
         return False
 
 
-def compile_search(pattern: str) -> Search | None:
-    """The test of one line for `pattern`, or None when only `re` can read it."""
+def compile_search(pattern: str, fold: bool = False) -> Search | None:
+    """The test of one line for `pattern`, or None when only `re` can read it. `fold`: the
+    pattern as under `(?i)`, for lowered ASCII lines (see the module's docstring)."""
+    if fold and not pattern.isascii():
+        return None
     try:
-        return Search([_parse_branch(text) for text in _split_branches(pattern)])
+        return Search([_parse_branch(text, fold) for text in _split_branches(pattern)])
     except _Declined:
         return None
 
@@ -314,9 +324,9 @@ def _split_branches(pattern: str) -> list[str]:
     return branches
 
 
-def _parse_branch(text: str) -> _Branch:
+def _parse_branch(text: str, fold: bool) -> _Branch:
     first = text.startswith("^")
-    reader = _Reader(text, 1 if first else 0)
+    reader = _Reader(text, 1 if first else 0, fold)
     parts = reader.sequence(0)
     if reader.index != len(text):
         raise _Declined  # a `)` without its `(`: an error that `re` words
@@ -326,9 +336,10 @@ def _parse_branch(text: str) -> _Branch:
 class _Reader:
     """Reads one top-level branch into parts, from `index` on."""
 
-    def __init__(self, text: str, index: int) -> None:
+    def __init__(self, text: str, index: int, fold: bool) -> None:
         self.text = text
         self.index = index
+        self.fold = fold
         #: Whether the branch ends in `$`.
         self.last = False
 
@@ -389,7 +400,7 @@ class _Reader:
             self.index += 1
             return [inner]
         if char == "[":
-            atom, self.index = _parse_class(text, self.index + 1)
+            atom, self.index = _parse_class(text, self.index + 1, self.fold)
             return atom
         if char == "\\":
             self.index += 2
@@ -400,7 +411,7 @@ class _Reader:
         if char in _SPECIAL:
             raise _Declined  # `^` past the start, a repeat of nothing, a stray brace
         self.index += 1
-        return _literal(char)
+        return _literal(char.lower() if self.fold else char)
 
 
 def _count(text: str, index: int) -> tuple[int, int | None, int]:
@@ -434,8 +445,9 @@ def _escape(char: str) -> _Atom:
     raise _Declined  # `\n`, `\b`, a back-reference, an unknown escape: `re`'s
 
 
-def _parse_class(text: str, index: int) -> tuple[_Atom, int]:
-    """The class that starts after the `[` at `index - 1`, and the index after its `]`."""
+def _parse_class(text: str, index: int, fold: bool) -> tuple[_Atom, int]:
+    """The class that starts after the `[` at `index - 1`, and the index after its `]`.
+    `fold`: for lowered characters, each also tried in upper case before a negation."""
     end = index
     while end < len(text) and text[end] != "]":
         end += 2 if text[end] == "\\" else 1
@@ -472,13 +484,20 @@ def _parse_class(text: str, index: int) -> tuple[_Atom, int]:
         position += 1
     frozen = frozenset(members)
 
+    def holds(char: str) -> bool:
+        return (char in frozen or any(low <= char <= high for low, high in ranges)
+                or any(category(char) for category in tests))
+
     def test(char: str) -> bool:
-        found = (char in frozen or any(low <= char <= high for low, high in ranges)
-                 or any(category(char) for category in tests))
-        return found is not negated
+        return holds(char) is not negated
+
+    def folded(char: str) -> bool:
+        return (holds(char) or holds(char.upper())) is not negated
 
     only = next(iter(frozen)) if len(frozen) == 1 and not ranges and not tests else None
-    return _Atom(test, None if negated else only), end + 1
+    if fold and only is not None:
+        only = only.lower()
+    return _Atom(folded if fold else test, None if negated else only), end + 1
 
 
 def _class_items(body: str) -> list[tuple[str, CharTest | None, bool]]:

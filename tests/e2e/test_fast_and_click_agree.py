@@ -884,6 +884,8 @@ def test_the_repeated_forms_import_no_framework(qex_env: Env) -> None:
                  ["logs", jobs[0], "--grep", "e[a-z]+\\d*|^x", "-C", "1"],
                  ["status", jobs[0], "--grep", "[^ ]+ ?done$"],
                  ["logs", jobs[0], "--grep", "^(warn(ing)?|err)[: ]"],
+                 ["logs", jobs[0], "--grep", "(?i)ERROR|^X"],
+                 ["status", jobs[0], "--grep", "(?i)[A-Z]+ failed$"],
                  ["kill", jobs[0], jobs[1][:8]], ["cancel", jobs[0], jobs[1]],
                  ["kill", "--signal", "9", "--grace", "1s", *jobs],
                  ["status", "fan"], ["status", group, "--json", "--tail", "1"],

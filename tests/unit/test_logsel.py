@@ -142,7 +142,9 @@ def test_dotted_branches_are_read_without_re(body: str, first: bool, last: bool,
     ("error|warning", True), ("^ERROR|Traceback", True), ("done$", True), ("^$", True),
     ("a.b", True), ("^an.*done$", True), ("err.*,|x", True), ("^.*$", True), (".", True),
     ("a(?=b)", False), ("^^a", False), ("a$b", False), ("a.*?b", False), ("e.{,2}", False),
-    ("\\berr", False), ("(?i)error", False),
+    ("\\berr", False), ("(?i)caf\u00e9", False), ("(?im)error", False),
+    # `(?i)` before a pattern of ASCII: read lowered, for ASCII lines.
+    ("(?i)error", True), ("(?i)^E.*done$", True), ("(?i)[A-Z]+ then", True),
     # Classes, escapes and repeats: `qex.core.regex_subset`.
     ("a\\|b", True), ("x+", True), ("a.+b", True), ("[ae]n", True), ("a\\.b", True),
     ("a.\nb", True), ("e\\w+ done$", True), ("e.{2}", True), ("(a|b)", True),
@@ -199,6 +201,56 @@ def test_a_pattern_with_a_class_goes_on_with_re_past_its_budget(
     assert test is not None
     assert [test(line) for line in lines] == expected
     assert compiled == ["a[bc]+$"]
+
+
+#: `(?i)` patterns: text and `.` (the dotted reader), classes and groups (the subset), and
+#: lines with characters that Unicode folds onto ASCII letters or that `re` folds otherwise.
+_FOLDED = st.lists(st.sampled_from(["a", "B", "k", "S", "i", ".", ".*", "^", "$", "|", "[a-c]",
+                                    "[^A]", "[Z-a]", "\\W", "(b|K)", "+", "?", "\u00e9"]),
+                   max_size=6).map("".join)
+_MIXED_LINES = st.lists(st.text(alphabet="aAbBkKsSiIzZ[`_ \n\u212a\u017f\u0131\u0130\u00e9\u00c9",
+                                max_size=8), min_size=1, max_size=6)
+
+
+@settings(max_examples=600)
+@given(_FOLDED, _MIXED_LINES)
+@example("^B.*a$", ["ba", "BA\n", "xba"]).via("text and `.*` in upper case")
+@example("k", ["\u212a"]).via("the Kelvin sign folds onto k")
+@example("s", ["x", "\u017f"]).via("the long s folds onto s, after an ASCII line")
+@example("[^A]", ["a", "A", "b"]).via("a negated class is negated after the fold")
+def test_a_pattern_without_case_matches_as_re_search_does(body: str, lines: list[str]) -> None:
+    import re
+
+    pattern = "(?i)" + body
+    test = simple_test(pattern)
+    if test is None:
+        return
+    compiled = re.compile(pattern)
+    for line in lines:
+        assert test(line) == (compiled.search(line) is not None), (pattern, line)
+
+
+def test_a_line_beyond_ascii_hands_a_folded_search_to_re(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ASCII lines are lowered and read without `re`; the first other line, and every line
+    after it, is `re`'s, for both readers."""
+    import re
+
+    compiled: list[str] = []
+    real_compile = re.compile
+    monkeypatch.setattr(re, "compile", lambda pattern, *a: compiled.append(pattern)
+                        or real_compile(pattern, *a))
+    for pattern in ("(?i)error|^ok", "(?i)err(or)?[0-9]*$"):
+        test = simple_test(pattern)
+        assert test is not None
+        plain = ["An ERROR", "OK then", "Err42", "fine"]
+        assert [test(line) for line in plain] == [
+            real_compile(pattern).search(line) is not None for line in plain]
+        assert compiled == []
+        assert test("\u00c9RROR") is False  # `re` reads it, and every line after it
+        assert test("ERROR") is True
+        assert compiled == [pattern]
+        compiled.clear()
 
 
 def test_a_long_line_is_searched_from_its_rarest_piece() -> None:

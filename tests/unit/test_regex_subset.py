@@ -98,6 +98,51 @@ def test_counted_repeats_count_as_re_counts(atom: str, least: int, extra: int | 
         assert search(line) == (re.search(pattern, line) is not None), (pattern, line)
 
 
+#: Pieces with both cases, and ranges and negations whose fold `re` defines by the lowered
+#: character: `[Z-a]` holds `[ \\ ] ^ _ \``, so with `(?i)` it takes `A` and `z` too.
+_CASED_TOKENS = st.sampled_from([
+    "a", "A", "b", "Z", "z", "1", " ", "_", "[", "\\[", ".", "\\w", "\\W", "\\D", "\\S",
+    "[a-c]", "[A-C]", "[^a]", "[^A]", "[Z-a]", "[^Z-a]", "[_A]", "[A]", "[^\\WA]", "[a-Z]",
+    "(a|B)", "(?:Ab)", "*", "+", "?", "{2}", "{0,2}", "^", "$", "|", "\u00e9", "(?i)",
+])
+_ASCII_LINES = st.lists(st.text(alphabet="aAbBcCzZ1 _[\\]^`\n", max_size=8), min_size=1,
+                        max_size=6)
+
+
+@settings(max_examples=1500)
+@given(st.lists(_CASED_TOKENS, max_size=7).map("".join), _ASCII_LINES)
+@example("[^A]", ["a"]).via("the negation comes after the fold")
+@example("[Z-a]", ["A", "z", "b"]).via("a range of punctuation and letters")
+@example("[A]", ["xa"]).via("a class of one upper-case letter, found by its lowered text")
+def test_a_folded_pattern_gives_re_searchs_answer_on_ascii_lines(
+        pattern: str, lines: list[str]) -> None:
+    """With `fold`, a lowered ASCII line gets the answer that `re` gives the line itself
+    under `(?i)`; a pattern beyond ASCII is declined."""
+    search = compile_search(pattern, fold=True)
+    if search is None:
+        return
+    assert pattern.isascii()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = re.compile("(?i)" + pattern)
+    for line in lines:
+        assert search(line.lower()) == (compiled.search(line) is not None), (pattern, line)
+
+
+@settings(max_examples=400)
+@given(st.lists(st.tuples(st.sampled_from(["a", "B", "[A-C]", "[^b]", "(a|B)", "\\W", "[Z-a]"]),
+                          _REPEAT_FORMS), min_size=1, max_size=4), _ASCII_LINES)
+def test_the_folded_patterns_of_the_subset_are_read(pieces: list[tuple[str, str]],
+                                                    lines: list[str]) -> None:
+    """The companion of the test above: folded subset patterns are read, not declined."""
+    pattern = "".join(a + r for a, r in pieces)
+    search = compile_search(pattern, fold=True)
+    assert search is not None, pattern
+    for line in lines:
+        assert search(line.lower()) == (re.search("(?i)" + pattern, line) is not None), (
+            pattern, line)
+
+
 @pytest.mark.parametrize("letter", sorted(regex_subset._CATEGORIES))
 def test_each_category_is_res_over_the_basic_plane(letter: str) -> None:
     """`\\d`, `\\w`, `\\s` and their negations use the character tests of `re`'s `str`
