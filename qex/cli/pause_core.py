@@ -132,9 +132,11 @@ def pause_queue(reason: str | None, until: float | None, as_json: bool) -> int |
         note = already_paused_warning(answer)
         if note:
             warn(note)
-        info = line.read(protocol.info())  # how many jobs still run
+        running = answer.get("jobs_running")
+        if not isinstance(running, int):  # a coordinator older than the count in the answer
+            running = line.read(protocol.info()).get("jobs_running")
     print_state(answer, as_json)
-    note = still_running_warning(info.get("jobs_running"))
+    note = still_running_warning(running)
     if note:
         warn(note)
     return 0

@@ -160,7 +160,7 @@ def queue_line(coord: Coordinator) -> str:
 
 def handle_info(coord: Coordinator) -> dict[str, Any]:
     cpu_claimed, mem_claimed = coord.claimed()
-    running = sum(1 for _ in coord.active_jobs())
+    running = coord.running_count()
     head = coord.jobs.get(coord.head_id) if coord.head_id else None
     peers = coord.peer_refresher() if coord.peer_refresher is not None else coord.peer_load
     record = coord.pauses.queue

@@ -369,7 +369,9 @@ class Server:
             pausing.pause(self.coord, message)
         except pausing.PauseError as exc:
             return protocol.error(protocol.WRONG_STATE, str(exc))
-        return pausing.state_answer(self.coord)
+        # The jobs that go on running, which the command names: without this count it asked
+        # `info` as well, and waited for the pass that the pause had woken.
+        return {**pausing.state_answer(self.coord), "jobs_running": self.coord.running_count()}
 
     async def _resume(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         try:

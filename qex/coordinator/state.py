@@ -360,6 +360,11 @@ class Coordinator:
         """The active jobs of this machine (another engine's run elsewhere)."""
         return (job for job in self.started_jobs() if not job.record.engine)
 
+    def running_count(self) -> int:
+        """How many jobs of this machine run (`jobs_running` in `info` and in a pause's
+        answer)."""
+        return sum(1 for _ in self.active_jobs())
+
     def holding_jobs(self) -> Iterator[Job]:
         """The active jobs that still hold their claims. A job whose supervisor has sent its
         decided result (`Job.pending`) has no process left, so the next job may start while

@@ -395,6 +395,25 @@ def test_kill_marks_the_job_and_signals_its_group(daemon: Daemon, qex_env: Any) 
     assert again["kind"] == "wrong_state"
 
 
+def test_a_pause_answers_with_the_jobs_that_go_on_running(daemon: Daemon, qex_env: Any) -> None:
+    """The count that `qex pause queue` warns with comes in the pause's answer (it asked
+    `info` for it as well), equal to `info`'s; the other pause answers leave it out."""
+    daemon.start()
+    fifo = gate(qex_env.root, "never")
+    job_id = submit(daemon, ["sh", "-c", f"read line < {fifo}"])
+    wait_until(lambda: daemon.ask({"op": "status", "id": job_id})["status"]["pid"],
+               what="the job process")
+    paused = daemon.ask({"op": "pause", "target": {"kind": "queue"}, "by_pid": os.getpid()})
+    assert paused["result"] == "pause_state"
+    assert paused["jobs_running"] == daemon.ask({"op": "info"})["jobs_running"] == 1
+    assert "jobs_running" not in daemon.ask({"op": "pause_state"})
+    daemon.ask({"op": "kill", "id": job_id, "signal": 9})
+    daemon.ask({"op": "wait", "id": job_id})
+    again = daemon.ask({"op": "pause", "target": {"kind": "lock", "name": "x"},
+                        "by_pid": os.getpid()})
+    assert again["jobs_running"] == 0
+
+
 def test_a_supervisor_that_dies_fails_its_job_and_stops_the_process(
         daemon: Daemon, qex_env: Any) -> None:
     daemon.start()

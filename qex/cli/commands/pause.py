@@ -102,8 +102,9 @@ def pause_queue(*, reason: str | None, for_text: str | None, drain: bool, as_jso
         note = already_paused_warning(answer)
         if note:
             warn(note)
-        info = conn.fresh_info()
-        running = info.get("jobs_running")
+        running = answer.get("jobs_running")
+        if not isinstance(running, int):  # a coordinator older than the count in the answer
+            running = conn.fresh_info().get("jobs_running")
         if drain:
             print_state(answer, as_json)
             if isinstance(running, int) and running > 0:
