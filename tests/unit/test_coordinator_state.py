@@ -413,15 +413,16 @@ def test_a_full_disk_queues_nothing_and_leaves_nothing(tmp_path: Path,
 
     from qex.store import atomic
 
-    real = atomic.write_json
+    real = atomic._write_all
+    written: list[int] = []
 
-    def full_at_the_record(path: Path, data: Any, mode: int = 0o600, *,
-                           sync_dir: bool = True) -> None:
-        if path.name == job_files.STATUS:  # the spec fitted; the first record does not
+    def full_at_the_record(fd: int, data: bytes) -> None:
+        written.append(fd)
+        if len(written) == 2:  # the spec fitted; the first record does not
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, data, mode, sync_dir=sync_dir)
+        real(fd, data)
 
-    monkeypatch.setattr(atomic, "write_json", full_at_the_record)
+    monkeypatch.setattr(atomic, "_write_all", full_at_the_record)
     spec = wire_spec(dedupe_key="k")
     answer = handle_submit(coord, {"spec": spec})
     assert answer["result"] == "error" and answer["kind"] == "internal"

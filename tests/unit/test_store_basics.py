@@ -125,28 +125,108 @@ def test_a_new_job_is_durable_with_four_fsyncs(tmp_path: Path,
         assert synced[-2:] == [str(job_dir), str(paths.jobs_dir)]
 
 
-def test_a_new_job_that_cannot_be_written_leaves_nothing(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def _failing_at(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
+    """Make one step of writing the second of two files fail: its data (a full disk), its
+    sync in the caller's thread or the first file's in a helper thread (an I/O error), or its
+    rename."""
     import errno
 
+    calls: dict[str, int] = {}
+
+    def nth(name: str) -> int:
+        calls[name] = calls.get(name, 0) + 1
+        return calls[name]
+
+    if step == "data":
+        real_write = atomic._write_all
+
+        def write_all(fd: int, data: bytes) -> None:
+            if nth("write") == 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real_write(fd, data)
+
+        monkeypatch.setattr(atomic, "_write_all", write_all)
+    elif step in ("sync here", "sync beside"):
+        real_fsync = os.fsync
+        import threading
+
+        def fsync(fd: int) -> None:
+            beside = threading.current_thread() is not threading.main_thread()
+            if beside is (step == "sync beside") and not os.path.isdir(f"/proc/self/fd/{fd}"):
+                raise OSError(errno.EIO, "Input/output error")
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    else:
+        real_rename = os.rename
+
+        def rename(src: str, dst: str) -> None:
+            if nth("rename") == 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real_rename(src, dst)
+
+        monkeypatch.setattr(os, "rename", rename)
+
+
+@pytest.mark.parametrize("step", ["data", "sync here", "sync beside", "rename"])
+def test_a_new_job_that_cannot_be_written_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     from qex.store import jobs
 
     paths, spec, status = _new_job(tmp_path)
-    real = atomic.write_json
-
-    def full_at_status(path: Path, data: object, mode: int = 0o600, *,
-                       sync_dir: bool = True) -> None:
-        if path.name == jobs.STATUS:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, data, mode, sync_dir=sync_dir)
-
-    monkeypatch.setattr(atomic, "write_json", full_at_status)
+    paths.jobs_dir.mkdir(parents=True)
+    _failing_at(monkeypatch, step)
     with pytest.raises(OSError):
         jobs.create_job(paths, spec, status)
     assert list(paths.jobs_dir.iterdir()) == []
+    monkeypatch.undo()
     other = paths.job_dir(spec.id)
     other.mkdir()
     (other / "keep").write_text("x")
     with pytest.raises(FileExistsError):
         jobs.create_job(paths, spec, status)
     assert (other / "keep").exists()
+
+
+@pytest.mark.parametrize("step", ["data", "sync here", "sync beside", "rename"])
+def test_files_written_together_leave_no_temp_file(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   step: str) -> None:
+    """Both files whole, private and in place; after a failure, no temp file, and only a
+    file renamed before it."""
+    items = [(tmp_path / "one.json", b"1\n"), (tmp_path / "two.json", b"2\n")]
+    atomic.write_new_files(items)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {
+        "one.json": b"1\n", "two.json": b"2\n"}
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in tmp_path.iterdir())
+    failing = tmp_path / "failing"
+    failing.mkdir()
+    _failing_at(monkeypatch, step)
+    with pytest.raises(OSError):
+        atomic.write_new_files([(failing / "one.json", b"1"), (failing / "two.json", b"2")])
+    assert sorted(p.name for p in failing.iterdir()) == (["one.json"] if step == "rename"
+                                                         else [])
+
+
+def test_a_forked_child_syncs_with_threads_of_its_own(tmp_path: Path) -> None:
+    """The helper threads of a parent do not exist in its forked child (the coordinator
+    forks its fork server): the child makes its own rather than wait for them forever."""
+    import warnings
+
+    atomic.write_new_files([(tmp_path / "a", b"a"), (tmp_path / "b", b"b")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12 warns of the helper thread
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            import signal
+
+            signal.alarm(10)
+            atomic.write_new_files([(tmp_path / "c", b"c"), (tmp_path / "d", b"d")])
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (tmp_path / "d").read_bytes() == b"d"
