@@ -29,6 +29,7 @@ from qex.store import jobs as job_files
 
 if TYPE_CHECKING:
     import asyncio
+    from pathlib import Path
 
 #: No machine has more cores than this; a larger claim is a slip, not a job.
 MAX_CORES = 1 << 20
@@ -179,26 +180,83 @@ def _size_policy(coord: Coordinator, spec: JobSpec) -> tuple[str | None, str | N
     return warning, (too_big if policy == size_check.RUN_WHEN_IDLE else None)
 
 
-def _write_job(coord: Coordinator, spec: JobSpec, record: JobStatus) -> Job:
-    """Create the directory and both records; on any failure leave nothing behind."""
+def _write_job(coord: Coordinator, spec: JobSpec, record: JobStatus,
+               batch: NewJobs | None = None) -> Job:
+    """Create the directory and both records; on any failure leave nothing behind. With
+    `batch`, the records are only staged there, and the batch makes them durable
+    (`NewJobs.commit`) before the event loop runs anything else."""
     job_dir = coord.paths.job_dir(spec.id)
     try:
-        job_files.create_job(coord.paths, spec, record)
-    except OSError as exc:
-        if exc.errno == errno.EEXIST:
-            raise Refusal(protocol.WRONG_STATE, (
-                f"a job with the id {spec.id} already exists; a new submission needs a new id"
-            )) from None
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            message = (f"the disk that holds {coord.paths.state_dir} is full, so qex could not "
-                       "write the job record and nothing was queued; free some space (`qex gc` "
-                       "removes old records) and submit again")
+        if batch is None:
+            job_files.create_job(coord.paths, spec, record)
         else:
-            message = (f"qex could not write the job record in {job_dir} "
-                       f"({exc.strerror or exc}), so nothing was queued; fix that directory and "
-                       "submit again")
-        raise Refusal(protocol.INTERNAL, message) from None
+            batch.staged.append(job_files.stage_job(coord.paths, spec, record))
+    except OSError as exc:
+        raise _write_refusal(coord, exc, spec.id, job_dir) from None
     return Job.from_records(spec, record, job_dir)
+
+
+def _write_refusal(coord: Coordinator, exc: OSError, job_id: str, job_dir: Path) -> Refusal:
+    if exc.errno == errno.EEXIST:
+        return Refusal(protocol.WRONG_STATE, (
+            f"a job with the id {job_id} already exists; a new submission needs a new id"))
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return Refusal(protocol.INTERNAL, (
+            f"the disk that holds {coord.paths.state_dir} is full, so qex could not write the "
+            "job record and nothing was queued; free some space (`qex gc` removes old "
+            "records) and submit again"))
+    return Refusal(protocol.INTERNAL, (
+        f"qex could not write the job record in {job_dir} ({exc.strerror or exc}), so nothing "
+        "was queued; fix that directory and submit again"))
+
+
+class NewJobs:
+    """The jobs of one group (`submit_words.submit_each`) queued since the batch was last
+    committed: in memory as any queued job, their records staged on the disk but not yet
+    durable, and not yet announced (no event, no history line).
+
+    Each new job's records took four syncs of their own, and a fan-out of thousands of lines
+    waited for all of them in turn; a batch's syncs are issued side by side and share the
+    journal's commits (the files of 20 jobs in 7.1 ms here against 17.5 ms). The group
+    commits its batch before every yield to the event loop and before its answer, so no
+    scheduler pass, other request or event reader ever sees a job that a power cut could
+    still take back, and no job starts before its records are on the disk.
+    """
+
+    def __init__(self, coord: Coordinator) -> None:
+        self.coord = coord
+        self.staged: list[job_files.StagedJob] = []
+        self.jobs: list[Job] = []
+
+    def commit(self) -> dict[str, Any] | None:
+        """Make the batch durable and announce its jobs; None, or the refusal for the
+        batch's first job when the disk refused the batch, whose jobs are then gone from
+        memory and from the disk (the group's jobs before it stay queued)."""
+        staged, jobs = self.staged, self.jobs
+        self.staged, self.jobs = [], []
+        if not staged:
+            return None
+        coord = self.coord
+        try:
+            job_files.commit_jobs(coord.paths, staged)
+        except OSError as exc:
+            for job in jobs:
+                coord.forget(job)
+            return _write_refusal(coord, exc, jobs[0].id, jobs[0].dir).answer
+        for job in jobs:
+            _announce(coord, job)
+        return None
+
+
+def _announce(coord: Coordinator, job: Job) -> None:
+    """A job now on the disk: its event, and its line in the history."""
+    coord.publish(job)
+    try:
+        history.record_submitted(coord.paths, job.id, job.record.name,
+                                 job.record.submitted_at)
+    except OSError as exc:
+        log(f"qex could not add the job {label(job.record)} to the history: "
+            f"{exc.strerror or exc}")
 
 
 #: In a run of submissions, the scheduler is woken at most once per this many seconds.
@@ -255,11 +313,14 @@ class SubmissionWakes:
 
 
 def handle_submit(coord: Coordinator, message: dict[str, Any], *,
-                  wakes: SubmissionWakes | None = None) -> dict[str, Any]:
+                  wakes: SubmissionWakes | None = None,
+                  batch: NewJobs | None = None) -> dict[str, Any]:
     """`wakes`: the run of submissions this one belongs to, which decides when the
-    scheduler wakes for it (`SubmissionWakes`); None wakes it at once."""
+    scheduler wakes for it (`SubmissionWakes`); None wakes it at once. `batch`: the group's
+    batch of new jobs (`NewJobs`), which the caller commits; a job with a dedupe key, or
+    for another engine, is written durably at once all the same."""
     try:
-        return _submit(coord, message, wakes)
+        return _submit(coord, message, wakes, batch)
     except Refusal as refusal:
         return refusal.answer
 
@@ -314,7 +375,8 @@ def needs_pass(record: JobStatus, paused_reason: str | None, *, like_the_last: b
 
 
 def _submit(coord: Coordinator, message: dict[str, Any],
-            wakes: SubmissionWakes | None = None) -> dict[str, Any]:
+            wakes: SubmissionWakes | None = None, batch: NewJobs | None = None
+            ) -> dict[str, Any]:
     from qex.core.pools import check_claim
 
     spec = parse_spec(message.get("spec"))
@@ -345,17 +407,19 @@ def _submit(coord: Coordinator, message: dict[str, Any],
     record.sequence = coord.next_sequence
     copied = None if reason is not None else reason_at_the_end(coord, record, int(spec.priority))
     record.blocked_reason = reason if copied is None else copied
-    job = _write_job(coord, spec, record)
+    # A dedupe key's holder is remembered beside the record, and a batch that the disk
+    # refuses could not give back the holder it replaced: such a job is written at once.
+    later = batch if not key else None
+    job = _write_job(coord, spec, record, later)
     coord.next_sequence += 1
     coord.jobs[job.id] = job
     if key:
         coord.dedupe[key] = job.id
     coord.enqueue(job)
-    coord.publish(job)
-    try:
-        history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
-    except OSError as exc:
-        log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
+    if later is None:
+        _announce(coord, job)
+    else:
+        later.jobs.append(job)
     like_the_last = copied is not None and spec.max_queue_time is None
     if (needs_pass(record, paused_reason, like_the_last=like_the_last)
             and (wakes is None or wakes.wake_now())):
@@ -385,9 +449,5 @@ def _submit_to_engine(coord: Coordinator, spec: JobSpec, key: str | None) -> dic
     if key:
         coord.dedupe[key] = job.id
     engine.accept(job)
-    coord.publish(job)
-    try:
-        history.record_submitted(coord.paths, spec.id, spec.name, spec.submitted_at)
-    except OSError as exc:
-        log(f"qex could not add the job {label(record)} to the history: {exc.strerror or exc}")
+    _announce(coord, job)
     return {"result": "submitted", "id": job.id, "warning": None, "deduplicated": False}

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 _counter = itertools.count()
-#: The threads that sync beside the caller (`fsync_together`), with the pid that made them:
-#: a forked child has none of its parent's threads, so it makes its own.
+#: How many threads sync beside the caller (`fsync_together`): a fan-out's batch of jobs
+#: has a few dozen files and directories to sync at once.
+SYNC_THREADS = 4
+#: Those threads, with the pid that made them: a forked child has none of its parent's
+#: threads, so it makes its own.
 _sync_threads: tuple[int, ThreadPoolExecutor] | None = None
 
 
@@ -60,26 +63,28 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *,
         fsync_dir(directory or os.curdir)
 
 
-def fsync_together(fds: Sequence[int]) -> None:
+def fsync_together(fds: Sequence[int], *, directories: bool = False) -> None:
     """fsync every descriptor, all but the last in helper threads while this one syncs the
     last: syncs issued one after another each wait for a journal commit of their own, while
     syncs issued side by side share one. A new job's two files synced so took 0.77 ms here
-    against 1.02 ms one after the other (300 rounds, ext4). Raises the first OSError, once
-    every sync has ended."""
+    against 1.02 ms one after the other (300 rounds, ext4), and the files of 20 new jobs
+    7.1 ms against 17.5 ms. Raises the first OSError once every sync has ended;
+    `directories`: descriptors of directories, whose failures are ignored as `fsync_dir`
+    ignores them."""
     global _sync_threads
     if len(fds) < 2:
         for fd in fds:
-            os.fsync(fd)
+            _sync_one(fd, directories)
         return
     if _sync_threads is None or _sync_threads[0] != os.getpid():
         from concurrent.futures import ThreadPoolExecutor
 
-        _sync_threads = (os.getpid(), ThreadPoolExecutor(max_workers=2,
+        _sync_threads = (os.getpid(), ThreadPoolExecutor(max_workers=SYNC_THREADS,
                                                          thread_name_prefix="qex-sync"))
-    pending = [_sync_threads[1].submit(os.fsync, fd) for fd in fds[:-1]]
+    pending = [_sync_threads[1].submit(_sync_one, fd, directories) for fd in fds[:-1]]
     failed: OSError | None = None
     try:
-        os.fsync(fds[-1])
+        _sync_one(fds[-1], directories)
     except OSError as exc:
         failed = exc
     for future in pending:
@@ -91,38 +96,75 @@ def fsync_together(fds: Sequence[int]) -> None:
         raise failed
 
 
-def write_new_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
-                    mode: int = 0o600) -> None:
-    """Write several files as `write_bytes` writes one (a temp file beside each, then a
-    rename), with their data synced side by side (`fsync_together`); no directory is synced,
-    so the caller syncs each directory once. On a failure every temp file is removed; a file
-    renamed before the failure stays (the caller that made the directory removes it)."""
-    staged: list[tuple[str, str]] = []
-    fds: list[int] = []
+def _sync_one(fd: int, directory: bool) -> None:
     try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+
+
+def stage_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
+                mode: int = 0o600) -> list[tuple[str, str]]:
+    """The first half of `write_new_files`: each file written to a temp name beside it, not
+    synced. Returns the (temp, target) pairs for `commit_files`; on a failure every temp
+    file is removed and the error raised."""
+    staged: list[tuple[str, str]] = []
+    try:
+        for path, data in items:
+            target = os.fspath(path)
+            directory, name = os.path.split(target)
+            tmp = os.path.join(directory, f".{name}.tmp.{os.getpid()}.{next(_counter)}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+            staged.append((tmp, target))
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+    except BaseException:
+        discard_files(staged)
+        raise
+    return staged
+
+
+def commit_files(staged: Sequence[tuple[str, str]]) -> None:
+    """The second half of `write_new_files`: every temp file's data synced side by side
+    (`fsync_together`), then each renamed to its target. No directory is synced. On a
+    failure the temp files not yet renamed are removed and the error raised."""
+    left = list(staged)
+    try:
+        fds: list[int] = []
         try:
-            for path, data in items:
-                target = os.fspath(path)
-                directory, name = os.path.split(target)
-                tmp = os.path.join(directory, f".{name}.tmp.{os.getpid()}.{next(_counter)}")
-                fds.append(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                                   mode))
-                staged.append((tmp, target))
-                _write_all(fds[-1], data)
+            for tmp, _target in left:
+                fds.append(os.open(tmp, os.O_RDONLY | os.O_CLOEXEC))
             fsync_together(fds)
         finally:
             for fd in fds:
                 os.close(fd)
-        while staged:
-            os.rename(*staged[0])
-            del staged[0]
+        while left:
+            os.rename(*left[0])
+            del left[0]
     except BaseException:
-        for tmp, _target in staged:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        discard_files(left)
         raise
+
+
+def discard_files(staged: Sequence[tuple[str, str]]) -> None:
+    """Remove the temp files of staged writes that will not be committed."""
+    for tmp, _target in staged:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def write_new_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
+                    mode: int = 0o600) -> None:
+    """Write several files as `write_bytes` writes one (a temp file beside each, then a
+    rename), with their data synced side by side; no directory is synced, so the caller
+    syncs each directory once. On a failure every temp file is removed; a file renamed
+    before the failure stays (the caller that made the directory removes it)."""
+    commit_files(stage_files(items, mode))
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

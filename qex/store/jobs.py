@@ -53,16 +53,58 @@ def create_job(paths: Paths, spec: JobSpec, status: JobStatus) -> Path:
     directory (both names) once, then the jobs directory (the new directory's name), without
     which a power cut could lose a job whose id was already given out. On OSError nothing of
     the job is left (an existing directory of the same id, EEXIST, is not touched)."""
+    staged = stage_job(paths, spec, status)
+    commit_jobs(paths, [staged])
+    return staged.job_dir
+
+
+class StagedJob:
+    """A new job's directory with its two files written under temp names, not yet synced
+    nor renamed (`stage_job`); `commit_jobs` makes a batch of them durable at once."""
+
+    __slots__ = ("files", "job_dir")
+
+    def __init__(self, job_dir: Path, files: list[tuple[str, str]]) -> None:
+        self.job_dir = job_dir
+        self.files = files
+
+
+def stage_job(paths: Paths, spec: JobSpec, status: JobStatus) -> StagedJob:
+    """The first half of `create_job`: the job's directory, and both files under temp names.
+    Nothing of it is a job yet: recovery passes over a directory without `spec.json` and
+    `status.json`. On OSError nothing of the job is left (an existing directory of the same
+    id, EEXIST, is not touched)."""
     job_dir = create_job_dir(paths, spec.id)
     try:
-        atomic.write_new_files([(job_dir / SPEC, atomic.json_bytes(spec.to_dict())),
-                                (job_dir / STATUS, atomic.json_bytes(status.to_dict()))])
-        atomic.fsync_dir(job_dir)
-        atomic.fsync_dir(paths.jobs_dir)
+        files = atomic.stage_files([(job_dir / SPEC, atomic.json_bytes(spec.to_dict())),
+                                    (job_dir / STATUS, atomic.json_bytes(status.to_dict()))])
     except OSError:
         remove_job_dir(job_dir)
         raise
-    return job_dir
+    return StagedJob(job_dir, files)
+
+
+def commit_jobs(paths: Paths, staged: list[StagedJob]) -> None:
+    """Make staged jobs durable: every file's data side by side, the renames, then every job
+    directory and the jobs directory side by side (the syncs of a batch share journal
+    commits). On OSError every job of the batch is removed, and the error raised."""
+    try:
+        atomic.commit_files([pair for job in staged for pair in job.files])
+        fds: list[int] = []
+        try:
+            for job_dir in [*(job.job_dir for job in staged), paths.jobs_dir]:
+                try:
+                    fds.append(os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+                except OSError:
+                    continue  # as `atomic.fsync_dir`: the files' data is synced
+            atomic.fsync_together(fds, directories=True)
+        finally:
+            for fd in fds:
+                os.close(fd)
+    except OSError:
+        for job in staged:
+            remove_job_dir(job.job_dir)
+        raise
 
 
 def read_spec(job_dir: Path) -> JobSpec | None:

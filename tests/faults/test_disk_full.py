@@ -8,6 +8,7 @@ the small disk, so "ran once" is counted, not guessed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from faultkit import Disk, FaultEnv, kill9
@@ -40,6 +41,37 @@ def test_a_submission_on_a_full_disk_is_refused_and_nothing_runs(
     proc = fault_env.run(*SUBMIT, "--wait", "--", *command, timeout=60)
     assert proc.returncode == 3
     assert runs(marker) == 1
+    fault_env.logs_within_cap()
+
+
+def test_a_fan_out_that_fills_the_disk_keeps_what_it_queued_and_runs_each_job_once(
+        fault_env: FaultEnv, small_disk: Disk) -> None:
+    """The disk fills in the middle of a fan-out, whose jobs are written in batches: the jobs
+    the answer lists as queued are whole on the disk and run once each, and no other job,
+    and no part of one, is left."""
+    fault_env.run("pause", "queue", check=True)
+    lines = fault_env.root / "lines.txt"
+    lines.write_text("".join(f"{i}\n" for i in range(60)))
+    marker = fault_env.root / "fan.ran"
+    command = ["sh", "-c", 'echo ran >> "$1"', "sh", str(marker)]
+    fault_env.answers()
+    small_disk.fill()
+    size = small_disk.filler.stat().st_size
+    os.truncate(small_disk.filler, max(0, size - 96 * 1024))  # room for a few jobs
+    proc = fault_env.run(*SUBMIT, "--each-line", str(lines), "--", *command, "{}")
+    assert proc.returncode != 0 and "full" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    queued = [r["id"] for r in fault_env.answers()]
+    assert 0 < len(queued) < 60, len(queued)
+    jobs_dir = fault_env.state / "jobs"
+    assert sorted(p.name for p in jobs_dir.iterdir()) == sorted(queued)
+    for job in queued:
+        assert sorted(p.name for p in (jobs_dir / job).iterdir()) == ["spec.json", "status.json"]
+        assert fault_env.record(job)["state"] == "queued"
+    small_disk.free()
+    fault_env.run("resume", "queue", check=True)
+    assert fault_env.run("wait", *queued, timeout=120).returncode == 0
+    assert runs(marker) == len(queued)
     fault_env.logs_within_cap()
 
 

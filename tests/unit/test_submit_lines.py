@@ -281,3 +281,93 @@ def test_a_job_like_the_last_but_with_a_queue_time_limit_still_wakes_the_schedul
     job = coord.jobs[answer["jobs"][0]["id"]]
     assert job.max_queue_time == 3600 and "waits for cores" in str(job.record.blocked_reason)
     assert wakes == [len(coord.jobs)]
+
+
+def _fsynced(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The paths that `os.fsync` is called for, from any thread."""
+    import os
+
+    synced: set[str] = set()
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        real(fd)
+        synced.add(os.readlink(f"/proc/self/fd/{fd}"))
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+def _durable(coord: Coordinator, synced: set[str]) -> bool:
+    """Every job in memory has both records in place, each synced under its temp name, and
+    its directory synced: nothing a power cut could take back."""
+    for job in coord.jobs.values():
+        for name in ("spec.json", "status.json"):
+            if not (job.dir / name).is_file() or not any(
+                    path.startswith(f"{job.dir}/.{name}.tmp.") for path in synced):
+                return False
+        if str(job.dir) not in synced:
+            return False
+    return str(coord.paths.jobs_dir) in synced
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors by /proc")
+def test_a_fan_out_is_durable_at_every_yield_and_at_its_answer(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The jobs between two yields to the event loop are synced as one batch, before the
+    yield: a pass, another request or an event reader never sees a job that is not on the
+    disk, and each job is announced (its event) once it is."""
+    synced = _fsynced(monkeypatch)
+    yields: list[int] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        assert _durable(coord, synced), "a job not yet durable at a yield"
+        assert coord.events.last_seq == len(coord.jobs)
+        yields.append(len(coord.jobs))
+        await real_sleep(delay)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    count = 2 * submit_words.JOBS_PER_BATCH + 3
+    answer = _expand(coord, _message(tmp_path, "".join(f"{i}\n" for i in range(count)),
+                                     ["echo", "{}"]))
+    assert answer["result"] == protocol.Result.SUBMITTED and len(answer["jobs"]) == count
+    assert yields == [submit_words.JOBS_PER_BATCH, 2 * submit_words.JOBS_PER_BATCH]
+    assert _durable(coord, synced) and coord.events.last_seq == count
+
+
+@pytest.mark.parametrize("failing", ["data", "directory"])
+def test_a_batch_the_disk_refuses_is_taken_back_whole(
+        coord: Coordinator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        failing: str) -> None:
+    """A sync of the second batch fails: that batch's jobs leave memory and the disk, the
+    answer names its first job, and the first batch stays queued and announced."""
+    import errno
+    import os
+
+    real = os.fsync
+    batches: list[int] = []
+
+    def fsync(fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        is_dir = os.path.isdir(path)
+        if path.endswith("/jobs"):
+            batches.append(1)
+        if len(batches) == 1 and is_dir is (failing == "directory") and not path.endswith(
+                "/jobs"):
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    per = submit_words.JOBS_PER_BATCH
+    answer = _expand(coord, _message(tmp_path, "".join(f"{i}\n" for i in range(per + 3)),
+                                     ["echo", "{}"]))
+    if failing == "directory":  # a directory that cannot be synced is left as it is
+        assert answer["result"] == protocol.Result.SUBMITTED and len(coord.jobs) == per + 3
+        return
+    assert answer["result"] == "error" and "could not write the job record" in answer["message"]
+    assert answer["stage"] == f"echo-{per + 1:02d}-{per}"
+    kept = [entry["id"] for entry in answer["jobs"]]
+    assert len(kept) == per and list(coord.jobs) == kept and coord.queue == kept
+    assert coord.events.last_seq == per
+    assert sorted(p.name for p in coord.paths.jobs_dir.iterdir()) == sorted(kept)
