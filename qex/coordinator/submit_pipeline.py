@@ -9,8 +9,8 @@ first, each stage's warnings under its name, then the note on the command's vers
 each stage submitted in the order of its dependencies. A coordinator from before this
 request answers that it does not know it, and the command takes the full path.
 
-The stages go in through `submit_words.submit_each`, which yields to the event loop between
-two. A stage that the submit refuses ends the pipeline as it ended the command's loop: the
+The stages go in through `submit_words.submit_each`, which writes them in durable batches
+and yields to the event loop between two. A stage that the submit refuses ends the pipeline as it ended the command's loop: the
 answer is the refusal, with the stage (`stage`) and the stages already queued (`jobs`).
 """
 
