@@ -8,9 +8,9 @@ before anything else, then the first job is built as any `submit_words` job (the
 and dependency refusals read the same), and each line becomes a job of one new group.
 
 The jobs go in through `submit_words.submit_each`, which writes them in durable batches and
-yields to the event loop between two. A job that the submit refuses ends the fan-out as it ended the command's loop: the
-answer is the refusal, with the jobs already queued (`jobs`), which the command lists with
-the way to remove them.
+yields to the event loop between two. A job that the submit refuses ends the fan-out as it
+ended the command's loop: the answer is the refusal, with the jobs already queued (`jobs`),
+which the command lists with the way to remove them.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ each stage submitted in the order of its dependencies. A coordinator from before
 request answers that it does not know it, and the command takes the full path.
 
 The stages go in through `submit_words.submit_each`, which writes them in durable batches
-and yields to the event loop between two. A stage that the submit refuses ends the pipeline as it ended the command's loop: the
-answer is the refusal, with the stage (`stage`) and the stages already queued (`jobs`).
+and yields to the event loop between two. A stage that the submit refuses ends the pipeline
+as it ended the command's loop: the answer is the refusal, with the stage (`stage`) and the
+stages already queued (`jobs`).
 """
 
 from __future__ import annotations
