@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,25 +134,26 @@ def _failing_at(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
     sync in the caller's thread or the first file's in a helper thread (an I/O error), or its
     rename."""
     import errno
+    import threading
 
-    calls: dict[str, int] = {}
+    def second_call_fails(owner: object, name: str) -> None:
+        real = getattr(owner, name)
+        calls: list[object] = []
 
-    def nth(name: str) -> int:
-        calls[name] = calls.get(name, 0) + 1
-        return calls[name]
+        def failing(*args: Any) -> Any:
+            calls.append(args)
+            if len(calls) == 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(*args)
+
+        monkeypatch.setattr(owner, name, failing)
 
     if step == "data":
-        real_write = atomic._write_all
-
-        def write_all(fd: int, data: bytes) -> None:
-            if nth("write") == 2:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            real_write(fd, data)
-
-        monkeypatch.setattr(atomic, "_write_all", write_all)
-    elif step in ("sync here", "sync beside"):
+        second_call_fails(atomic, "_write_all")
+    elif step == "rename":
+        second_call_fails(os, "rename")
+    else:
         real_fsync = os.fsync
-        import threading
 
         def fsync(fd: int) -> None:
             beside = threading.current_thread() is not threading.main_thread()
@@ -160,15 +162,6 @@ def _failing_at(monkeypatch: pytest.MonkeyPatch, step: str) -> None:
             real_fsync(fd)
 
         monkeypatch.setattr(os, "fsync", fsync)
-    else:
-        real_rename = os.rename
-
-        def rename(src: str, dst: str) -> None:
-            if nth("rename") == 2:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            real_rename(src, dst)
-
-        monkeypatch.setattr(os, "rename", rename)
 
 
 @pytest.mark.parametrize("step", ["data", "sync here", "sync beside", "rename"])
