@@ -197,17 +197,22 @@ def coordinator_pid(env: dict[str, str]) -> int:
 
 
 def drain(env: dict[str, str], root: Path, count: int, argv: list[str],
-          cpu: dict[str, float] | None = None, served: list[int] | None = None) -> float:
+          cpu: dict[str, float] | None = None, served: list[int] | None = None,
+          submitted: list[float] | None = None) -> float:
     """Queue `count` jobs behind a paused queue (one fan-out), then time from the resume to
     the end of the last job: the rate the coordinator and supervisors sustain, without the
     cost of `count` separate CLI start-ups. With `cpu`, also the CPU milliseconds per job
     that each kind of process spent in that time (`service_cpu`; Linux only); with `served`,
-    the number of jobs each supervisor process served (from the records)."""
+    the number of jobs each supervisor process served (from the records); with `submitted`,
+    the seconds that the fan-out's submission took (the durable records of every job)."""
     lines = root / f"lines-{count}.txt"
     lines.write_text("".join(f"{i}\n" for i in range(count)))
     qex(env, "pause", "queue", "--reason", "benchmark")
+    began = time.perf_counter()
     group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(count),
                 "--cpu", "1", "--mem", "16MB", "--", *argv, "{}").stdout.strip()
+    if submitted is not None:
+        submitted.append(time.perf_counter() - began)
     before = service_cpu(root) if cpu is not None else None
     start = time.perf_counter()
     qex(env, "resume", "queue")
@@ -1005,7 +1010,9 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
         print(f"-- {label}batch: one fan-out, timed from the resume (load {os.getloadavg()[0]:.2f}) --")
         cpu_per_job: dict[str, float] = {}
         served: list[int] = []
-        t_drain = drain(env, root, n_true, ["true"], cpu=cpu_per_job, served=served)
+        submitted: list[float] = []
+        t_drain = drain(env, root, n_true, ["true"], cpu=cpu_per_job, served=served,
+                        submitted=submitted)
         b_drain = pool_drain(n_true, ["true"])
         row(f"{n_true} x true, 2 slots", n_true / t_drain, "jobs/s", n_true / b_drain,
             "2-worker subprocess pool", ">= 60 jobs/s")
@@ -1015,6 +1022,9 @@ def sections(label: str, env: dict[str, str], only: set[str], quick: bool, reps:
         if served:
             print(f"  supervisors: {len(served)} processes served the {sum(served)} jobs "
                   f"(at most {max(served)} each)")
+        if submitted:
+            print(f"  the fan-out's submission, paused: {submitted[0] * 1000:.0f} ms, "
+                  f"{submitted[0] * 1000 / n_true:.2f} ms per job (the durable records of each)")
         t_50 = drain(env, root, n_50ms, ["sh", "-c", "sleep 0.05", "job"])
         ideal = n_50ms * 0.05 / 2
         per = (t_50 - ideal) / n_50ms * 2 * 1000
