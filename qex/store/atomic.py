@@ -106,9 +106,10 @@ def _sync_one(fd: int, directory: bool) -> None:
 
 def stage_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
                 mode: int = 0o600) -> list[tuple[str, str]]:
-    """The first half of `write_new_files`: each file written to a temp name beside it, not
-    synced. Returns the (temp, target) pairs for `commit_files`; on a failure every temp
-    file is removed and the error raised."""
+    """New files written as `write_bytes` writes one, but in two halves, so that their syncs
+    go side by side: this first half writes each under a temp name beside it, not synced,
+    and returns the (temp, target) pairs for `commit_files`. On a failure every temp file is
+    removed and the error raised."""
     staged: list[tuple[str, str]] = []
     try:
         for path, data in items:
@@ -122,15 +123,16 @@ def stage_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
             finally:
                 os.close(fd)
     except BaseException:
-        discard_files(staged)
+        _discard(staged)
         raise
     return staged
 
 
 def commit_files(staged: Sequence[tuple[str, str]]) -> None:
-    """The second half of `write_new_files`: every temp file's data synced side by side
-    (`fsync_together`), then each renamed to its target. No directory is synced. On a
-    failure the temp files not yet renamed are removed and the error raised."""
+    """The second half of `stage_files`: every temp file's data synced side by side
+    (`fsync_together`), then each renamed to its target. No directory is synced (the caller
+    syncs each once). On a failure the temp files not yet renamed are removed and the error
+    raised; a file renamed before it stays (the caller that made the directory removes it)."""
     left = list(staged)
     try:
         fds: list[int] = []
@@ -145,26 +147,17 @@ def commit_files(staged: Sequence[tuple[str, str]]) -> None:
             os.rename(*left[0])
             del left[0]
     except BaseException:
-        discard_files(left)
+        _discard(left)
         raise
 
 
-def discard_files(staged: Sequence[tuple[str, str]]) -> None:
+def _discard(staged: Sequence[tuple[str, str]]) -> None:
     """Remove the temp files of staged writes that will not be committed."""
     for tmp, _target in staged:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-
-
-def write_new_files(items: Sequence[tuple[str | os.PathLike[str], bytes]],
-                    mode: int = 0o600) -> None:
-    """Write several files as `write_bytes` writes one (a temp file beside each, then a
-    rename), with their data synced side by side; no directory is synced, so the caller
-    syncs each directory once. On a failure every temp file is removed; a file renamed
-    before the failure stays (the caller that made the directory removes it)."""
-    commit_files(stage_files(items, mode))
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

@@ -191,7 +191,7 @@ def test_files_written_together_leave_no_temp_file(tmp_path: Path,
     """Both files whole, private and in place; after a failure, no temp file, and only a
     file renamed before it."""
     items = [(tmp_path / "one.json", b"1\n"), (tmp_path / "two.json", b"2\n")]
-    atomic.write_new_files(items)
+    atomic.commit_files(atomic.stage_files(items))
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {
         "one.json": b"1\n", "two.json": b"2\n"}
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in tmp_path.iterdir())
@@ -199,7 +199,8 @@ def test_files_written_together_leave_no_temp_file(tmp_path: Path,
     failing.mkdir()
     _failing_at(monkeypatch, step)
     with pytest.raises(OSError):
-        atomic.write_new_files([(failing / "one.json", b"1"), (failing / "two.json", b"2")])
+        atomic.commit_files(atomic.stage_files([(failing / "one.json", b"1"),
+                                                (failing / "two.json", b"2")]))
     assert sorted(p.name for p in failing.iterdir()) == (["one.json"] if step == "rename"
                                                          else [])
 
@@ -209,7 +210,7 @@ def test_a_forked_child_syncs_with_threads_of_its_own(tmp_path: Path) -> None:
     forks its fork server): the child makes its own rather than wait for them forever."""
     import warnings
 
-    atomic.write_new_files([(tmp_path / "a", b"a"), (tmp_path / "b", b"b")])
+    atomic.commit_files(atomic.stage_files([(tmp_path / "a", b"a"), (tmp_path / "b", b"b")]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12 warns of the helper thread
         pid = os.fork()
@@ -219,7 +220,8 @@ def test_a_forked_child_syncs_with_threads_of_its_own(tmp_path: Path) -> None:
             import signal
 
             signal.alarm(10)
-            atomic.write_new_files([(tmp_path / "c", b"c"), (tmp_path / "d", b"d")])
+            atomic.commit_files(atomic.stage_files([(tmp_path / "c", b"c"),
+                                                    (tmp_path / "d", b"d")]))
             code = 0
         finally:
             os._exit(code)
