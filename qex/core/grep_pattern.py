@@ -26,6 +26,11 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeAlias
+
+    #: The test of a line, and the budget that says whether Python may take the next line
+    #: before `re` takes over (None: no budget, for text, which `str` finds as fast as `re`).
+    Read: TypeAlias = "tuple[Callable[[str], bool], Callable[[str], bool] | None]"
 
 #: The characters that mean more than themselves in a regular expression. A `--grep` pattern
 #: without any of them is searched as text, which finds the same lines without `re`.
@@ -52,29 +57,43 @@ def simple_test(pattern: str) -> Callable[[str], bool] | None:
     body = pattern[len(IGNORE_CASE):] if folded else pattern
     if folded and not body.isascii():
         return None  # letters beyond ASCII fold by Unicode's tables, which `re` holds
-    dotted = _dotted_test(body.lower() if folded else body)
-    if dotted is not None:
-        test, affordable = dotted
-    else:
-        from qex.core.regex_subset import compile_search
-
-        search = compile_search(body, fold=folded)  # classes, escapes, repeats, groups
-        if search is None:
-            return None
-        test = search
-        # A line longer than what is left of the budget is `re`'s at once.
-        affordable = lambda line: search.scanned + len(line) <= RE_AFTER_CHARS  # noqa: E731
-    if folded:
-        # The pattern was read for lowered ASCII lines; any other line, and the rest after
-        # it, is `re`'s (see `qex.core.regex_subset`).
-        lowered, within = test, affordable
-        test = lambda line: lowered(line.lower())  # noqa: E731
-        affordable = lambda line: line.isascii() and (within is None or within(line))  # noqa: E731
+    read = _dotted_test(body.lower() if folded else body) or _subset_test(body, folded)
+    if read is None:
+        return None
+    test, affordable = _for_lowered_ascii(*read) if folded else read
     return test if affordable is None else _then_re(test, pattern, affordable)
 
 
-def _dotted_test(pattern: str) -> tuple[Callable[[str], bool],
-                                        Callable[[str], bool] | None] | None:
+def _subset_test(body: str, folded: bool) -> Read | None:
+    """Classes, escapes, repeats and groups (`qex.core.regex_subset`), with the budget of
+    characters; a line longer than what is left of it is `re`'s at once."""
+    from qex.core.regex_subset import compile_search
+
+    search = compile_search(body, fold=folded)
+    if search is None:
+        return None
+
+    def affordable(line: str) -> bool:
+        return search.scanned + len(line) <= RE_AFTER_CHARS
+
+    return search, affordable
+
+
+def _for_lowered_ascii(test: Callable[[str], bool],
+                       affordable: Callable[[str], bool] | None) -> Read:
+    """A test read from a lowered `(?i)` pattern, for lines as they come: each ASCII line is
+    lowered first, and any other line, with the rest after it, is `re`'s (see
+    `qex.core.regex_subset`)."""
+    def lowered(line: str) -> bool:
+        return test(line.lower())
+
+    def ascii_within(line: str) -> bool:
+        return line.isascii() and (affordable is None or affordable(line))
+
+    return lowered, ascii_within
+
+
+def _dotted_test(pattern: str) -> Read | None:
     """Text, `.` and `.*` in anchored branches, as the test of a line and the budget that
     hands the rest to `re` (None: text, which needs none); None for anything more."""
     tests: list[Callable[[str], bool]] = []
