@@ -189,11 +189,13 @@ def _write_job(coord: Coordinator, spec: JobSpec, record: JobStatus,
     try:
         if batch is None:
             job_files.create_job(coord.paths, spec, record)
-        else:
-            batch.staged.append(job_files.stage_job(coord.paths, spec, record))
+            return Job.from_records(spec, record, job_dir)
+        staged = job_files.stage_job(coord.paths, spec, record)
     except OSError as exc:
         raise _write_refusal(coord, exc, spec.id, job_dir) from None
-    return Job.from_records(spec, record, job_dir)
+    job = Job.from_records(spec, record, job_dir)
+    batch.pending.append((job, staged))
+    return job
 
 
 def _write_refusal(coord: Coordinator, exc: OSError, job_id: str, job_dir: Path) -> Refusal:
@@ -225,20 +227,20 @@ class NewJobs:
 
     def __init__(self, coord: Coordinator) -> None:
         self.coord = coord
-        self.staged: list[job_files.StagedJob] = []
-        self.jobs: list[Job] = []
+        #: Each job of the batch with its staged records, in submission order.
+        self.pending: list[tuple[Job, job_files.StagedJob]] = []
 
     def commit(self) -> dict[str, Any] | None:
         """Make the batch durable and announce its jobs; None, or the refusal for the
         batch's first job when the disk refused the batch, whose jobs are then gone from
         memory and from the disk (the group's jobs before it stay queued)."""
-        staged, jobs = self.staged, self.jobs
-        self.staged, self.jobs = [], []
-        if not staged:
+        pending, self.pending = self.pending, []
+        if not pending:
             return None
         coord = self.coord
+        jobs = [job for job, _staged in pending]
         try:
-            job_files.commit_jobs(coord.paths, staged)
+            job_files.commit_jobs(coord.paths, [staged for _job, staged in pending])
         except OSError as exc:
             for job in jobs:
                 coord.forget(job)
@@ -417,9 +419,7 @@ def _submit(coord: Coordinator, message: dict[str, Any],
         coord.dedupe[key] = job.id
     coord.enqueue(job)
     if later is None:
-        _announce(coord, job)
-    else:
-        later.jobs.append(job)
+        _announce(coord, job)  # a batch's jobs are announced once it is committed
     like_the_last = copied is not None and spec.max_queue_time is None
     if (needs_pass(record, paused_reason, like_the_last=like_the_last)
             and (wakes is None or wakes.wake_now())):

@@ -318,7 +318,7 @@ async def submit_each(coord: Coordinator, named: Iterable[tuple[str, Any]],
     def commit() -> dict[str, Any] | None:
         """None, or the answer for a batch that the disk refused: its first job named, and
         only the jobs that stay queued listed."""
-        held = {job.id for job in batch.jobs}
+        held = {job.id for job, _staged in batch.pending}
         refused = batch.commit()
         if refused is None:
             return None

@@ -163,16 +163,22 @@ def _discard(staged: Sequence[tuple[str, str]]) -> None:
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """Make the names in the directory `path` durable (a file system that cannot sync a
     directory is left as it is: the data itself was synced)."""
+    fsync_dirs((path,))
+
+
+def fsync_dirs(paths: Sequence[str | os.PathLike[str]]) -> None:
+    """`fsync_dir` for several directories, their syncs side by side (`fsync_together`)."""
+    fds: list[int] = []
     try:
-        dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
+        for path in paths:
+            try:
+                fds.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+            except OSError:
+                continue
+        fsync_together(fds, directories=True)
     finally:
-        os.close(dfd)
+        for fd in fds:
+            os.close(fd)
 
 
 def write_bytes_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:

@@ -90,17 +90,7 @@ def commit_jobs(paths: Paths, staged: list[StagedJob]) -> None:
     commits). On OSError every job of the batch is removed, and the error raised."""
     try:
         atomic.commit_files([pair for job in staged for pair in job.files])
-        fds: list[int] = []
-        try:
-            for job_dir in [*(job.job_dir for job in staged), paths.jobs_dir]:
-                try:
-                    fds.append(os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
-                except OSError:
-                    continue  # as `atomic.fsync_dir`: the files' data is synced
-            atomic.fsync_together(fds, directories=True)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        atomic.fsync_dirs([*(job.job_dir for job in staged), paths.jobs_dir])
     except OSError:
         for job in staged:
             remove_job_dir(job.job_dir)
