@@ -334,23 +334,28 @@ _NOT_WITH_EACH_LINE = ("wait", "follow", "quiet", "as_json", "wait_timeout", "jo
 
 def _submit_lines(p: dict[str, Any]) -> int | None:
     """`submit --each-line INPUT -- CMD {}`, expanded by the coordinator
-    (`fastsubmit.submit_lines`). A fan-out over more jobs than the default limit goes
-    through the full path, one request per job, so that no single answer takes long."""
+    (`fastsubmit.submit_lines`): in one request, or for a long input in parts of one group,
+    which only a coordinator that takes parts is sent (an older one leaves the input to the
+    full path, one request per job)."""
     from qex.core.fanout_source import DEFAULT_MAX_JOBS
 
     if not p["command_args"] or not _defaults("submit", p, _NOT_WITH_EACH_LINE):
         return None
     max_jobs = p["max_jobs"] if p["max_jobs"] is not None else DEFAULT_MAX_JOBS
-    if max_jobs > DEFAULT_MAX_JOBS:
-        return None
-    chosen = _submit_options(p, ["each-line-text"])  # protocol.EACH_LINE_TEXT
-    if chosen is None:
-        return None
     from qex.cli import fastsubmit
 
+    read = fastsubmit.lines_input(p["each_line"])
+    if read is None:
+        return None
+    wanted = ["each-line-text"]  # protocol.EACH_LINE_TEXT
+    if len(read[1]) > 1:
+        wanted.append("each-line-parts")  # protocol.EACH_LINE_PARTS
+    chosen = _submit_options(p, wanted)
+    if chosen is None:
+        return None
     options, wire = chosen
     return fastsubmit.submit_lines(p, options, source=p["each_line"], max_jobs=max_jobs,
-                                   wire=wire)
+                                   read=read, wire=wire)
 
 
 def _submit(p: dict[str, Any]) -> int | None:

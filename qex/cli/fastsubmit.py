@@ -23,10 +23,14 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
+    from qex.cli.fanout_output import FanoutReport
     from qex.cli.wire import Wire
     from qex.client.connection import Connection
+    from qex.core.fanout_source import Part
+
 
 def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet: bool,
            as_json: bool, wait_timeout: float | None, follow: bool = False,
@@ -88,37 +92,62 @@ def submit(params: dict[str, Any], options: dict[str, Any], *, wait: bool, quiet
                    as_json=as_json, wait_timeout=wait_timeout)
 
 
-#: The largest `--each-line` input whose text goes in one request (a megabyte is thousands
-#: of lines; the default limit is 1,000 jobs); a larger one is read by the full path.
-EACH_LINE_LEAN_BYTES = 1024 * 1024
-
-
-def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str,
-                 max_jobs: int, wire: Wire | None = None) -> int | None:
-    """`submit --each-line`: the input's text goes to the coordinator, which submits every
-    line's job (`qex.coordinator.submit_lines`); this prints what `fanout_submit` prints, in
-    its order, with `fanout_output`. None, having sent nothing, for the full path: an input
-    that cannot be read, is over `EACH_LINE_LEAN_BYTES` or is not UTF-8 (the full path words
-    each, from the same bytes: `fanout_input` keeps what it read). `wire`: the connection
-    that `capable_wire` left open, for the request."""
+def lines_input(source: str) -> tuple[str, list[Part]] | None:
+    """The `--each-line` input's text and its parts (`fanout_source.split_parts`; one part:
+    the text goes whole in one request, as to a coordinator from before parts). None for
+    the full path, which words what is wrong from the same bytes (`fanout_input` keeps what
+    it read): an input that cannot be read, is over the cap or is not UTF-8, or a part over
+    `PART_CHARS` (a line that long, or a run of blank and comment lines)."""
     from qex.cli.fanout_input import read_input
+    from qex.core.fanout_source import MAX_INPUT_BYTES, PART_CHARS, split_parts
 
     try:
         data, _ = read_input(source)
-        text = data.decode("utf-8") if len(data) <= EACH_LINE_LEAN_BYTES else None
-        cwd = os.getcwd()
+        if len(data) > MAX_INPUT_BYTES:
+            return None
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        text = None
-    if text is None:
+        return None
+    parts = split_parts(text)
+    if len(parts) == 1:
+        return (text, parts) if len(text) <= PART_CHARS else None
+    if any(len(part.text) > PART_CHARS for part in parts):
+        return None
+    return text, parts
+
+
+def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str,
+                 max_jobs: int, read: tuple[str, list[Part]], wire: Wire | None = None
+                 ) -> int | None:
+    """`submit --each-line`: the input's text (`lines_input`) goes to the coordinator, which
+    submits every line's job (`qex.coordinator.submit_lines`); this prints what
+    `fanout_submit` prints, in its order, with `fanout_output`. None, having sent nothing,
+    for the full path (no coordinator could be reached). `wire`: the connection that
+    `capable_wire` left open, for the first request.
+
+    An input of several parts goes in one request per part, all in one group that this
+    command names (`protocol.EACH_LINE_PARTS`): each part's jobs are printed as its answer
+    comes, and a refusal, a coordinator that goes away or a Ctrl-C between two parts ends
+    the fan-out as the full path's loop ends it (the jobs already queued listed, with the
+    way to remove them)."""
+    text, parts = read
+    try:
+        cwd = os.getcwd()
+    except OSError:
         close_wire(wire)
         return None
     from qex import __version__
     from qex.core import protocol
 
-    options = {**options, "each_line": {"path": source, "text": text, "max_jobs": max_jobs}}
-    request = protocol.submit_words(options, environ=dict(os.environ), cwd=cwd,
-                                    client_version=__version__)
-    answer = lean_request(request, wire)
+    def request(each_line: dict[str, Any]) -> dict[str, Any]:
+        return protocol.submit_words({**options, "each_line": each_line},
+                                     environ=dict(os.environ), cwd=cwd,
+                                     client_version=__version__)
+
+    if len(parts) > 1:
+        return _submit_parts(params, parts, source=source, max_jobs=max_jobs,
+                             request=request, wire=wire)
+    answer = lean_request(request({"path": source, "text": text, "max_jobs": max_jobs}), wire)
     if answer is None:
         return None
     jobs = _queued_jobs(answer)
@@ -127,6 +156,72 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
 
     warn(str(answer.get("summary")))
     report = FanoutReport(str(answer.get("group")), int(answer.get("total") or 0))
+    _accept_part(report, answer, jobs)
+    report.finish(str(answer.get("group_name")), params["id_file"])
+    return 0
+
+
+def _submit_parts(params: dict[str, Any], parts: list[Part], *, source: str, max_jobs: int,
+                  request: Callable[[dict[str, Any]], dict[str, Any]], wire: Wire | None
+                  ) -> int | None:
+    """`submit_lines` for an input of several parts: one request each, in order."""
+    from qex.cli.common import warn
+    from qex.cli.fanout_output import FanoutReport
+    from qex.client.errors import ClientError
+    from qex.core.fanout_source import summary
+    from qex.core.names import new_id
+
+    group = new_id()
+    total = sum(part.jobs for part in parts)
+    report: FanoutReport | None = None
+    answer: dict[str, Any] = {}
+    try:
+        for part in parts:
+            each_line = {"path": source, "text": part.text, "max_jobs": max_jobs,
+                         "part": {"group": group, "first": part.first, "total": total}}
+            got = lean_request(request(each_line), wire)
+            wire = None  # the first request's connection is closed with its answer
+            if got is None:
+                if report is None:
+                    return None  # nothing was sent: the full path takes the command
+                report.abort("qex lost the coordinator between two parts of the input",
+                             _failed())
+            answer = got
+            if report is None:
+                jobs = _queued_jobs(answer)  # a refusal before any job ends the command here
+                warn(summary(total, sum(p.empty for p in parts),
+                             sum(p.comments for p in parts)))
+                report = FanoutReport(group, total)
+            else:
+                listed = answer.get("jobs")
+                if not isinstance(listed, list):  # refused before this part's first job
+                    answer = {"kind": "internal", **answer, "result": "error"}
+                    listed = []
+                jobs = [job if isinstance(job, dict) else {} for job in listed]
+            _accept_part(report, answer, jobs)
+    except KeyboardInterrupt:
+        if report is None:
+            raise
+        from qex.cli.exits import interrupted
+
+        sys.stderr.write("\n")
+        report.abort("interrupted; the part that was on its way may have queued jobs of the "
+                     "same group too", interrupted("submit"))
+    except ClientError as exc:  # the full client, which read a slow answer, lost it
+        if report is None:
+            raise
+        from qex.cli.exits import code_for
+        from qex.core.names import printable_line
+
+        report.abort(printable_line(exc.message), code_for(exc, "submit"))
+    assert report is not None
+    report.finish(str(answer.get("group_name")), params["id_file"])
+    return 0
+
+
+def _accept_part(report: FanoutReport, answer: dict[str, Any], jobs: list[dict[str, Any]]
+                 ) -> None:
+    """Print the jobs that one answer queued; a refusal in it ends the fan-out."""
     for job in jobs:
         report.accepted(str(job.get("name")), str(job.get("id")), job.get("warning"))
     from qex.cli.fastread import refusal_of
@@ -138,8 +233,12 @@ def submit_lines(params: dict[str, Any], options: dict[str, Any], *, source: str
         from qex.core.names import printable_line
 
         report.abort(printable_line(refused[1]), code_for(Refused(*refused), "submit"))
-    report.finish(str(answer.get("group_name")), params["id_file"])
-    return 0
+
+
+def _failed() -> int:
+    from qex.cli.exits import failed
+
+    return failed("submit")
 
 
 def submit_pipeline(file: str, *, name: str | None, id_file: str | None, as_json: bool

@@ -83,9 +83,11 @@ def _options_ok(options: object) -> bool:
     if not isinstance(options, dict) or not set(options) <= known:
         return False
     each_line = options.get(EACH_LINE_FIELD, {"path": "-", "text": "", "max_jobs": 1})
-    if not (isinstance(each_line, dict) and set(each_line) == {"path", "text", "max_jobs"}
+    if not (isinstance(each_line, dict)
+            and set(each_line) - {"part"} == {"path", "text", "max_jobs"}
             and isinstance(each_line["path"], str) and isinstance(each_line["text"], str)
-            and type(each_line["max_jobs"]) is int and each_line["max_jobs"] >= 1):
+            and type(each_line["max_jobs"]) is int and each_line["max_jobs"] >= 1
+            and ("part" not in each_line or _part_ok(each_line["part"]))):
         return False
     job_file = options.get(JOB_FILE_FIELD, {"path": "", "source": "", "text": ""})
     if not (isinstance(job_file, dict) and set(job_file) == {"path", "source", "text"}
@@ -93,6 +95,18 @@ def _options_ok(options: object) -> bool:
         return False
     return all(isinstance(words, list) and all(isinstance(w, str) for w in words)
                for words in (options.get(key, []) for key in DEPENDENCY_FIELDS))
+
+
+def _part_ok(part: object) -> bool:
+    """`each_line.part` (`protocol.EACH_LINE_PARTS`): the fan-out's group id (the command
+    makes it, so that it can name the group before the first answer), the number of the
+    part's first job (from 1) and the jobs of the whole input."""
+    from qex.core.names import is_uuid
+
+    return (isinstance(part, dict) and set(part) == {"group", "first", "total"}
+            and isinstance(part["group"], str) and len(part["group"]) == 36
+            and is_uuid(part["group"]) and type(part["first"]) is int and type(part["total"]) is int
+            and 1 <= part["first"] <= part["total"])
 
 
 def _job_file(sent: dict[str, str]) -> Any:

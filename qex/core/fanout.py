@@ -11,7 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from qex.core.fanout_source import DEFAULT_MAX_JOBS, MAX_INPUT_BYTES, STDIN
+from qex.core.fanout_source import (
+    DEFAULT_MAX_JOBS,
+    EMPTY,
+    JOB,
+    MAX_INPUT_BYTES,
+    STDIN,
+    input_lines,
+    line_kind,
+    summary,
+    too_many,
+)
 from qex.core.model import dataclass, field
 
 PLACEHOLDER = "{}"
@@ -37,10 +47,7 @@ class FanoutInput:
     comments: int = 0
 
     def summary(self) -> str:
-        return (
-            f"this input gives {len(self.lines)} job(s); qex passed over {self.empty} empty "
-            f"line(s) and {self.comments} comment line(s)"
-        )
+        return summary(len(self.lines), self.empty, self.comments)
 
 
 def parse_input(data: bytes, *, source: str, max_jobs: int = DEFAULT_MAX_JOBS) -> FanoutInput:
@@ -59,28 +66,21 @@ def parse_input(data: bytes, *, source: str, max_jobs: int = DEFAULT_MAX_JOBS) -
             "convert the file (iconv) or remove that line, and nothing was submitted"
         ) from None
     parsed = FanoutInput()
-    pieces = text.split("\n")
-    if pieces and pieces[-1] == "":
-        pieces.pop()  # a final newline ends the last line; it does not start a new one
-    for number, raw in enumerate(pieces, start=1):
-        line = raw.strip()
-        if not line:
-            parsed.empty += 1
-        elif line.startswith("#"):
-            parsed.comments += 1
-        else:
+    for number, raw in enumerate(input_lines(text), start=1):
+        kind, line = line_kind(raw)
+        if kind == JOB:
             parsed.lines.append(line)
             parsed.line_numbers.append(number)
+        elif kind == EMPTY:
+            parsed.empty += 1
+        else:
+            parsed.comments += 1
     if not parsed.lines:
         raise FanoutError(
             f"{source} gives no job: it holds no line that is neither empty nor a comment"
         )
     if len(parsed.lines) > max_jobs:
-        raise FanoutError(
-            f"{source} gives {len(parsed.lines)} jobs and the limit is {max_jobs}, because each "
-            f"job keeps a directory on disk; raise the limit with `--max-jobs {len(parsed.lines)}` "
-            "if you mean it"
-        )
+        raise FanoutError(too_many(source, len(parsed.lines), max_jobs))
     return parsed
 
 
@@ -138,12 +138,17 @@ def slug(text: str, width: int) -> str:
     return cut.strip("-")
 
 
-def job_names(base: str, lines: Sequence[str]) -> list[str]:
-    """`<base>-<NN>-<slug of the line>` for each line, at most 48 characters, always safe."""
+def job_names(base: str, lines: Sequence[str], *, first: int = 1,
+              total: int | None = None) -> list[str]:
+    """`<base>-<NN>-<slug of the line>` for each line, at most 48 characters, always safe.
+
+    `first` and `total`: for a part of a longer input (`fanout_source.split_parts`), the
+    number of its first line's job and the jobs of the whole input, whose count sets the
+    numbers' width, so that every part names its jobs as the whole input in one would."""
     stem = slug(base, BASE_WIDTH) or "job"
-    width = max(2, len(str(len(lines))))
+    width = max(2, len(str(len(lines) if total is None else total)))
     names: list[str] = []
-    for index, line in enumerate(lines, start=1):
+    for index, line in enumerate(lines, start=first):
         name = f"{stem}-{index:0{width}d}"
         part = slug(line, LINE_WIDTH)
         if part:

@@ -47,7 +47,7 @@ CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
     "job-changed", "oom-retry", "enforce", "engine-slurm", "dependency-words", "job-file-text",
-    "each-line-text",
+    "each-line-text", "each-line-parts",
 )
 #: The capability of a coordinator whose `submit_words` takes `needs` and `after` as the
 #: words a person typed, and resolves them itself (`qex.coordinator.submit_words`).
@@ -58,6 +58,11 @@ JOB_FILE_TEXT = "job-file-text"
 #: The capability of a coordinator whose `submit_words` takes the text of an `--each-line`
 #: input and submits the fan-out's jobs itself (`qex.coordinator.submit_lines`).
 EACH_LINE_TEXT = "each-line-text"
+#: The capability of a coordinator that takes such a text as one part of a longer input
+#: (`each_line.part`: the fan-out's group, the number of the part's first job, the jobs in
+#: all), so that a fan-out of any length goes in requests of at most
+#: `fanout_source.PART_JOBS` jobs, all in one group.
+EACH_LINE_PARTS = "each-line-parts"
 
 #: A coordinator below this version cannot say what it can do, so the CLI refuses it.
 CAPABILITY_FLOOR = "0.6.0"

@@ -1137,6 +1137,27 @@ def test_fanout_submissions_agree(qex_env: Env) -> None:
                          "{}") & _HEAVY
 
 
+def test_long_fanouts_agree(qex_env: Env) -> None:
+    """A fan-out over the jobs that one request carries: the lean path sends it in
+    parts of one group, the click path one job at a time, to the same output (one summary,
+    one warning counted, names numbered to four digits) and specs; a limit below the count
+    is refused alike, before any job; and the lean form imports no framework."""
+    qex_env.run("pause", "queue", "--reason", "testing", check=True)
+    root = qex_env.root
+    (root / "long.txt").write_text("# a sweep\n" + "".join(
+        f"seed {n}\n" + ("\n" if n % 300 == 0 else "") for n in range(1, 1235)))
+    claim = ["--cpu", "1", "--mem", "16MB"]
+    for args in (
+        [*claim, "--each-line", "long.txt", "--max-jobs", "1500", "--tag", "t", "--", "echo",
+         "{}"],
+        [*claim, "--each-line", "long.txt", "--max-jobs", "1200", "--", "echo", "{}"],
+    ):
+        _same_fanout(qex_env, args)
+    heavy = _imported(qex_env, "submit", *claim, "--each-line", "long.txt", "--max-jobs",
+                      "1234", "--", "true", "{}") & _HEAVY
+    assert not heavy, heavy
+
+
 def _pipeline_specs(env: Env, group: str) -> list[dict[str, Any]]:
     """The specs of a pipeline's stages in submission order, their dependencies written as
     stage positions (each run makes ids of its own)."""

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.core import fanout
+from qex.core import fanout, fanout_source
 from qex.core.fanout_source import MAX_INPUT_BYTES
 from qex.core.names import is_safe_name
 
@@ -102,3 +102,74 @@ def test_group_name() -> None:
     assert fanout.group_name(None, "/x/inputs.txt") == "inputs"
     assert fanout.group_name(None, "-") == "stdin"
     assert fanout.group_name(None, "noext") == "noext"
+
+
+_LINE = st.one_of(st.sampled_from(["", "  ", "# note", " #x", "\r"]),
+                  st.text(alphabet="ab #\t\u00a0\u2003é", min_size=1, max_size=12))
+
+
+@given(st.lists(_LINE, max_size=60), st.integers(1, 7), st.integers(1, 40),
+       st.booleans())
+def test_parts_cut_an_input_at_line_ends_and_keep_every_job_in_order(
+        lines: list[str], per_part: int, max_chars: int, final_newline: bool) -> None:
+    """Whatever the lines (Unicode spaces, CRs, comments), the parts' texts read back as the
+    input's lines; every part holds at most `per_part` jobs, and more than `max_chars`
+    characters (up to its last job) only with a single job; each part's first job follows the jobs before it;
+    and the parts' counts are what `parse_input` finds in each and in the whole."""
+    text = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    parts = fanout_source.split_parts(text, per_part=per_part, max_chars=max_chars)
+    assert parts
+    rejoined = [line for part in parts for line in fanout_source.input_lines(part.text)]
+    assert rejoined == fanout_source.input_lines(text) or (not text and rejoined == [""])
+    first = 1
+    for part in parts:
+        assert part.first == first
+        assert part.jobs <= per_part
+        assert part.jobs >= 1 or len(parts) == 1
+        own = fanout_source.input_lines(part.text)
+        kinds = [fanout_source.line_kind(line)[0] for line in own]
+        if part.jobs >= 2:  # a second job joins only within the characters allowed
+            last = len(kinds) - 1 - kinds[::-1].index(fanout_source.JOB)
+            assert sum(len(line) + 1 for line in own[:last + 1]) <= max_chars
+        first += part.jobs
+        if part.jobs:
+            parsed = fanout.parse_input(part.text.encode(), source="in")
+            assert (len(parsed.lines), parsed.empty, parsed.comments) == (
+                part.jobs, part.empty, part.comments)
+    if any(part.jobs for part in parts):
+        whole = fanout.parse_input(text.encode(), source="in", max_jobs=10_000)
+        assert sum(part.jobs for part in parts) == len(whole.lines)
+        assert sum(part.empty for part in parts) == whole.empty
+        assert sum(part.comments for part in parts) == whole.comments
+
+
+def test_a_long_input_is_cut_into_parts_of_part_jobs() -> None:
+    size = fanout_source.PART_JOBS
+    text = "# head\n" + "".join(f"line{i}\n" + ("\n" if i % 400 == 0 else "")
+                                for i in range(1, 2 * size + 101))
+    parts = fanout_source.split_parts(text)
+    assert [(p.first, p.jobs) for p in parts] == [(1, size), (size + 1, size),
+                                                  (2 * size + 1, 100)]
+    assert parts[0].text.startswith("# head\nline1\n")
+    assert parts[1].text.startswith(f"line{size + 1}\n")
+    assert sum(p.empty for p in parts) == (2 * size + 100) // 400 and parts[0].comments == 1
+
+
+@given(st.lists(st.text(alphabet="ab c.-", max_size=8), min_size=1, max_size=40),
+       st.integers(1, 9))
+def test_a_part_names_its_jobs_as_the_whole_input_would(lines: list[str], size: int) -> None:
+    """Names of a part, given its first job's number and the total, are the slice of the
+    whole input's names: the same numbers and the same width."""
+    whole = fanout.job_names("base", lines)
+    for start in range(0, len(lines), size):
+        chunk = lines[start:start + size]
+        assert fanout.job_names("base", chunk, first=start + 1, total=len(lines)) == (
+            whole[start:start + size])
+
+
+def test_the_sentences_are_shared_by_both_readers() -> None:
+    parsed = fanout.parse_input(b"a\n\n# c\nb\n", source="in")
+    assert parsed.summary() == fanout_source.summary(2, 1, 1)
+    with pytest.raises(fanout.FanoutError) as caught:
+        fanout.parse_input(b"a\nb\nc\n", source="in", max_jobs=2)
+    assert str(caught.value) == fanout_source.too_many("in", 3, 2)

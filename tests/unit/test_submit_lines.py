@@ -372,3 +372,71 @@ def test_a_batch_the_disk_refuses_is_taken_back_whole(
     assert len(kept) == per and list(coord.jobs) == kept and coord.queue == kept
     assert coord.events.last_seq == per
     assert sorted(p.name for p in coord.paths.jobs_dir.iterdir()) == sorted(kept)
+
+
+def _part(tmp_path: Path, text: str, group: str, first: int, total: int,
+          max_jobs: int = 1000) -> dict[str, Any]:
+    message = _message(tmp_path, text, ["echo", "{}"])
+    message["options"]["each_line"].update(
+        max_jobs=max_jobs, part={"group": group, "first": first, "total": total})
+    return message
+
+
+def test_the_parts_of_a_long_input_join_one_group_named_as_one_request(
+        coord: Coordinator, tmp_path: Path) -> None:
+    """Three parts of one input give the jobs, names and group that the whole input gives
+    in one request (numbered to the whole input's width), each answer telling the total."""
+    from qex.core import fanout_source
+    from qex.core.names import new_id
+
+    lines = [f"item{i}" for i in range(1, 12)]
+    text = "# head\n" + "\n".join(lines) + "\n"
+    group = new_id()
+    parts = fanout_source.split_parts(text, per_part=4)
+    names = []
+    for part in parts:
+        answer = _expand(coord, _part(tmp_path, part.text, group, part.first, 11))
+        assert answer["result"] == protocol.Result.SUBMITTED, answer
+        assert (answer["group"], answer["total"], answer["group_name"]) == (group, 11, "names")
+        names += [job["name"] for job in answer["jobs"]]
+    whole = make_coord(tmp_path / "whole")
+    one = _expand(whole, _message(tmp_path / "whole", text, ["echo", "{}"]))
+    assert names == [job["name"] for job in one["jobs"]] == [
+        f"echo-{i:02d}-item{i}" for i in range(1, 12)]
+    records = sorted((job.record for job in coord.jobs.values()), key=lambda r: r.sequence)
+    assert [r.command for r in records] == [["echo", line] for line in lines]
+    assert {r.group for r in records} == {group}
+
+
+def test_a_fan_out_over_its_limit_is_refused_at_its_first_part(
+        coord: Coordinator, tmp_path: Path) -> None:
+    from qex.core.names import new_id
+
+    answer = _expand(coord, _part(tmp_path, "a\nb\n", new_id(), 1, 2500, max_jobs=2000))
+    assert answer["result"] == "error" and answer["build"] is True, answer
+    assert "gives 2500 jobs and the limit is 2000" in answer["message"]
+    assert "--max-jobs 2500" in answer["message"]
+    assert not coord.jobs
+
+
+@pytest.mark.parametrize("part", [
+    {"group": "not-an-id", "first": 1, "total": 2},
+    {"group": "0" * 36, "first": 1, "total": 2},
+    {"first": 1, "total": 2},
+    {"group": None, "first": 1, "total": 2},
+    {"group": "{id}", "first": 0, "total": 2},
+    {"group": "{id}", "first": 3, "total": 2},
+    {"group": "{id}", "first": 1, "total": 2, "more": 1},
+    {"group": "{id}", "first": True, "total": 2},
+    {"group": "{id}", "first": 2, "total": 2},  # two lines from job 2 of 2: past the total
+])
+def test_a_malformed_part_is_refused(coord: Coordinator, tmp_path: Path,
+                                     part: dict[str, Any]) -> None:
+    from qex.core.names import new_id
+
+    message = _message(tmp_path, "a\nb\n", ["echo", "{}"])
+    if part.get("group") == "{id}":
+        part = {**part, "group": new_id()}
+    message["options"]["each_line"]["part"] = part
+    answer = _expand(coord, message)
+    assert answer["result"] == "error" and not coord.jobs, answer
