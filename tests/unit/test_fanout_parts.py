@@ -5,6 +5,7 @@ command prints and what is queued are what one request for the whole input gives
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ class _Coordinator:
 
 
 def _send(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, coordinator: _Coordinator,
-          text: str = TEXT, max_jobs: int = 3000) -> int | None:
+          text: str = TEXT, max_jobs: int = 3000, id_file: str | None = None) -> int | None:
     source = tmp_path / "sweep.txt"
     source.write_text(text)
     monkeypatch.chdir(tmp_path)
@@ -59,7 +60,7 @@ def _send(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, coordinator: _Coordin
     read = fastsubmit.lines_input(str(source))
     assert read is not None
     options = {"command": ["echo", "{}"], "cpu": 1, "mem": "16MB"}
-    return fastsubmit.submit_lines({"id_file": None}, options, source="sweep.txt",
+    return fastsubmit.submit_lines({"id_file": id_file}, options, source="sweep.txt",
                                    max_jobs=max_jobs, read=read)
 
 
@@ -78,7 +79,7 @@ def test_a_long_input_goes_in_parts_of_one_group(monkeypatch: pytest.MonkeyPatch
                                                  tmp_path: Path, coord: Coordinator,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     sent = _Coordinator(coord)
-    assert _send(monkeypatch, tmp_path, sent) == 0
+    assert _send(monkeypatch, tmp_path, sent, id_file="ids.json") == 0
     out, err = capsys.readouterr()
     group = out.strip()
     size = fanout_source.PART_JOBS
@@ -94,6 +95,9 @@ def test_a_long_input_goes_in_parts_of_one_group(monkeypatch: pytest.MonkeyPatch
     assert sum(1 for line in lines if "passed over" in line) == 1
     assert lines[1:2346] == [f"qex: {r.name}: {r.id}" for r in records]
     assert lines[-1] == "qex: 2345 jobs in the group `sweep`"
+    kept = json.loads((tmp_path / "ids.json").read_text())
+    assert kept["group"] == group
+    assert list(kept["jobs"].items()) == [(r.name, r.id) for r in records]
 
 
 def test_an_input_of_one_part_goes_whole_as_before(monkeypatch: pytest.MonkeyPatch,
