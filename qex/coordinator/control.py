@@ -17,6 +17,7 @@ from typing import Any
 
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, label
+from qex.coordinator.submit import SubmissionWakes
 from qex.core import protocol
 from qex.core.names import safe_name
 from qex.core.signal_words import signal_name
@@ -124,18 +125,27 @@ def _escalate(coord: Coordinator, job_id: str, pid: int, token: str | None) -> N
         log(f"the job {label(job.record)} outlived its grace; qex sent KILL to group {pid}")
 
 
-def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]:
+def handle_cancel(coord: Coordinator, message: dict[str, Any], *,
+                  wakes: SubmissionWakes | None = None) -> dict[str, Any]:
+    """`wakes`: the connection's run of changes, which wakes the scheduler for the cancels
+    of a group at most once per its gap instead of once per job (None: at once)."""
     found = _job_or_error(coord, message)
     if isinstance(found, dict):
         return found
     job = found
     if job.state == State.QUEUED:
-        refused = _cancel_unwritable(job)
-        if refused is not None:
+        try:
+            cancel(coord, job, error=None, strict=True,
+                   wake=wakes is None or wakes.wake_now())
+        except OSError as exc:
+            # A cancel that lived only in memory would be undone by a restart (the disk
+            # still says `queued`, and the job runs), so the person must hear of it.
+            from qex.coordinator.state import describe_os_error
+
             return protocol.error(protocol.INTERNAL, (
-                f"qex could not record the cancel of the job {job.id} ({refused}), so the job "
-                "stays queued; free space in the state directory and cancel it again"))
-        cancel(coord, job, error=None)
+                f"qex could not record the cancel of the job {job.id} "
+                f"({describe_os_error(exc)}), so the job stays queued; free space in the "
+                "state directory and cancel it again"))
         return protocol.ok()
     if job.active:
         return protocol.error(protocol.WRONG_STATE, (
@@ -146,34 +156,30 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any]) -> dict[str, Any]
         "nothing to cancel"))
 
 
-def _cancel_unwritable(job: Job) -> str | None:
-    """Why a cancel cannot be recorded now (a full disk), or None.
+def cancel(coord: Coordinator, job: Job, *, error: str | None, strict: bool = False,
+           wake: bool = True) -> None:
+    """Take a queued job out of the queue, and out of its engine's (Slurm: scancel).
 
-    A cancel that lives only in memory is undone by a coordinator restart (the disk still
-    says `queued`, and the job runs), so the person must hear that it did not happen.
-    """
-    from qex.coordinator.state import describe_os_error
-    from qex.core.records import JobStatus
-    from qex.store import jobs as job_files
-
-    trial = JobStatus.from_dict(job.record.to_dict())
-    trial.state = State.CANCELLED
-    try:
-        job_files.write_status(job.dir, trial)
-    except OSError as exc:
-        return describe_os_error(exc)
-    return None
+    `strict` (a person's cancel): the cancelled record is written once, durably, before
+    anything else changes, and the OSError of a write that fails is raised with the job
+    still queued here and in its engine (`Coordinator.finish`). Otherwise (its owner's
+    connection ended) the engine hears first, and a failed write is tried again later.
+    `wake`: as for `Coordinator.finish`."""
+    if not strict:
+        _leave_engine(coord, job)
+    coord.finish(job, State.CANCELLED, error=error, strict=strict, wake=wake)
+    if strict:
+        _leave_engine(coord, job)
+    log(f"the job {label(job.record)} left the queue (cancelled)")
 
 
-def cancel(coord: Coordinator, job: Job, *, error: str | None) -> None:
+def _leave_engine(coord: Coordinator, job: Job) -> None:
     if job.record.engine:
         from qex.engine.base import remote_engine
 
         engine = remote_engine(coord, job)
         if engine is not None:
-            engine.cancel(job)   # out of that engine's queue too (Slurm: scancel)
-    log(f"the job {label(job.record)} left the queue (cancelled)")
-    coord.finish(job, State.CANCELLED, error=error)
+            engine.cancel(job)
 
 
 def holders(coord: Coordinator, target: Job) -> tuple[Job | None, Job | None]:

@@ -55,7 +55,14 @@ class Client:
         self.owned: set[str] = set()
         self._pending: asyncio.Task[bytes] | None = None
         #: This connection's `submit` requests as one run (made at its first).
-        self.submissions: SubmissionWakes | None = None
+        #: When this connection's run of submissions and cancels wakes the scheduler.
+        self.wakes: SubmissionWakes | None = None
+
+    def run_wakes(self, coord: Coordinator) -> SubmissionWakes:
+        """The wakes of this connection's run of submissions and cancels, made on first use."""
+        if self.wakes is None:
+            self.wakes = SubmissionWakes(coord)
+        return self.wakes
 
     def next_line(self) -> asyncio.Task[bytes]:
         if self._pending is None:
@@ -190,8 +197,8 @@ class Server:
         finally:
             self.clients.discard(client)
             self.streams.discard(client)
-            if client.submissions is not None:
-                client.submissions.finish()
+            if client.wakes is not None:
+                client.wakes.finish()
             client.close()
             self._release(client)
 
@@ -265,9 +272,7 @@ class Server:
         return queries.handle_capabilities(self.coord)
 
     async def _submit(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
-        if client.submissions is None:
-            client.submissions = SubmissionWakes(self.coord)
-        return handle_submit(self.coord, message, wakes=client.submissions)
+        return handle_submit(self.coord, message, wakes=client.run_wakes(self.coord))
 
     async def _submit_words(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         from qex.coordinator.submit_words import EACH_LINE_FIELD, handle_submit_words
@@ -359,7 +364,7 @@ class Server:
         return control.handle_kill(coord, message)
 
     async def _cancel(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
-        return control.handle_cancel(self.coord, message)
+        return control.handle_cancel(self.coord, message, wakes=client.run_wakes(self.coord))
 
     async def _clean(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return control.handle_clean(self.coord, message)

@@ -25,7 +25,7 @@ from qex.coordinator.log import log
 from qex.coordinator.word_index import WordIndex
 from qex.core.config import Config, Machine
 from qex.core.job_words import NameForms, word_test
-from qex.core.model import dataclass, field
+from qex.core.model import dataclass, field, shallow_copy
 from qex.core.records import JobSpec, JobStatus
 from qex.core.scheduler_types import PeerLoad
 from qex.core.state_words import NOT_FINAL_WORDS
@@ -495,13 +495,18 @@ class Coordinator:
                                          max(WRITE_RETRY_FIRST_SECS, self.write_backoff * 2))
                 self.write_retry_at = self.now() + self.write_backoff
             return False
+        self._written(job)
+        return True
+
+    def _written(self, job: Job) -> None:
+        """A record of `job` is on the disk: it is no longer one to try again, and the log
+        hears once that writes work again."""
         self.unwritten.discard(job.id)
         if not self.unwritten and self.write_problem is not None:
             self.write_problem = None
             self.write_retry_at = None
             self.write_backoff = 0.0
             log("qex can write its records again")
-        return True
 
     def retry_unwritten(self) -> None:
         """Try again the records the disk refused, unless a supervisor owns one by now."""
@@ -581,10 +586,16 @@ class Coordinator:
                    for job in self._still_queued(self._dependent))
 
     def finish(self, job: Job, state: State, *, error: str | None, caused_by: str | None = None,
-               hook: bool = True) -> None:
-        """Make a final state that the coordinator decides (cancel, skip, expiry, failure)."""
+               hook: bool = True, strict: bool = False, wake: bool = True) -> None:
+        """Make a final state that the coordinator decides (cancel, skip, expiry, failure).
+
+        `strict`: the final record reaches the disk before anything else changes, and the
+        OSError of a write that fails is raised with the job as it was (a person's cancel,
+        which must not seem done while a restart would run the job); otherwise a failed
+        write keeps the record in memory and is tried again (`write_logged`). `wake`: False
+        when the caller's run of changes wakes the scheduler itself (`SubmissionWakes`)."""
         now = self.now()
-        record = job.record
+        record = shallow_copy(job.record) if strict else job.record
         record.state = state
         record.finished_at = now
         record.blocked_reason = None
@@ -596,14 +607,20 @@ class Coordinator:
             record.last_pid = record.pid
             record.pid = None
         record.pid_start_token = None
+        if strict:
+            job_files.write_status(job.dir, record)  # raises OSError: nothing changed yet
+            job.record = record
+            self._written(job)
         job.end_watch()
         self._left_queue(job)
-        self.write_logged(job)
+        if not strict:
+            self.write_logged(job)
         self.publish(job)
         self.wake_waiters(job.id)
         if hook and self.hook_runner is not None:
             self.hook_runner(job)
-        self.kick()
+        if wake:
+            self.kick()
 
     def _left_queue(self, job: Job) -> None:
         try:

@@ -269,7 +269,9 @@ _clock = time.monotonic
 
 class SubmissionWakes:
     """When a run of submissions wakes the scheduler: a group (`submit_words.submit_each`),
-    or the `submit` requests of one connection (the full CLI sends a large fan-out so).
+    or the `submit` and `cancel` requests of one connection (the full CLI sends a large
+    fan-out so, and `qex cancel GROUP` a cancel per queued job: a cancel frees nothing, but
+    a job behind the cancelled one may now pass, so it needs a pass as a new job does).
 
     A pass looks at the whole queue. One pass per job made a fan-out of N lines cost N passes
     over a growing queue (measured: 1,000 lines took 4.6 s into an empty queue, 10 s behind

@@ -198,8 +198,15 @@ def test_a_cancel_the_disk_refuses_is_refused(
         coord = make_coord(tmp_path)
         job = _queued_job(coord)
         monkeypatch.setattr(job_files, "write_status", _full)
+        before, seq = job.record, coord.events.last_seq
         answer = control.handle_cancel(coord, {"id": job.id})
         assert answer["result"] == "error" and "stays queued" in answer["message"]
-        assert job.record.state == "queued" and job.id in coord.queue
+        assert "the disk is full" in answer["message"]
+        assert job.record is before and job.id in coord.queue
+        assert (job.record.state, job.record.finished_at) == ("queued", None)
+        assert not coord.unwritten  # nothing left in memory to be written later
+        monkeypatch.undo()
+        assert job_files.read_status(job.dir).state == "queued"  # type: ignore[union-attr]
+        assert coord.events.last_seq == seq  # no reader heard of a cancel
 
     asyncio.run(body())

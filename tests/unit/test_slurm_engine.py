@@ -5,6 +5,7 @@ dependent whose needed job failed. The real Slurm is in tests/slurm."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import time
 import uuid
@@ -362,6 +363,35 @@ def test_kill_marks_the_job_and_asks_slurm(tmp_path: Path) -> None:
         assert handle_cancel(coord, {"op": "cancel", "id": queued})["result"] == "ok"
         await asyncio.sleep(0.05)
         assert queued_slurm in fake.cancelled and coord.jobs[queued].record.state == "cancelled"
+    run(body())
+
+
+def test_a_cancel_the_disk_refuses_leaves_the_slurm_job_queued(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cancelled record is written before Slurm hears of the cancel: a refused write
+    keeps the job queued here and in Slurm, and a later cancel that lands scancels it."""
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        engine, fake = fake_engine(coord)
+        job_id = submit(coord)
+        await engine.step()
+        slurm_id = str(coord.jobs[job_id].record.engine_id)
+        from qex.coordinator.control import handle_cancel
+
+        real = job_files.write_status
+
+        def full(*_args: Any, **_kwargs: Any) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(job_files, "write_status", full)
+        assert handle_cancel(coord, {"op": "cancel", "id": job_id})["result"] == "error"
+        await asyncio.sleep(0.05)
+        assert slurm_id not in fake.cancelled
+        assert coord.jobs[job_id].record.state == "queued"
+        monkeypatch.setattr(job_files, "write_status", real)
+        assert handle_cancel(coord, {"op": "cancel", "id": job_id})["result"] == "ok"
+        await asyncio.sleep(0.05)
+        assert slurm_id in fake.cancelled
     run(body())
 
 
