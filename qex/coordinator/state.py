@@ -80,6 +80,8 @@ class JobTable(dict[str, "Job"]):
         self._sorted: tuple[int, list[Job]] | None = None
         self._words = WordIndex()
         self._filters = FilterIndex()
+        #: The jobs that name others in `needs` or `after`, in any state (`linked`).
+        self._linked: dict[str, None] = {}
 
     def __setitem__(self, job_id: str, job: Job) -> None:
         super().__setitem__(job_id, job)
@@ -88,17 +90,21 @@ class JobTable(dict[str, "Job"]):
         self._filters.add(job_id, job.record.tags, job.record.cwd)
         if not job.final:
             self._live[job_id] = None
+        if job.record.needs or job.record.after:
+            self._linked[job_id] = None
 
     def __delitem__(self, job_id: str) -> None:
         super().__delitem__(job_id)
         self.version += 1
         self._words.remove(job_id)
         self._filters.remove(job_id)
+        self._linked.pop(job_id, None)
 
     def pop(self, job_id: str, *default: Any) -> Any:
         self.version += 1
         self._words.remove(job_id)
         self._filters.remove(job_id)
+        self._linked.pop(job_id, None)
         return super().pop(job_id, *default)
 
     def clear(self) -> None:
@@ -106,6 +112,25 @@ class JobTable(dict[str, "Job"]):
         self.version += 1
         self._words = WordIndex()
         self._filters = FilterIndex()
+        self._linked = {}
+
+    def linked(self) -> Iterator[Job]:
+        """The jobs that name others in `needs` or `after`, finished or not, in the order
+        they were added: what `qex clean` asks about every record it deletes, where most
+        jobs name none."""
+        for job_id in self._linked:
+            job = self.get(job_id)
+            if job is not None:
+                yield job
+
+    def unfinished_in_group(self, group: str) -> list[Job]:
+        """The jobs of one group (a pipeline, a fan-out) that are not final, in no particular
+        order: found among the live jobs or among the group's, whichever are fewer (a group
+        whose jobs all stopped costs nothing while few jobs live)."""
+        if len(self._live) <= self._words.member_count(group):
+            return [job for job in self.live() if job.record.group == group]
+        found = (self.get(job_id) for job_id in self._words.members(group))
+        return [job for job in found if job is not None and not job.final]
 
     def named_by(self, word: str) -> list[Job]:
         """The jobs that `word` may name (`job_words.may_name`), in submission order: the

@@ -87,6 +87,13 @@ class WordIndex:
                 del self._members[forms.group]
                 del self._groups[bisect.bisect_left(self._groups, forms.group)]
 
+    def members(self, group: str) -> set[str]:
+        """The ids of a group's jobs (empty for a group it does not hold)."""
+        return set(self._members.get(group, ()))
+
+    def member_count(self, group: str) -> int:
+        return len(self._members.get(group, ()))
+
     def candidates(self, word: str) -> set[str] | None:
         """The ids of the jobs `word` may name, and perhaps a few more; None for a whole id
         (test every job)."""

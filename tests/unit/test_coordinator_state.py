@@ -198,6 +198,83 @@ def test_clean_is_held_by_unfinished_work_through_chains(tmp_path: Path) -> None
     assert control.holders(coord, alone) == (None, None)
 
 
+def _holders_by_walking_every_job(coord: Coordinator, target: Job) -> tuple[Any, Any]:
+    """`control.holders` as it was: every job looked at, for each question."""
+    reverse: dict[str, list[Job]] = {}
+    for job in coord.jobs.values():
+        for dep in [*job.record.needs, *job.record.after]:
+            reverse.setdefault(dep, []).append(job)
+    seen: set[str] = set()
+    frontier = [target.id]
+    while frontier:
+        for dependant in reverse.get(frontier.pop(), []):
+            if dependant.id in seen:
+                continue
+            seen.add(dependant.id)
+            if not dependant.final:
+                return dependant, None
+            frontier.append(dependant.id)
+    siblings = [job for job in coord.jobs.values()
+                if job.id != target.id and target.record.group
+                and job.record.group == target.record.group and not job.final]
+    return None, siblings
+
+
+_STATES = ("queued", "running", "completed", "failed", "skipped", "cancelled")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_the_holders_of_a_record_are_found_from_the_indexes(tmp_path_factory: pytest.TempPathFactory,
+                                                            data: st.DataObject) -> None:
+    """Drawn jobs in drawn states, groups and links (`needs`/`after` to earlier jobs, some
+    finished on the way): the holders found from the linked jobs and the group's unfinished
+    jobs are those that a walk over every job finds, the sibling being the group's first
+    unfinished job by submission; and a clean (`remove`) rewrites exactly the skipped jobs
+    that named the removed one as their cause."""
+    coord = make_coord(tmp_path_factory.mktemp("holders"))
+    jobs: list[Job] = []
+    for n in range(data.draw(st.integers(1, 14))):
+        links = {key: data.draw(st.lists(st.sampled_from([j.id for j in jobs]), max_size=2))
+                 if jobs else [] for key in ("needs", "after")}
+        state = data.draw(st.sampled_from(_STATES))
+        cause = (data.draw(st.sampled_from(links["needs"]))
+                 if state == "skipped" and links["needs"] else None)
+        jobs.append(add_job(coord, state=state, submitted_at=1000.0 + n,
+                            group=data.draw(st.sampled_from([None, "g1", "g2"])),
+                            caused_by=cause, **links))
+    for target in jobs:
+        reader, sibling = control.holders(coord, target)
+        expected_reader, siblings = _holders_by_walking_every_job(coord, target)
+        assert reader is expected_reader
+        if reader is None:
+            assert sibling is (min(siblings, key=lambda j: j.record.submitted_at)
+                               if siblings else None)
+    target = data.draw(st.sampled_from(jobs))
+    caused = [j for j in jobs if j.record.caused_by == target.id and j is not target]
+    control.remove(coord, target)
+    assert all(j.record.caused_by is None for j in caused)
+    assert all(j.record.caused_by != target.id for j in coord.jobs.values())
+
+
+def test_unfinished_jobs_of_a_group_come_from_the_fewer_of_two_sets(tmp_path: Path) -> None:
+    """Few live jobs and a large finished group, or many live jobs elsewhere and a small
+    group: the same answer either way."""
+    coord = make_coord(tmp_path)
+    for _ in range(30):
+        add_job(coord, state="completed", group="big")
+    assert coord.jobs.unfinished_in_group("big") == []
+    running = add_job(coord, state="running", group="big")
+    assert coord.jobs.unfinished_in_group("big") == [running]
+    for _ in range(40):
+        add_job(coord, state="queued", group="other")
+    small = [add_job(coord, state="queued", group="small"),
+             add_job(coord, state="completed", group="small")]
+    assert coord.jobs.unfinished_in_group("small") == small[:1]
+    assert coord.jobs.unfinished_in_group("big") == [running]
+    assert coord.jobs.unfinished_in_group("none") == []
+
+
 def test_remove_rewrites_skipped_dependants_and_keeps_history(tmp_path: Path) -> None:
     coord = make_coord(tmp_path)
     failed = add_job(coord, state="failed", name="build")
