@@ -103,10 +103,11 @@ def _part_ok(part: object) -> bool:
     part's first job (from 1) and the jobs of the whole input."""
     from qex.core.names import is_uuid
 
-    return (isinstance(part, dict) and set(part) == {"group", "first", "total"}
-            and isinstance(part["group"], str) and len(part["group"]) == 36
-            and is_uuid(part["group"]) and type(part["first"]) is int and type(part["total"]) is int
-            and 1 <= part["first"] <= part["total"])
+    if not (isinstance(part, dict) and set(part) == {"group", "first", "total"}):
+        return False
+    group, first, total = part["group"], part["first"], part["total"]
+    return (isinstance(group, str) and len(group) == 36 and is_uuid(group)
+            and type(first) is int and type(total) is int and 1 <= first <= total)
 
 
 def _job_file(sent: dict[str, str]) -> Any:

@@ -115,6 +115,15 @@ def write_disk(coord: Coordinator, job_id: str, **fields: Any) -> None:
     job_files.write_status(job.dir, record)
 
 
+async def one_slurm_job(tmp_path: Path) -> tuple[Coordinator, SlurmEngine, FakeSlurm, str, str]:
+    """A coordinator with a fake Slurm, and one job submitted to it: its id and Slurm's."""
+    coord = make_coord(tmp_path)
+    engine, fake = fake_engine(coord)
+    job_id = submit(coord)
+    await engine.step()
+    return coord, engine, fake, job_id, str(coord.jobs[job_id].record.engine_id)
+
+
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
@@ -169,11 +178,7 @@ def test_a_claim_no_partition_holds_is_refused_at_submit(tmp_path: Path) -> None
 
 def test_pending_reason_in_qex_words(tmp_path: Path) -> None:
     async def body() -> None:
-        coord = make_coord(tmp_path)
-        engine, fake = fake_engine(coord)
-        job_id = submit(coord)
-        await engine.step()
-        slurm_id = str(coord.jobs[job_id].record.engine_id)
+        coord, engine, fake, job_id, slurm_id = await one_slurm_job(tmp_path)
         fake.states[slurm_id] = mapping.SlurmJob("PENDING", "QOSMaxJobsPerUserLimit")
         await engine.step()
         reason = coord.jobs[job_id].record.blocked_reason
@@ -192,11 +197,7 @@ def test_pending_reason_in_qex_words(tmp_path: Path) -> None:
 def test_a_job_slurm_ended_without_a_result_gets_a_record(
         tmp_path: Path, slurm_state: str, ran: bool, qex_state: State, code: int) -> None:
     async def body() -> None:
-        coord = make_coord(tmp_path)
-        engine, fake = fake_engine(coord)
-        job_id = submit(coord)
-        await engine.step()
-        slurm_id = str(coord.jobs[job_id].record.engine_id)
+        coord, engine, fake, job_id, slurm_id = await one_slurm_job(tmp_path)
         if ran:
             write_disk(coord, job_id, state="running", attempts=1, pid=None)
         fake.states[slurm_id] = mapping.SlurmJob(slurm_state, "None")
@@ -213,11 +214,7 @@ def test_a_job_slurm_ended_without_a_result_gets_a_record(
 
 def test_the_supervisors_final_record_is_taken(tmp_path: Path) -> None:
     async def body() -> None:
-        coord = make_coord(tmp_path)
-        engine, fake = fake_engine(coord)
-        job_id = submit(coord)
-        await engine.step()
-        slurm_id = str(coord.jobs[job_id].record.engine_id)
+        coord, engine, fake, job_id, slurm_id = await one_slurm_job(tmp_path)
         write_disk(coord, job_id, state="failed", exit_code=7, attempts=1)
         fake.states[slurm_id] = mapping.SlurmJob("FAILED", "NonZeroExitCode")
         waiter = coord.add_waiter(job_id)
@@ -343,11 +340,7 @@ def test_a_dependency_on_a_local_job_waits_here(tmp_path: Path) -> None:
 
 def test_kill_marks_the_job_and_asks_slurm(tmp_path: Path) -> None:
     async def body() -> None:
-        coord = make_coord(tmp_path)
-        engine, fake = fake_engine(coord)
-        job_id = submit(coord)
-        await engine.step()
-        slurm_id = str(coord.jobs[job_id].record.engine_id)
+        coord, engine, fake, job_id, slurm_id = await one_slurm_job(tmp_path)
         write_disk(coord, job_id, state="running", attempts=1)
         from qex.coordinator.control import handle_cancel, handle_kill
 
@@ -371,11 +364,7 @@ def test_a_cancel_the_disk_refuses_leaves_the_slurm_job_queued(
     """The cancelled record is written before Slurm hears of the cancel: a refused write
     keeps the job queued here and in Slurm, and a later cancel that lands scancels it."""
     async def body() -> None:
-        coord = make_coord(tmp_path)
-        engine, fake = fake_engine(coord)
-        job_id = submit(coord)
-        await engine.step()
-        slurm_id = str(coord.jobs[job_id].record.engine_id)
+        coord, _engine, fake, job_id, slurm_id = await one_slurm_job(tmp_path)
         from qex.coordinator.control import handle_cancel
 
         real = job_files.write_status
