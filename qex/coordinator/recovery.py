@@ -64,7 +64,7 @@ def recover(coord: Coordinator) -> None:
     jobs = [job for job in jobs if not (job.record.engine and not job.final)]
     queued = [job for job in jobs if job.state == State.QUEUED]
     queued.sort(key=lambda j: (-j.priority, j.record.submitted_at, j.record.sequence))
-    coord.queue = [job.id for job in queued]
+    coord.restore_queue(queued)
     for job in jobs:
         if job.state in ACTIVE:
             _judge_active(coord, job)

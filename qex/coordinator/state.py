@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import errno
 import time
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qex.coordinator.events import EventHub
 from qex.coordinator.filter_index import FilterIndex
+from qex.coordinator.job_queue import JobQueue
 from qex.coordinator.log import log
 from qex.coordinator.word_index import WordIndex
 from qex.core.config import Config, Machine
@@ -82,6 +83,8 @@ class JobTable(dict[str, "Job"]):
         self._filters = FilterIndex()
         #: The jobs that name others in `needs` or `after`, in any state (`linked`).
         self._linked: dict[str, None] = {}
+        #: The live jobs outside the queue (`outside`): told by the queue (`joined`, `left`).
+        self._outside: dict[str, None] = {}
 
     def __setitem__(self, job_id: str, job: Job) -> None:
         super().__setitem__(job_id, job)
@@ -90,8 +93,31 @@ class JobTable(dict[str, "Job"]):
         self._filters.add(job_id, job.record.tags, job.record.cwd)
         if not job.final:
             self._live[job_id] = None
+            self._outside[job_id] = None  # until the queue says it joined
         if job.record.needs or job.record.after:
             self._linked[job_id] = None
+
+    def joined(self, job_id: str) -> None:
+        """The job entered the queue (`JobQueue`)."""
+        self._outside.pop(job_id, None)
+
+    def left(self, job_id: str) -> None:
+        """The job left the queue: it starts, or it stopped."""
+        if job_id in self:
+            self._outside[job_id] = None
+
+    def outside(self) -> Iterator[Job]:
+        """The live jobs that are not in the queue, in the order they left it (or were
+        added, for those never queued): the active jobs are among them. What a scheduler
+        pass asks several times, and with thousands queued a look at every live job made
+        each ask cost a walk of the queue. An id leaves the index the first time it is
+        found final or gone."""
+        for job_id in list(self._outside):
+            job = self.get(job_id)
+            if job is None or job.final:
+                self._outside.pop(job_id, None)
+            else:
+                yield job
 
     def __delitem__(self, job_id: str) -> None:
         super().__delitem__(job_id)
@@ -113,6 +139,7 @@ class JobTable(dict[str, "Job"]):
         self._words = WordIndex()
         self._filters = FilterIndex()
         self._linked = {}
+        self._outside = {}
 
     def linked(self) -> Iterator[Job]:
         """The jobs that name others in `needs` or `after`, finished or not, in the order
@@ -180,12 +207,9 @@ class JobTable(dict[str, "Job"]):
         if job_id in self:
             self._live[job_id] = None
 
-    def live(self, skip: Container[str] = ()) -> Iterator[Job]:
-        """The jobs that are not final, in the order they were added, but those in `skip`
-        (passed over without a look; `Coordinator.started_jobs` skips the queue)."""
+    def live(self) -> Iterator[Job]:
+        """The jobs that are not final, in the order they were added."""
         for job_id in list(self._live):
-            if job_id in skip:
-                continue
             job = self.get(job_id)
             if job is None or job.final:
                 self._live.pop(job_id, None)
@@ -297,7 +321,7 @@ class Coordinator:
     idle_limit: float
     boot_id: str
     jobs: JobTable = field(default_factory=JobTable)
-    queue: list[str] = field(default_factory=list)
+    queue: JobQueue = field(default_factory=JobQueue)
     next_sequence: int = 1
     dedupe: dict[str, str] = field(default_factory=dict)
     pauses: PauseFile = field(default_factory=PauseFile)
@@ -349,6 +373,9 @@ class Coordinator:
     disk_wait_until: float | None = None
     disk_wait_backoff: float = 0.0
 
+    def __post_init__(self) -> None:
+        self.queue.listen(joined=self.jobs.joined, left=self.jobs.left)
+
     # -- time and wake-ups -------------------------------------------------------------
 
     @staticmethod
@@ -376,10 +403,9 @@ class Coordinator:
     # -- views ---------------------------------------------------------------------------
 
     def started_jobs(self) -> Iterator[Job]:
-        """The active jobs, of every engine. The queued ones are passed over unread: a pass
-        asks three times, and a long queue made each ask read every queued record."""
-        queued = set(self.queue)  # none of them is active
-        return (job for job in self.jobs.live(skip=queued) if job.active)
+        """The active jobs, of every engine: found among the live jobs outside the queue
+        (`JobTable.outside`), since no queued job is active."""
+        return (job for job in self.jobs.outside() if job.active)
 
     def active_jobs(self) -> Iterator[Job]:
         """The active jobs of this machine (another engine's run elsewhere)."""
@@ -401,6 +427,11 @@ class Coordinator:
         # drains. A `Job` is always true, so `filter(None, ...)` drops only the missing ids.
         return filter(None, map(self.jobs.get, self.queue))
 
+    def dependent_queued_jobs(self) -> Iterator[Job]:
+        """The queued jobs that have a `needs` or an `after` (an index, like
+        `timed_queued_jobs`): a pass judges their dependencies without reading the queue."""
+        return self._still_queued(self._dependent)
+
     def timed_queued_jobs(self) -> Iterator[Job]:
         """The queued jobs that have a `max_queue_time`; the others never expire. The loop
         asks for their deadlines at every wake-up, and with thousands of jobs queued, nearly
@@ -418,8 +449,9 @@ class Coordinator:
                 yield job
 
     def has_work(self) -> bool:
-        """Any job that is not final keeps the coordinator alive."""
-        return any(True for _ in self.jobs.live())
+        """Any job that is not final keeps the coordinator alive (asked at every turn of the
+        loop: a queued job answers it before the live jobs are read)."""
+        return bool(self.queue) or any(True for _ in self.jobs.live())
 
     def sorted_jobs(self) -> list[Job]:
         """Every job in submission order (the time, then the sequence for a tie)."""
@@ -608,7 +640,7 @@ class Coordinator:
         """True when a queued job names `job_id` in its `needs` or `after`. Asked as every job
         ends, so it reads only the queued jobs that name any (an index), not the queue."""
         return any(job_id in job.record.needs or job_id in job.record.after
-                   for job in self._still_queued(self._dependent))
+                   for job in self.dependent_queued_jobs())
 
     def finish(self, job: Job, state: State, *, error: str | None, caused_by: str | None = None,
                hook: bool = True, strict: bool = False, wake: bool = True) -> None:
@@ -648,18 +680,30 @@ class Coordinator:
             self.kick()
 
     def _left_queue(self, job: Job) -> None:
-        try:
-            self.queue.remove(job.id)
-        except ValueError:
-            pass
+        self.queue.discard(job.id)
 
-    def enqueue(self, job: Job) -> None:
-        """Insert before the first queued job of a strictly lower priority (FIFO within one)."""
+    def _index_queued(self, job: Job) -> None:
+        """Count a job that joins the queue in the indexes that the loop and the passes read
+        instead of the queue: the live jobs, those with a queue time limit, and those that
+        wait for others."""
         self.jobs.track(job.id)
         if job.max_queue_time is not None:
             self._timed[job.id] = None
         if job.record.needs or job.record.after:
             self._dependent[job.id] = None
+
+    def restore_queue(self, queued: Iterable[Job]) -> None:
+        """The queue that recovery found on the disk, in its order, indexed as `enqueue`
+        indexes a new job (without them, a recovered job's queue time limit set no deadline,
+        and the end of a job that recovered jobs wait for woke no pass)."""
+        self.queue.clear()
+        for job in queued:
+            self._index_queued(job)
+            self.queue.append(job.id)
+
+    def enqueue(self, job: Job) -> None:
+        """Insert before the first queued job of a strictly lower priority (FIFO within one)."""
+        self._index_queued(job)
         if job.id in self.queue:
             return
         # The queue is in that order already (priorities never rise towards its end), so the

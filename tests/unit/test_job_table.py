@@ -57,25 +57,6 @@ def test_a_pass_looks_up_only_the_jobs_it_needs(tmp_path: Path,
     assert len(set(looked_up)) <= 5
 
 
-def test_the_active_jobs_are_found_without_reading_the_queued_ones(tmp_path: Path) -> None:
-    """A pass asks for the active jobs three times; with thousands queued, each ask read
-    every queued record. The ids in the queue are now passed over unread."""
-    coord = make_coord(tmp_path)
-    queued = [add_job(coord) for _ in range(50)]
-    running = add_job(coord, state="running")
-    read: list[str] = []
-
-    class Counting(type(coord.jobs)):  # type: ignore[misc]
-        def get(self, job_id: str, default: object = None) -> object:
-            read.append(job_id)
-            return super().get(job_id, default)
-
-    coord.jobs.__class__ = Counting
-    assert [j.id for j in coord.active_jobs()] == [running.id]
-    assert read == [running.id]
-    assert [j.id for j in coord.jobs.live(skip={queued[0].id})][:1] == [queued[1].id]
-
-
 def test_a_pass_measures_the_machine_only_for_queued_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
