@@ -16,6 +16,15 @@ The pass, in order:
    Several jobs may start in one pass; each start is counted before the next job is judged.
 5. Expiry of jobs whose `max_queue_time` is over (never one that starts in this pass; the
    rule is `qex.core.queue_time`).
+
+A partial pass (`Snapshot.partial`) ends its walk where nothing behind can start: the queue
+is paused, the head holds the capacity it reserved, or the head waits and this queue's jobs
+fill its cores or its memory, so that no job of a core and a byte fits. Each job's verdict
+reads only the jobs before it, so what a partial pass decides is exactly what the whole pass
+decides for the jobs it read; the jobs behind keep the reasons they have until the next
+pass that reads them all. A long queue that drains runs a pass at every job's end, and the
+whole walk made each pass cost in proportion to the queue (8,000 jobs drained at a third of
+the rate of 500).
 """
 
 from __future__ import annotations
@@ -92,6 +101,11 @@ class _Load:
         self.lock_holders: dict[str, JobView] = {}
         for job in snap.active:
             self.add(job, job.assigned, started_now=False)
+
+    def full(self, cpu_budget: int, mem_budget: int) -> bool:
+        """No job of a core or more and a byte or more fits beside what this queue holds (an
+        oversized one waits for the queue to be idle, which it is not)."""
+        return self.count > 0 and (self.cpu >= cpu_budget or self.mem >= mem_budget)
 
     def add(self, job: JobView, assigned: Mapping[str, Assignment], *, started_now: bool) -> None:
         self.cpu += job.cpu
@@ -318,7 +332,17 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     head_verdict = _Verdict()
     head_passed = 0
     reserved = False
+    partial = snap.partial
+    load = walk.load
+    walked: list[JobView] = []
+    read = walked.append
+    complete = True
     for job in snap.queue:
+        if partial and (paused or reserved or (
+                head is not None and load.full(snap.cpu_budget, snap.mem_budget))):
+            complete = False
+            break
+        read(job)
         if job.id in deps.skips:
             continue
         if (not paused and job.max_queue_time is not None
@@ -347,7 +371,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
             assigned = verdict.assigned or {}
             starts.append(Start(job.id, assigned, verdict.forced, verdict.forced_reason))
             started.add(job.id)
-            walk.load.add(job, assigned, started_now=True)
+            load.add(job, assigned, started_now=True)
             if head is not None:
                 head_passed += 1
                 if head_verdict.blocker in RESERVING and head_passed >= snap.max_bypass:
@@ -366,11 +390,11 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
         Expiry(job.id, words.expired(queue_time.waited(job, now), job.max_queue_time or 0.0,
                                      new_reason.get(job.id) or job.blocked_reason,
                                      cause.get(job.id, words.CAUSE_CAPACITY)))
-        for job in snap.queue if job.id in expiring and job.id not in started
+        for job in walked if job.id in expiring and job.id not in started
     )
     gone = started | {e.id for e in expiries} | set(deps.skips)
     waits: dict[str, WaitUpdate] = {}
-    for job in snap.queue:
+    for job in walked:
         if job.id in gone:
             continue
         text = new_reason.get(job.id, job.blocked_reason)
@@ -385,11 +409,12 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     return Decision(
         starts=tuple(starts),
         waits=waits,
-        skips=_skips(snap, deps),
+        skips=_skips(walked, deps),
         expiries=expiries,
         queue_state=_queue_state(snap, paused, head, head_verdict, reserved),
         head_id=head.id if head is not None else None,
         head_blocker=HOLDERS.get(head_verdict.blocker or "") if head is not None else None,
+        complete=complete,
     )
 
 
@@ -399,10 +424,12 @@ def _held_text(verdict: _Verdict, passed: int) -> str:
     return verdict.reason or ""
 
 
-def _skips(snap: Snapshot, deps: DependencyVerdicts) -> tuple[Skip, ...]:
+def _skips(walked: list[JobView], deps: DependencyVerdicts) -> tuple[Skip, ...]:
+    if not deps.skips:
+        return ()
     return tuple(
         Skip(job.id, deps.skips[job.id][1], deps.skips[job.id][0])
-        for job in snap.queue if job.id in deps.skips
+        for job in walked if job.id in deps.skips
     )
 
 

@@ -9,9 +9,11 @@ the stage just before it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from qex.core import wait_reasons as words
 from qex.core.model import dataclass, field
-from qex.core.scheduler_types import KnownJob, Snapshot
+from qex.core.scheduler_types import JobView, KnownJob, Snapshot
 from qex.core.states import FINAL, State
 
 
@@ -31,18 +33,28 @@ def _is_final(state: str) -> bool:
 
 
 class _Known:
-    """`snap.known`, completed by the queue and the active jobs should a caller leave them out."""
+    """`snap.known`, completed by the queue and the active jobs should a caller leave them out.
+
+    The completion is made at the first look-up that `known` cannot answer: the coordinator's
+    `known` holds every job, and reading the whole queue for it made every pass cost in
+    proportion to the queue."""
 
     def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
         self.known = snap.known
-        self.extra = {
-            job.id: KnownJob(job.id, job.name, job.state)
-            for job in (*snap.queue, *snap.active) if job.id not in snap.known
-        }
+        self.extra: dict[str, KnownJob] | None = None
 
     def get(self, job_id: str) -> KnownJob | None:
         found = self.known.get(job_id)
-        return found if found is not None else self.extra.get(job_id)
+        if found is not None:
+            return found
+        if self.extra is None:
+            snap = self.snap
+            self.extra = {
+                job.id: KnownJob(job.id, job.name, job.state)
+                for job in (*snap.queue, *snap.active) if job.id not in snap.known
+            }
+        return self.extra.get(job_id)
 
     def __getitem__(self, job_id: str) -> KnownJob:
         found = self.get(job_id)
@@ -52,9 +64,11 @@ class _Known:
 
 
 class _Deps:
+    """A queued job's state is `queued`, which is not final: the rules below need no set of
+    the queue's ids to tell a queued dependency from a stopped one."""
+
     def __init__(self, snap: Snapshot) -> None:
         self.known = _Known(snap)
-        self.queued = {job.id for job in snap.queue}
 
     def label(self, job_id: str) -> str:
         job = self.known.get(job_id)
@@ -63,12 +77,10 @@ class _Deps:
     def pending(self, dep: str) -> bool:
         """The dependency has not stopped yet (a queued one may still be skipped below)."""
         job = self.known.get(dep)
-        return job is not None and (dep in self.queued or not _is_final(job.state))
+        return job is not None and not _is_final(job.state)
 
     def broken_by_record(self, dep: str) -> tuple[str, str] | None:
         """(root, error) when a needed job that is not queued already rules this job out."""
-        if dep in self.queued:
-            return None
         job = self.known.get(dep)
         if job is None:
             return dep, words.needs_gone(dep)
@@ -85,13 +97,21 @@ class _Deps:
         return words.needs_broken(root, self.label(root), root_job.state, self.label(via))
 
 
+def _dependent(snap: Snapshot) -> Sequence[JobView]:
+    """The queued jobs with a `needs` or an `after`: the coordinator's index, or the queue's."""
+    if snap.dependent is not None:
+        return snap.dependent
+    return [job for job in snap.queue if job.needs or job.after]
+
+
 def dependency_verdicts(snap: Snapshot) -> DependencyVerdicts:
     """Classify every queued job with `needs` or `after`; the others are simply ready."""
     result = DependencyVerdicts()
-    if not any(job.needs or job.after for job in snap.queue):
+    dependent = _dependent(snap)
+    if not dependent:
         return result
     deps = _Deps(snap)
-    with_needs = [job for job in snap.queue if job.needs]
+    with_needs = [job for job in dependent if job.needs]
     for job in with_needs:
         for dep in job.needs:
             broken = deps.broken_by_record(dep)
@@ -112,8 +132,8 @@ def dependency_verdicts(snap: Snapshot) -> DependencyVerdicts:
                     result.skips[job.id] = (root, deps.broken_text(root, dep, State.SKIPPED.value))
                     changed = True
                     break
-    for job in snap.queue:
-        if job.id in result.skips or not (job.needs or job.after):
+    for job in dependent:
+        if job.id in result.skips:
             continue
         reason = next(
             (words.needs_waiting(deps.label(dep), deps.known[dep].state)

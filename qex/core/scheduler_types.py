@@ -8,7 +8,7 @@ by the scheduler: `now` is in the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from qex.core.config import Pool
 from qex.core.model import dataclass, field
@@ -78,7 +78,9 @@ class PauseView:
 @dataclass(frozen=True)
 class Snapshot:
     now: float
-    queue: tuple[JobView, ...]                 # queued jobs, in queue order
+    #: The queued jobs, in queue order; the coordinator's sequence makes each view only when
+    #: the walk reaches it (`qex.coordinator.scheduling.QueueViews`).
+    queue: Sequence[JobView]
     active: tuple[JobView, ...]                # starting/running jobs (they hold capacity)
     known: Mapping[str, KnownJob]
     cpu_budget: int
@@ -96,6 +98,12 @@ class Snapshot:
     #: When the last active job stopped (reset it to `now` when a queue pause ends). None with
     #: no active job means "idle for as long as we know": an oversized job may start at once.
     idle_since: float | None = None
+    #: The walk may end once no job behind can start (`qex.core.scheduler.decide`): the jobs
+    #: it did not reach keep the reasons they have until a pass that reads the whole queue.
+    partial: bool = False
+    #: The queued jobs with a `needs` or an `after`, so that the dependency rules read them
+    #: without a walk over the whole queue; None: found in `queue`.
+    dependent: Sequence[JobView] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,3 +149,6 @@ class Decision:
     #: Who holds the head back, for the health line: "the jobs of this queue", "another
     #: user", "the machine", "its own size" or "its own size or the configuration".
     head_blocker: str | None = None
+    #: Every queued job was read; False when a partial pass ended its walk early, leaving
+    #: the reasons of the jobs behind as they were.
+    complete: bool = True
