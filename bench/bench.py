@@ -686,10 +686,15 @@ def scale(env: dict[str, str], root: Path, reps: int, queued: int = 2000) -> Non
     print(f"{'coordinator RSS per queued job':<34} {grown:>8.2f} KB  (target < 10 KB)")
     listed = (rss_listed - rss_10) / (queued - 10)
     print(f"{'  the same after the listings':<34} {listed:>8.2f} KB  (target < 10 KB)")
+    resumed = time.perf_counter()
     longest, typical = answers_after_resume(env)
     print(f"{'info --json after the resume':<34} {longest:>8.1f} ms  (the longest in 1.5 s; "
           f"median {typical:.1f} ms: every queued job's reason changes at once)")
     settle(env)  # the queued jobs run to their ends: a coordinator that holds them finished
+    drained = time.perf_counter() - resumed
+    print(f"{f'{queued} queued, drained at 2 slots':<34} {queued / drained:>8.1f} jobs/s  "
+          "(from the resume, `info --json` asked in its first 1.5 s; the drain section "
+          "drains 500)")
     done = interleaved(reps, finished_argvs(env, first[:8]), env)
     print(f"-- scale: {queued} finished (load {os.getloadavg()[0]:.2f}) --")
     for name in finished_argvs(env, first[:8]):
