@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from qex.coordinator import pausing
 from qex.coordinator.log import log
@@ -113,6 +114,9 @@ class Runner:
         #: the last whole pass (then a whole pass is due at that time).
         self.partial_until = 0.0
         self.unread = False
+        #: What the last whole pass judged by that every queued job's reason depends on: a
+        #: change of the pauses, the config or the budget makes the next pass whole.
+        self.whole_inputs: tuple[Any, ...] | None = None
         coord.peer_refresher = lambda: self.read_peers(coord.now())
 
     # -- the loop ----------------------------------------------------------------------------
@@ -150,11 +154,19 @@ class Runner:
         self.check_idle(coord.now())
 
     def scheduler_pass(self, peers: PeerLoad, now: float) -> None:
-        """One pass, partial where it may be: a long queue, a whole pass not long ago, and
-        no queue time limit due (a job past its limit may stand where a partial walk does
-        not reach, and its deadline would wake the loop again at once)."""
+        """One pass, partial where it may be: a long queue, a whole pass not long ago and
+        over the same pauses, config and budget (a change of those may change the reason of
+        every queued job, which a person then looks for at once), and no queue time limit
+        due (a job past its limit may stand where a partial walk does not reach, and its
+        deadline would wake the loop again at once)."""
         coord = self.coord
-        partial = (len(coord.queue) > PARTIAL_FROM and now < self.partial_until
+        long_queue = len(coord.queue) > PARTIAL_FROM
+        inputs: tuple[Any, ...] | None = None
+        if long_queue:
+            pausing.end_due_pauses(coord, now)  # as the pass would, before it is judged
+            inputs = (pausing.pause_view(coord), coord.config, coord.cpu_budget(),
+                      coord.mem_budget())
+        partial = (long_queue and now < self.partial_until and inputs == self.whole_inputs
                    and not self.expiry_due(now))
         began = time.perf_counter()
         result = run_pass(coord, peers, partial=partial)
@@ -163,6 +175,7 @@ class Runner:
             took = time.perf_counter() - began
             self.partial_until = coord.now() + max(WHOLE_PASS_MIN_SECS, WHOLE_PASS_FACTOR * took)
             self.unread = False
+            self.whole_inputs = inputs
         else:
             self.unread = True
 

@@ -273,7 +273,7 @@ class SubmissionWakes:
     fan-out so, and `qex cancel GROUP` a cancel per queued job: a cancel frees nothing, but
     a job behind the cancelled one may now pass, so it needs a pass as a new job does).
 
-    A pass looks at the whole queue. One pass per job made a fan-out of N lines cost N passes
+    A whole pass looks at every queued job. One pass per job made a fan-out of N lines cost N passes
     over a growing queue (measured: 1,000 lines took 4.6 s into an empty queue, 10 s behind
     2,000 queued jobs). So the first submission of a run wakes the scheduler at once (a free
     slot takes that job now), and the later ones at most once per `GROUP_PASS_GAP_SECS`: a
@@ -340,7 +340,8 @@ def reason_at_the_end(coord: Coordinator, record: JobStatus, priority: int) -> s
     it was written a second time soon after, only to add it: a fan-out of 2,000 lines into
     such a queue wrote 6,000 records where 4,000 now do. A guess that turns out wrong
     (something changed since the last pass) is mended by the pass that the change woke,
-    since each pass gives every queued job its reason anew."""
+    since the passes give every queued job its reason anew (a partial pass ends its walk
+    only where nothing behind can start, and a whole one follows within its gap)."""
     if not coord.queue or record.locks or record.claims or record.needs or record.after:
         return None
     last = coord.jobs.get(coord.queue[-1])

@@ -325,7 +325,8 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     started: set[str] = set()
     # Jobs whose queue time is over (none while paused, none that is skipped). Found in the
     # walk itself, before any rule passes a job over: each test reads the job alone, and
-    # the walk runs over the whole queue at every job's end.
+    # the walk runs at every job's end (a partial one does not reach them all: the runner
+    # makes the pass whole once a limit is due).
     expiring: set[str] = set()
 
     head: JobView | None = None

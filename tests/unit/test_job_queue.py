@@ -214,6 +214,45 @@ def test_a_long_queue_gets_partial_passes_between_whole_ones(
     assert passes.partial[-1] is False and not runner.unread
 
 
+def test_a_pause_a_resume_or_a_new_budget_makes_the_next_pass_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Such a change may change the reason of every queued job, and a person who paused
+    or resumed looks for it at once: the pass after it reads the whole queue."""
+    from qex.store.pause import PauseRecord
+
+    coord = make_coord(tmp_path)
+    for _ in range(PARTIAL_FROM + 1):
+        coord.enqueue(_job_in_memory(coord, "queued"))
+    passes = _Passes()
+    passes.complete = False
+    monkeypatch.setattr(runner_module, "run_pass", passes)
+    runner = Runner(coord, None, lambda: 0, None)
+    now = time.time()
+    runner.scheduler_pass(PeerLoad(), now)
+    runner.partial_until = now + 60.0
+    runner.scheduler_pass(PeerLoad(), now)
+    coord.pauses.queue = PauseRecord(paused_at=now, reason="by hand")
+    runner.scheduler_pass(PeerLoad(), now)
+    runner.partial_until = now + 60.0
+    runner.scheduler_pass(PeerLoad(), now)
+    coord.pauses.queue = None
+    runner.scheduler_pass(PeerLoad(), now)
+    runner.partial_until = now + 60.0
+    monkeypatch.setattr(coord, "cpu_budget", lambda: 1)
+    runner.scheduler_pass(PeerLoad(), now)
+    coord.pauses.queue = PauseRecord(paused_at=now, reason="until later", until=now + 5.0)
+    runner.scheduler_pass(PeerLoad(), now)
+    runner.partial_until = now + 60.0
+    runner.scheduler_pass(PeerLoad(), now + 1.0)
+
+    async def ended() -> None:  # the pause's end credits the queued jobs, written later
+        runner.scheduler_pass(PeerLoad(), now + 6.0)  # it ends before this pass judges
+
+    asyncio.run(ended())
+    assert coord.pauses.queue is None
+    assert passes.partial == [False, True, False, True, False, False, False, True, False]
+
+
 def test_a_short_queue_and_a_due_queue_time_limit_get_whole_passes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     coord = make_coord(tmp_path)
@@ -228,9 +267,10 @@ def test_a_short_queue_and_a_due_queue_time_limit_get_whole_passes(
     assert passes.partial == [False, False]  # a queue of PARTIAL_FROM is read whole
     timed = _job_in_memory(coord, "queued")
     timed.max_queue_time = 5.0
-    coord.enqueue(timed)  # one more: long enough for partial passes
+    coord.enqueue(timed)  # one more: long enough for partial passes, after a whole one
     runner.scheduler_pass(PeerLoad(), now)
-    assert passes.partial[-1] is True
+    runner.scheduler_pass(PeerLoad(), now)
+    assert passes.partial[-2:] == [False, True]
     # Once its limit is over, the pass reads every job: the job may stand behind the point
     # where a partial walk ends, and its deadline would wake the loop again and again.
     due = timed.record.submitted_at + 5.0
