@@ -110,8 +110,8 @@ class Runner:
         self.publish_problem: str | None = None
         self.publish_retry_at: float | None = None
         self.publish_backoff = 0.0
-        #: Until when a pass may be partial (`tick`), and whether one left jobs unread since
-        #: the last whole pass (then a whole pass is due at that time).
+        #: Until when a pass may be partial (`scheduler_pass`), and whether one left jobs
+        #: unread since the last whole pass (then a whole pass is due at that time).
         self.partial_until = 0.0
         self.unread = False
         #: What the last whole pass judged by that every queued job's reason depends on: a
