@@ -110,14 +110,8 @@ class JobTable(dict[str, "Job"]):
         """The live jobs that are not in the queue, in the order they left it (or were
         added, for those never queued): the active jobs are among them. What a scheduler
         pass asks several times, and with thousands queued a look at every live job made
-        each ask cost a walk of the queue. An id leaves the index the first time it is
-        found final or gone."""
-        for job_id in list(self._outside):
-            job = self.get(job_id)
-            if job is None or job.final:
-                self._outside.pop(job_id, None)
-            else:
-                yield job
+        each ask cost a walk of the queue."""
+        return self._unfinished(self._outside)
 
     def __delitem__(self, job_id: str) -> None:
         super().__delitem__(job_id)
@@ -209,10 +203,15 @@ class JobTable(dict[str, "Job"]):
 
     def live(self) -> Iterator[Job]:
         """The jobs that are not final, in the order they were added."""
-        for job_id in list(self._live):
+        return self._unfinished(self._live)
+
+    def _unfinished(self, index: dict[str, None]) -> Iterator[Job]:
+        """The jobs of `index` that are not final; an id leaves the index the first time it
+        is found final or gone (a final state never changes again)."""
+        for job_id in list(index):
             job = self.get(job_id)
             if job is None or job.final:
-                self._live.pop(job_id, None)
+                index.pop(job_id, None)
             else:
                 yield job
 
