@@ -169,7 +169,9 @@ class Runner:
         partial = (long_queue and now < self.partial_until and inputs == self.whole_inputs
                    and not self.expiry_due(now))
         began = time.perf_counter()
-        result = run_pass(coord, peers, partial=partial)
+        # The pause view made for the comparison serves the pass too.
+        result = run_pass(coord, peers, partial=partial,
+                          pause=inputs[0] if inputs is not None else None)
         self.external_wait = result.external_wait
         if result.decision.complete:
             took = time.perf_counter() - began

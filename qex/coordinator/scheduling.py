@@ -27,7 +27,14 @@ from qex.coordinator.state import Coordinator, Job, describe_os_error, label
 from qex.core.config import Pool
 from qex.core.model import dataclass, shallow_copy
 from qex.core.records import Assignment, JobStatus, PoolClaim
-from qex.core.scheduler_types import Decision, JobView, KnownJob, PeerLoad, Snapshot
+from qex.core.scheduler_types import (
+    Decision,
+    JobView,
+    KnownJob,
+    PauseView,
+    PeerLoad,
+    Snapshot,
+)
 from qex.core.states import State
 from qex.platform import chaintrace
 from qex.platform import machine as machine_info
@@ -150,9 +157,9 @@ def _build_view(job: Job) -> JobView:
 
 
 def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad, *,
-                   partial: bool = False) -> Snapshot:
+                   partial: bool = False, pause: PauseView | None = None) -> Snapshot:
     """`partial`: the pass may end its walk once nothing behind can start
-    (`Snapshot.partial`)."""
+    (`Snapshot.partial`). `pause`: the pause view, when the caller has made it already."""
     config = coord.config
     # The machine's free memory and pressure only judge queued jobs: a pass with none (an
     # idle coordinator looks once after each command) reads no /proc file.
@@ -172,7 +179,7 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad, *,
         reserve_mem=config.system.reserve_mem,
         pressure=machine_info.memory_pressure() if judging else None,
         max_pressure=config.system.max_pressure,
-        pause=pausing.pause_view(coord),
+        pause=pause if pause is not None else pausing.pause_view(coord),
         oversized=config.queue.oversized,
         max_bypass=config.queue.max_bypass,
         settle=config.queue.settle,
@@ -180,15 +187,17 @@ def build_snapshot(coord: Coordinator, now: float, peers: PeerLoad, *,
     )
 
 
-def run_pass(coord: Coordinator, peers: PeerLoad, *, partial: bool = False) -> PassResult:
+def run_pass(coord: Coordinator, peers: PeerLoad, *, partial: bool = False,
+             pause: PauseView | None = None) -> PassResult:
     """Decide and apply once. Safe to call at any time on the loop thread. `partial`: the
-    walk may end early (`Snapshot.partial`; `Decision.complete` says whether it did not)."""
+    walk may end early (`Snapshot.partial`; `Decision.complete` says whether it did not).
+    `pause`: the pause view the caller made after the due pauses ended (`Runner`)."""
     from qex.core.scheduler import decide
 
     now = coord.now()
     pausing.end_due_pauses(coord, now)
     _track_idle(coord, now)
-    decision = decide(build_snapshot(coord, now, peers, partial=partial))
+    decision = decide(build_snapshot(coord, now, peers, partial=partial, pause=pause))
     apply(coord, decision)
     _track_idle(coord, coord.now())
     coord.queue_state = decision.queue_state

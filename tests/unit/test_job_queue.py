@@ -185,8 +185,8 @@ class _Passes:
         self.partial: list[bool] = []
         self.complete = True
 
-    def __call__(self, coord: Coordinator, peers: PeerLoad, *, partial: bool = False
-                 ) -> PassResult:
+    def __call__(self, coord: Coordinator, peers: PeerLoad, *, partial: bool = False,
+                 pause: object = None) -> PassResult:
         self.partial.append(partial)
         return PassResult(Decision(complete=not partial or self.complete), external_wait=False)
 
