@@ -228,3 +228,38 @@ def test_a_forked_child_syncs_with_threads_of_its_own(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert (tmp_path / "d").read_bytes() == b"d"
+
+
+@pytest.mark.parametrize("directories", [False, True])
+def test_syncs_together_reach_every_descriptor_once(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    directories: bool) -> None:
+    """23 descriptors in shares: each synced once, some by this thread and some beside it;
+    a file's failed sync is raised only once every other sync was tried, a directory's is
+    ignored."""
+    import errno
+    import threading
+
+    synced: list[tuple[int, bool]] = []
+    lock = threading.Lock()
+    bad = 11
+
+    def fsync(fd: int) -> None:
+        with lock:
+            synced.append((fd, threading.current_thread() is threading.main_thread()))
+        if fd == fds[bad]:
+            raise OSError(errno.EIO, "Input/output error")
+
+    fds = [os.open(tmp_path, os.O_RDONLY) for _ in range(23)]
+    try:
+        monkeypatch.setattr(os, "fsync", fsync)
+        if directories:
+            atomic.fsync_together(fds, directories=True)
+        else:
+            with pytest.raises(OSError, match="Input/output"):
+                atomic.fsync_together(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert sorted(fd for fd, _here in synced) == sorted(fds)
+    assert {here for _fd, here in synced} == {True, False}
