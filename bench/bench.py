@@ -745,7 +745,11 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
     for label, (wall, cpu) in (("10", few), (str(queued), many)):
         print(f"{f'submit, {label} queued, busy':<34} {wall:>8.1f} ms  "
               f"(coordinator CPU {cpu:.2f} ms per submission)")
+    started = time.perf_counter()
     qex(env, "cancel", group, check=False)
+    cancelled = time.perf_counter() - started
+    print(f"{f'cancel of that group ({filled} jobs)':<34} {cancelled * 1000:>8.0f} ms  "
+          f"({cancelled * 1000 / filled:.2f} ms per job)")
     qex(env, "kill", *holders, check=False)
     settle(env)
 
