@@ -481,35 +481,78 @@ def stop(words: Sequence[str], verb: str, signal: tuple[int, float] | None = Non
     if wire is None:
         return None
     conn: Connection | None = None
+
+    def ask(message: dict[str, Any]) -> dict[str, Any]:
+        nonlocal conn
+        if conn is not None:
+            return conn.request(message)
+        sent = wire.request(message)
+        if isinstance(sent, dict):
+            return sent
+        conn = sent  # a slow answer: the full client reads it, and carries the rest
+        return conn.answer(str(message["op"]))
+
     code = 0
     try:
         targets = _stop_targets(wire, words)
         if targets is None:
             return None
-        from qex.cli.stop_core import DEQUEUE, REPORT, already_stopped
+        from qex.cli.stop_core import REPORT, already_stopped, cancels, steps
 
-        for record, what in targets:
-            job_id = str(record["id"])
+        for step in steps(targets, verb):
+            record, what = step[0]
             if what == REPORT:
                 print(already_stopped(record), flush=True)
-                continue
-            op = "cancel" if what == DEQUEUE else verb
-            message: dict[str, Any] = {"op": op, "id": job_id}  # protocol.kill / cancel
-            if op == "kill" and signal is not None:
-                message.update(signal=signal[0], grace_secs=signal[1])
-            if conn is None:
-                sent = wire.request(message)
-                if not isinstance(sent, dict):  # a slow answer: the full client reads it
-                    conn = sent
-                    sent = conn.answer(op)
+            elif len(step) > 1:
+                refused = _cancel_run(ask, verb, [str(job["id"]) for job, _what in step])
+                code = code or refused
             else:
-                sent = conn.request(message)
-            refused = _stopped(verb, job_id, signal if op == "kill" else None, message, sent)
-            code = code or refused
+                job_id = str(record["id"])
+                op = "cancel" if cancels(what, verb) else verb
+                message: dict[str, Any] = {"op": op, "id": job_id}  # protocol.kill / cancel
+                if op == "kill" and signal is not None:
+                    message.update(signal=signal[0], grace_secs=signal[1])
+                refused = _stopped(verb, job_id, signal if op == "kill" else None, message,
+                                   ask(message))
+                code = code or refused
     finally:
         wire.close()
         if conn is not None:
             conn.close()
+    return code
+
+
+def _cancel_run(ask: Callable[[dict[str, Any]], dict[str, Any]], verb: str,
+                job_ids: list[str]) -> int:
+    """Several cancels in one `cancel_many` request (`stop_core.steps`), each job's line
+    or refusal printed in order; a coordinator older than that request gets a `cancel` per
+    job. The first refusal's code, or 0."""
+    from qex.core.protocol import cancel_many_answers, unknown_request
+
+    message = {"op": "cancel_many", "ids": job_ids}  # protocol.cancel_many
+    answer = ask(message)
+    each: list[dict[str, Any]] | None
+    if unknown_request(answer):
+        each = None
+    elif answer.get("result") != "ok":
+        from qex.client.connection import check
+
+        check(message, answer)  # raises the full client's error for this answer
+        each = None
+    else:
+        each = cancel_many_answers(answer, len(job_ids))
+        if each is None:
+            from qex.client.errors import Unreachable
+
+            raise Unreachable(
+                "the coordinator did not answer each cancel of `cancel_many`; a coordinator "
+                "of a different qex may be running, so run `qex version`")
+    code = 0
+    for index, job_id in enumerate(job_ids):
+        message = {"op": "cancel", "id": job_id}  # protocol.cancel
+        one = ask(message) if each is None else each[index]
+        refused = _stopped(verb, job_id, None, message, one)
+        code = code or refused
     return code
 
 

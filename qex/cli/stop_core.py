@@ -65,6 +65,26 @@ def stop_plan(named: Iterable[tuple[list[dict[str, Any]], str | None]]
     return first + rest
 
 
+def cancels(what: str, verb: str) -> bool:
+    """True when a step of the plan takes its job out of the queue: a queued stage that a
+    group's stop dequeues, or any job that `cancel` names."""
+    return what == DEQUEUE or (what == SEND and verb == "cancel")
+
+
+def steps(plan: Sequence[tuple[dict[str, Any], str]], verb: str
+          ) -> list[list[tuple[dict[str, Any], str]]]:
+    """The plan as the bodies send it: each run of cancels as one step (one `cancel_many`
+    request when it holds several jobs, whose records the coordinator then writes
+    together), every other job a step of its own. The order stays the plan's."""
+    out: list[list[tuple[dict[str, Any], str]]] = []
+    for item in plan:
+        if out and cancels(item[1], verb) and cancels(out[-1][-1][1], verb):
+            out[-1].append(item)
+        else:
+            out.append([item])
+    return out
+
+
 def _stop_each(jobs: Sequence[str], verb: str,
                act: Callable[[Any, Any, str], None]) -> NoReturn:
     """The loop of `kill` and `cancel`: every job the words name, as `stop_plan` says;
@@ -79,15 +99,32 @@ def _stop_each(jobs: Sequence[str], verb: str,
     outcome = Outcome(verb)
     with conn:
         named = [(found.jobs, found.group) for found in resolve_all(conn, paths, jobs)]
-        for record, what in stop_plan(named):
+        for step in steps(stop_plan(named), verb):
+            record, what = step[0]
             job_id = str(record.get("id"))
             if what == REPORT:
                 print(already_stopped(record), flush=True)
+            elif len(step) > 1:
+                _cancel_run(outcome, conn, [str(record.get("id")) for record, _what in step])
             elif what == DEQUEUE:
                 send(outcome, left_queue_line(job_id), conn.cancel, job_id)
             else:
                 act(outcome, conn, job_id)
     sys.exit(outcome.code)
+
+
+def _cancel_run(outcome: Any, conn: Any, job_ids: list[str]) -> None:
+    """Several cancels in one request, each job's line or refusal printed in order; a
+    coordinator older than the request gets a `cancel` per job."""
+    from qex.cli.stop_jobs import report, send
+
+    answers = conn.cancel_many(job_ids)
+    if answers is None:
+        for job_id in job_ids:
+            send(outcome, left_queue_line(job_id), conn.cancel, job_id)
+        return
+    for job_id, answer in zip(job_ids, answers, strict=True):
+        report(outcome, left_queue_line(job_id), answer)
 
 
 def kill_jobs(jobs: Sequence[str], signum: int, grace_secs: float) -> None:

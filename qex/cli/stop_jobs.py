@@ -15,6 +15,7 @@ from qex.cli.exits import code_for
 
 if TYPE_CHECKING:
     from qex.client.connection import Connection
+    from qex.client.errors import Refused
     from qex.core.word_match import Resolved
     from qex.store.paths import Paths
 
@@ -48,14 +49,32 @@ def send(outcome: Outcome, success: str, request: Callable[..., object], *args: 
     """Make one request; print `success` on stdout, or the coordinator's refusal on stderr
     (and note its code). Any other failure ends the command."""
     from qex.client.errors import Refused
-    from qex.core.names import printable_line
 
     try:
         request(*args)
     except Refused as exc:
-        warn(printable_line(exc.message))
-        outcome.fail(code_for(exc, outcome.command))
+        _refused(outcome, exc)
         return False
     print(success, flush=True)
     return True
+
+
+def report(outcome: Outcome, success: str, answer: dict[str, Any]) -> bool:
+    """`send` for a request already answered: one job's answer in a `cancel_many`'s list."""
+    from qex.client.errors import Refused
+    from qex.core.protocol import error_of
+
+    failed = error_of(answer)
+    if failed is not None:
+        _refused(outcome, Refused(*failed))
+        return False
+    print(success, flush=True)
+    return True
+
+
+def _refused(outcome: Outcome, exc: Refused) -> None:
+    from qex.core.names import printable_line
+
+    warn(printable_line(exc.message))
+    outcome.fail(code_for(exc, outcome.command))
 

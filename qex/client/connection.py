@@ -24,7 +24,7 @@ import _socket as socket  # the C module: `socket` adds enums and selectors, unu
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from qex.client import starting
@@ -371,6 +371,21 @@ class Connection:
 
     def cancel(self, job_id: str) -> None:
         self.call(protocol.cancel(job_id))
+
+    def cancel_many(self, job_ids: Sequence[str]) -> list[dict[str, Any]] | None:
+        """The answer to each job's cancel, in order (refusals among them); None from a
+        coordinator older than the request, which then cancelled nothing."""
+        message = protocol.cancel_many(job_ids)
+        answer = self.request(message)
+        if protocol.unknown_request(answer):
+            return None
+        check(message, answer)
+        answers = protocol.cancel_many_answers(answer, len(job_ids))
+        if answers is None:
+            raise Unreachable(
+                "the coordinator did not answer each cancel of `cancel_many`; a coordinator "
+                "of a different qex may be running, so run `qex version`")
+        return answers
 
     def clean(self, job_id: str) -> None:
         self.call(protocol.clean(job_id))

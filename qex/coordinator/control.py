@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Sequence
 from typing import Any
 
 from qex.coordinator.log import log
@@ -129,24 +130,70 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any], *,
                   wakes: SubmissionWakes | None = None) -> dict[str, Any]:
     """`wakes`: the connection's run of changes, which wakes the scheduler for the cancels
     of a group at most once per its gap instead of once per job (None: at once)."""
-    found = _job_or_error(coord, message)
+    found = _queued_or_error(coord, message.get("id"))
     if isinstance(found, dict):
         return found
     job = found
-    if job.state == State.QUEUED:
-        try:
-            cancel(coord, job, error=None, strict=True,
-                   wake=wakes is None or wakes.wake_now())
-        except OSError as exc:
-            # A cancel that lived only in memory would be undone by a restart (the disk
-            # still says `queued`, and the job runs), so the person must hear of it.
-            from qex.coordinator.state import describe_os_error
+    try:
+        cancel(coord, job, error=None, strict=True, wake=wakes is None or wakes.wake_now())
+    except OSError as exc:
+        return _unrecorded_cancel(job, exc)
+    return protocol.ok()
 
-            return protocol.error(protocol.INTERNAL, (
-                f"qex could not record the cancel of the job {job.id} "
-                f"({describe_os_error(exc)}), so the job stays queued; free space in the "
-                "state directory and cancel it again"))
-        return protocol.ok()
+
+#: How many jobs of a `cancel_many` request share one batch of syncs: the coordinator
+#: answers nobody else while a batch is written (a few ms for 64 on a disk), and yields
+#: between batches.
+CANCEL_BATCH = 64
+
+
+def cancel_batch(coord: Coordinator, job_ids: Sequence[object], *,
+                 wakes: SubmissionWakes | None = None) -> list[dict[str, Any]]:
+    """The answers that `handle_cancel` gives for each of `job_ids` in turn, with the
+    cancelled records of the queued ones written together (`Coordinator.finish_together`):
+    one batch of a `cancel_many` request.
+
+    An id that the batch names twice is answered, after the rest, as a second request
+    would be. When the batch's write fails, each queued job is tried alone, so that every
+    answer says whether its own job left the queue."""
+    answers: list[dict[str, Any] | None] = []
+    chosen: dict[str, Job] = {}
+    again: dict[int, None] = {}  # in order
+    for index, job_id in enumerate(job_ids):
+        if isinstance(job_id, str) and job_id in chosen:
+            again[index] = None
+            answers.append(None)
+            continue
+        found = _queued_or_error(coord, job_id)
+        if isinstance(found, dict):
+            answers.append(found)
+            continue
+        chosen[found.id] = found
+        answers.append(None)
+    jobs = list(chosen.values())
+    try:
+        _cancel_together(coord, jobs)
+    except OSError:
+        outcomes = [handle_cancel(coord, {"id": job.id}, wakes=wakes) for job in jobs]
+    else:
+        if jobs and (wakes is None or wakes.wake_now()):
+            coord.kick()
+        outcomes = [protocol.ok() for _job in jobs]
+    filled = iter(outcomes)
+    for index, answer in enumerate(answers):
+        if answer is None and index not in again:
+            answers[index] = next(filled)
+    for index in again:
+        answers[index] = handle_cancel(coord, {"id": job_ids[index]}, wakes=wakes)
+    return [answer for answer in answers if answer is not None]
+
+
+def _queued_or_error(coord: Coordinator, job_id: object) -> Job | dict[str, Any]:
+    """The queued job that a cancel names, or the answer that refuses it."""
+    found = _job_or_error(coord, {"id": job_id})
+    if isinstance(found, dict) or found.state == State.QUEUED:
+        return found
+    job = found
     if job.active:
         return protocol.error(protocol.WRONG_STATE, (
             f"the job {job.id} operates now, so it is no longer in the queue; use "
@@ -154,6 +201,27 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any], *,
     return protocol.error(protocol.WRONG_STATE, (
         f"the job {job.id} already stopped in the state `{job.record.state}`, so there is "
         "nothing to cancel"))
+
+
+def _unrecorded_cancel(job: Job, exc: OSError) -> dict[str, Any]:
+    # A cancel that lived only in memory would be undone by a restart (the disk still says
+    # `queued`, and the job runs), so the person must hear of it.
+    from qex.coordinator.state import describe_os_error
+
+    return protocol.error(protocol.INTERNAL, (
+        f"qex could not record the cancel of the job {job.id} ({describe_os_error(exc)}), "
+        "so the job stays queued; free space in the state directory and cancel it again"))
+
+
+def _cancel_together(coord: Coordinator, jobs: Sequence[Job]) -> None:
+    """`cancel(strict=True)` of several queued jobs, their records written together; the
+    caller wakes the scheduler."""
+    if not jobs:
+        return
+    coord.finish_together(jobs, State.CANCELLED, error=None, wake=False)
+    for job in jobs:
+        _leave_engine(coord, job)
+        log(f"the job {label(job.record)} left the queue (cancelled)")
 
 
 def cancel(coord: Coordinator, job: Job, *, error: str | None, strict: bool = False,

@@ -167,6 +167,7 @@ class Server:
             Op.WAIT: self._wait,
             Op.KILL: self._kill,
             Op.CANCEL: self._cancel,
+            Op.CANCEL_MANY: self._cancel_many,
             Op.CLEAN: self._clean,
             Op.PAUSE: self._pause,
             Op.RESUME: self._resume,
@@ -365,6 +366,24 @@ class Server:
 
     async def _cancel(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return control.handle_cancel(self.coord, message, wakes=client.run_wakes(self.coord))
+
+    async def _cancel_many(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        """The cancels of `qex cancel GROUP` (or of several ids) in one request: the jobs'
+        records are written in batches whose syncs go side by side, where a request per job
+        waited for its own. Other connections are served between batches."""
+        job_ids = message.get("ids")
+        if not isinstance(job_ids, list):
+            return protocol.error(protocol.REFUSED, (
+                "the request `cancel_many` names its jobs in `ids`, a list of job ids; this "
+                "one has none, so nothing was cancelled"))
+        wakes = client.run_wakes(self.coord)
+        answers: list[dict[str, Any]] = []
+        for start in range(0, len(job_ids), control.CANCEL_BATCH):
+            if start:
+                await asyncio.sleep(0)
+            answers += control.cancel_batch(
+                self.coord, job_ids[start:start + control.CANCEL_BATCH], wakes=wakes)
+        return protocol.ok(answers=answers)
 
     async def _clean(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         return control.handle_clean(self.coord, message)

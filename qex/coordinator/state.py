@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -650,10 +650,36 @@ class Coordinator:
         which must not seem done while a restart would run the job); otherwise a failed
         write keeps the record in memory and is tried again (`write_logged`). `wake`: False
         when the caller's run of changes wakes the scheduler itself (`SubmissionWakes`)."""
-        now = self.now()
-        record = shallow_copy(job.record) if strict else job.record
+        record = self._final_record(job, state, error=error, caused_by=caused_by,
+                                    copy=strict)
+        if strict:
+            job_files.write_status(job.dir, record)  # raises OSError: nothing changed yet
+            job.record = record
+            self._written(job)
+        self._ended(job, written=strict, hook=hook, wake=wake)
+
+    def finish_together(self, jobs: Sequence[Job], state: State, *, error: str | None,
+                        wake: bool = True) -> None:
+        """`finish(strict=True)` for several jobs, their records' syncs side by side
+        (`job_files.write_statuses`): a person's cancel of many queued jobs. Raises the
+        OSError of a write that fails with every job as it was."""
+        pairs = [(job, self._final_record(job, state, error=error, caused_by=None, copy=True))
+                 for job in jobs]
+        job_files.write_statuses([(job.dir, record) for job, record in pairs])
+        for job, record in pairs:
+            job.record = record
+            self._written(job)
+            self._ended(job, written=True, hook=True, wake=False)
+        if wake and jobs:
+            self.kick()
+
+    def _final_record(self, job: Job, state: State, *, error: str | None,
+                      caused_by: str | None, copy: bool) -> JobStatus:
+        """The job's record in its final `state`; a copy when the disk must take it before
+        the job may change (`copy`), else the job's own record, changed in place."""
+        record = shallow_copy(job.record) if copy else job.record
         record.state = state
-        record.finished_at = now
+        record.finished_at = self.now()
         record.blocked_reason = None
         record.blocked_since = None
         record.error = error
@@ -663,13 +689,15 @@ class Coordinator:
             record.last_pid = record.pid
             record.pid = None
         record.pid_start_token = None
-        if strict:
-            job_files.write_status(job.dir, record)  # raises OSError: nothing changed yet
-            job.record = record
-            self._written(job)
+        return record
+
+    def _ended(self, job: Job, *, written: bool, hook: bool, wake: bool) -> None:
+        """What follows a final record that the coordinator made: the job leaves the queue,
+        its record is written (unless `written`), readers and waiters hear of it, its hook
+        runs, and the scheduler looks again (`wake`)."""
         job.end_watch()
         self._left_queue(job)
-        if not strict:
+        if not written:
             self.write_logged(job)
         self.publish(job)
         self.wake_waiters(job.id)

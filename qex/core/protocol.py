@@ -21,6 +21,8 @@ Requests (op -> fields -> answer):
   wait         id                        -> status {status} once the job is final
   kill         id, signal, grace_secs    -> ok
   cancel       id                        -> ok
+  cancel_many  ids                       -> ok {answers: what `cancel` answers for each id,
+               in order} (the records of a batch are written together)
   clean        id                        -> ok
   events       since                     -> a stream of `event` answers
   pause        target, reason, until, by_pid, drain -> pause_state
@@ -47,7 +49,7 @@ CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
     "job-changed", "oom-retry", "enforce", "engine-slurm", "dependency-words", "job-file-text",
-    "each-line-text", "each-line-parts",
+    "each-line-text", "each-line-parts", "cancel-many",
 )
 #: The capability of a coordinator whose `submit_words` takes `needs` and `after` as the
 #: words a person typed, and resolves them itself (`qex.coordinator.submit_words`).
@@ -96,6 +98,8 @@ class Op:
     WAIT: Final = "wait"
     KILL: Final = "kill"
     CANCEL: Final = "cancel"
+    #: Several cancels in one request, answered together (`cancel_many`).
+    CANCEL_MANY: Final = "cancel_many"
     CLEAN: Final = "clean"
     EVENTS: Final = "events"
     PAUSE: Final = "pause"
@@ -142,6 +146,7 @@ ANSWERS: dict[str, str] = {
     Op.WAIT: Result.STATUS,
     Op.KILL: Result.OK,
     Op.CANCEL: Result.OK,
+    Op.CANCEL_MANY: Result.OK,
     Op.CLEAN: Result.OK,
     Op.EVENTS: Result.EVENT,
     Op.PAUSE: Result.PAUSE_STATE,
@@ -303,6 +308,23 @@ def kill(job_id: str, signal: int, grace_secs: float | None) -> dict[str, Any]:
 
 def cancel(job_id: str) -> dict[str, Any]:
     return {"op": Op.CANCEL, "id": job_id}
+
+
+def cancel_many(job_ids: Iterable[str]) -> dict[str, Any]:
+    """Cancels of several jobs in one request. A coordinator older than it answers
+    `unknown_request`, and the command sends a `cancel` per job instead."""
+    return {"op": Op.CANCEL_MANY, "ids": list(job_ids)}
+
+
+def cancel_many_answers(answer: dict[str, Any], count: int) -> list[dict[str, Any]] | None:
+    """The answers to the `count` cancels of a `cancel_many` request, in order; None when
+    the answer does not hold them (a coordinator of a different qex)."""
+    answers = answer.get("answers")
+    if not isinstance(answers, list) or len(answers) != count or not all(
+            isinstance(one, dict) and one.get("result") in (Result.OK, Result.ERROR)
+            for one in answers):
+        return None
+    return answers
 
 
 def clean(job_id: str) -> dict[str, Any]:

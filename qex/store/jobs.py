@@ -116,6 +116,22 @@ def write_status(job_dir: Path, status: JobStatus, *, sync_dir: bool = True) -> 
     return record
 
 
+def write_statuses(items: list[tuple[Path, JobStatus]]) -> None:
+    """`write_status` for several jobs at once, their syncs side by side: every record
+    staged, the files' data synced together and renamed, then the job directories synced
+    together. Records written one after another each waited for a sync of their own (a
+    person's cancel of a large group, about 1 ms a job on this machine's disk).
+
+    Raises OSError with every record as it was when a write or a sync fails, the usual
+    case (a full disk, a failing device): nothing is renamed before every file's data is on
+    the disk. Only a rename that fails after others went through (which no local file
+    system does for a file beside its target) leaves those others written."""
+    staged = atomic.stage_files([(job_dir / STATUS, atomic.json_bytes(status.to_dict()))
+                                 for job_dir, status in items])
+    atomic.commit_files(staged)
+    atomic.fsync_dirs([job_dir for job_dir, _status in items])
+
+
 def read_status(job_dir: Path) -> JobStatus | None:
     data = atomic.read_json(job_dir / STATUS)
     if not isinstance(data, dict):

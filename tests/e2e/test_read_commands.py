@@ -185,6 +185,36 @@ def test_kill_and_cancel(qex_env: Env) -> None:
     qex_env.run("resume", check=True)
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "click"])
+def test_a_group_of_more_jobs_than_a_batch_leaves_the_queue(qex_env: Env, fast: bool) -> None:
+    """`qex cancel GROUP` sends its queued stages in one request, which the coordinator
+    writes in batches: each stage's line in order, a stage stopped before reported, every
+    record `cancelled` on disk, and the queue empty."""
+    qex_env.run("pause", "queue", check=True)
+    lines = qex_env.root / "lines.txt"
+    lines.write_text("".join(f"{n}\n" for n in range(150)))
+    group = qex_env.submit("--each-line", str(lines), "--max-jobs", "150", "--", "true", "{}")
+    stages = [job["id"] for job in sorted(
+        (j for j in json.loads(qex_env.run("list", "--json", check=True).stdout)
+         if j.get("group") == group), key=lambda j: j["submitted_at"])]
+    assert len(stages) == 150
+    qex_env.run("cancel", stages[7], check=True)
+    env = None if fast else {"QEX_NO_FAST_PATH": "1"}
+    out = qex_env.run("cancel", group, check=True, extra_env=env)
+    shown = out.stdout.splitlines()
+    assert len(shown) == 150
+    assert f"{stages[7]} had already stopped (state `cancelled`)" in shown
+    left = [line.split()[0] for line in shown if line.endswith(" left the queue")]
+    assert sorted(left) == sorted(s for s in stages if s != stages[7])
+    assert {qex_env.record(s)["state"] for s in stages} == {"cancelled"}
+    for stage in stages[::30]:
+        on_disk = json.loads((qex_env.state / "jobs" / stage / "status.json").read_text())
+        assert on_disk["state"] == "cancelled" and on_disk["finished_at"]
+    again = qex_env.run("cancel", stages[0], stages[1], extra_env=env)
+    assert again.returncode == 1 and again.stderr.count("nothing to cancel") == 2
+    qex_env.run("resume", check=True)
+
+
 # --- clean / gc / du --------------------------------------------------------------------
 
 

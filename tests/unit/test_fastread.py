@@ -54,17 +54,27 @@ class _Wire:
 
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
+        #: False: a coordinator older than `cancel_many`.
+        self.knows_many = True
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
         self.sent.append(message)
         op, word = message["op"], message.get("id") or message.get("word")
+        if op == "cancel_many":
+            if not self.knows_many:
+                return protocol.unknown(op)
+            return {"result": "ok", "answers": [self._stop(one) for one in message["ids"]]}
         if op == "status":
             return ({"result": "status", "status": {"id": word, "state": "queued"}}
                     if word in IDS else {"result": "error", "kind": "no_such_job"})
         if op == "list":
             jobs = [{"id": i, "state": "queued"} for i in IDS if i.startswith(str(word))]
             return {"result": "jobs", "jobs": jobs}
-        if word == DONE:
+        return self._stop(word)
+
+    @staticmethod
+    def _stop(job_id: object) -> dict[str, Any]:
+        if job_id == DONE:
             return {"result": "error", "kind": "wrong_state", "message": "it had stopped"}
         return {"result": "ok"}
 
@@ -107,6 +117,33 @@ def test_cancels_say_that_the_jobs_left_the_queue(wire: _Wire,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert fastread.stop([IDS[0], IDS[1]], "cancel") == 0
     assert capsys.readouterr().out == f"{IDS[0]} left the queue\n{IDS[1]} left the queue\n"
+    stops = [m for m in wire.sent if m["op"] not in ("status", "list")]
+    assert stops == [protocol.cancel_many([IDS[0], IDS[1]])]  # one request for both
+
+
+@pytest.mark.parametrize("knows_many", [True, False])
+def test_several_cancels_answer_in_order_with_the_first_refusal_s_code(
+        wire: _Wire, capsys: pytest.CaptureFixture[str], knows_many: bool) -> None:
+    """Each job's line or refusal in the order named, from one `cancel_many` request or,
+    from a coordinator older than it, from a `cancel` per job."""
+    wire.knows_many = knows_many
+    assert fastread.stop([IDS[1], DONE, IDS[0]], "cancel") == 1
+    shown = capsys.readouterr()
+    assert shown.out == f"{IDS[1]} left the queue\n{IDS[0]} left the queue\n"
+    assert shown.err == "qex: it had stopped\n"
+    stops = [m for m in wire.sent if m["op"] not in ("status", "list")]
+    many = protocol.cancel_many([IDS[1], DONE, IDS[0]])
+    assert stops == ([many] if knows_many else
+                     [many, *(protocol.cancel(job) for job in (IDS[1], DONE, IDS[0]))])
+
+
+def test_a_cancel_many_answer_without_each_answer_is_a_different_qex(
+        wire: _Wire, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qex.client.errors import Unreachable
+
+    monkeypatch.setattr(wire, "_stop", lambda _job: {"result": "status"})
+    with pytest.raises(Unreachable, match="different qex"):
+        fastread.stop([IDS[0], IDS[1]], "cancel")
 
 
 class _SlowWire:

@@ -108,3 +108,35 @@ def test_the_protocol_module_imports_no_typing_json_re_or_enum() -> None:
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ({"result": "ok", "answers": [{"result": "ok"},
+                                  {"result": "error", "kind": "wrong_state", "message": "m"}]},
+     [{"result": "ok"}, {"result": "error", "kind": "wrong_state", "message": "m"}]),
+    (protocol.unknown(Op.CANCEL_MANY), None),
+])
+def test_cancel_many_gives_each_answer_or_none_from_an_older_coordinator(
+        answer: dict[str, Any], expected: Any) -> None:
+    conn = object.__new__(Connection)
+    sent: list[dict[str, Any]] = []
+    conn.request = lambda message, timeout=None: (sent.append(message), answer)[1]  # type: ignore[method-assign]
+    assert conn.cancel_many(["a", "b"]) == expected
+    assert sent == [{"op": "cancel_many", "ids": ["a", "b"]}]
+
+
+@pytest.mark.parametrize("answer", [
+    {"result": "ok"}, {"result": "ok", "answers": [{"result": "ok"}]},
+    {"result": "ok", "answers": [{"result": "ok"}, {"result": "status"}]},
+    {"result": "ok", "answers": "no"},
+])
+def test_a_cancel_many_answer_that_misses_answers_is_a_different_qex(
+        answer: dict[str, Any]) -> None:
+    conn = object.__new__(Connection)
+    conn.request = lambda message, timeout=None: answer  # type: ignore[method-assign]
+    with pytest.raises(Unreachable, match="different qex"):
+        conn.cancel_many(["a", "b"])
+    with pytest.raises(Refused):
+        conn.request = lambda message, timeout=None: protocol.error(  # type: ignore[method-assign]
+            protocol.REFUSED, "no ids")
+        conn.cancel_many(["a", "b"])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qex.cli.stop_core import DEQUEUE, REPORT, SEND, stop_plan
+from qex.cli.stop_core import DEQUEUE, REPORT, SEND, cancels, steps, stop_plan
 from qex.core.state_words import FINAL_WORDS
 
 STATES = ["queued", "starting", "running", "stopping", *sorted(FINAL_WORDS)]
@@ -60,3 +62,72 @@ def test_every_job_once_and_the_queued_stages_first(named: list[Any]) -> None:
             assert record["state"] in FINAL_WORDS
         if what == DEQUEUE:
             assert record["state"] == "queued"
+
+
+def test_the_steps_of_a_group_s_kill_and_of_a_list_of_cancels() -> None:
+    """The queued stages of a killed group leave in one request; a `cancel` of several
+    jobs is one request between the reports that split it."""
+    stages = [_rec("a", "completed"), _rec("b", "running"), _rec("c", "queued"),
+              _rec("d", "queued")]
+    plan = stop_plan([(stages, "g")])
+    assert [[r["id"] for r, _ in step] for step in steps(plan, "kill")] == [
+        ["c", "d"], ["a"], ["b"]]
+    assert [[r["id"] for r, _ in step] for step in steps(plan, "cancel")] == [
+        ["c", "d"], ["a"], ["b"]]
+    alone = stop_plan([([_rec(i, "queued")], None) for i in "xyz"])
+    assert [[r["id"] for r, _ in step] for step in steps(alone, "cancel")] == [["x", "y", "z"]]
+    assert [[r["id"] for r, _ in step] for step in steps(alone, "kill")] == [["x"], ["y"], ["z"]]
+
+
+@given(_named, st.sampled_from(["kill", "cancel"]))
+def test_the_steps_keep_the_plan_and_join_only_cancels(named: list[Any], verb: str) -> None:
+    plan = stop_plan([([_rec(i, s) for i, s in recs], group) for recs, group in named])
+    found = steps(plan, verb)
+    assert [item for step in found for item in step] == plan
+    for step in found:
+        assert step and (len(step) == 1 or all(cancels(what, verb) for _, what in step))
+    for before, after in pairwise(found):  # runs are maximal
+        assert not (cancels(before[-1][1], verb) and cancels(after[0][1], verb))
+
+
+class _Conn:
+    """The full client's connection, as `_cancel_run` uses it."""
+
+    def __init__(self, knows_many: bool) -> None:
+        self.knows_many = knows_many
+        self.sent: list[tuple[str, Any]] = []
+
+    def cancel_many(self, job_ids: list[str]) -> list[dict[str, Any]] | None:
+        self.sent.append(("cancel_many", list(job_ids)))
+        return [self._answer(j) for j in job_ids] if self.knows_many else None
+
+    def cancel(self, job_id: str) -> None:
+        from qex.client.errors import Refused
+
+        self.sent.append(("cancel", job_id))
+        answer = self._answer(job_id)
+        if answer["result"] == "error":
+            raise Refused(answer["kind"], answer["message"])
+
+    @staticmethod
+    def _answer(job_id: str) -> dict[str, Any]:
+        if job_id == "b":
+            return {"result": "error", "kind": "no_such_job", "message": "there is no job b"}
+        return {"result": "ok"}
+
+
+@pytest.mark.parametrize("knows_many", [True, False])
+def test_the_full_body_sends_a_run_of_cancels_at_once(
+        knows_many: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    from qex.cli.stop_core import _cancel_run
+    from qex.cli.stop_jobs import Outcome
+
+    conn = _Conn(knows_many)
+    outcome = Outcome("cancel")
+    _cancel_run(outcome, conn, ["a", "b", "c"])
+    shown = capsys.readouterr()
+    assert shown.out == "a left the queue\nc left the queue\n"
+    assert shown.err == "qex: there is no job b\n"
+    assert outcome.code == 127
+    assert conn.sent == [("cancel_many", ["a", "b", "c"])] + (
+        [] if knows_many else [("cancel", "a"), ("cancel", "b"), ("cancel", "c")])
