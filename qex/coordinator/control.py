@@ -218,7 +218,8 @@ def _cancel_together(coord: Coordinator, jobs: Sequence[Job]) -> None:
     caller wakes the scheduler."""
     if not jobs:
         return
-    coord.finish_together(jobs, State.CANCELLED, error=None, wake=False)
+    coord.finish_together([(job, None, None) for job in jobs], State.CANCELLED, strict=True,
+                          wake=False)
     for job in jobs:
         _leave_engine(coord, job)
         log(f"the job {label(job.record)} left the queue (cancelled)")

@@ -229,15 +229,19 @@ def apply(coord: Coordinator, decision: Decision) -> None:
         record.passed_by = update.passed_by
         coord.defer_write(job)
         coord.publish(job)
+    skipped: dict[str, tuple[Job, str | None, str | None]] = {}
     for skip in decision.skips:
         job = coord.jobs.get(skip.id)
         if job is not None and job.state == State.QUEUED:
-            coord.finish(job, State.SKIPPED, error=skip.error, caused_by=skip.caused_by)
+            skipped[job.id] = (job, skip.error, skip.caused_by)
+    _finish_in_batches(coord, list(skipped.values()), State.SKIPPED)
+    expired: dict[str, tuple[Job, str | None, str | None]] = {}
     for expiry in decision.expiries:
         job = coord.jobs.get(expiry.id)
         if job is None or job.state != State.QUEUED or job.record.started_at is not None:
             continue
-        coord.finish(job, State.EXPIRED, error=expiry.error)
+        expired[job.id] = (job, expiry.error, None)
+    _finish_in_batches(coord, list(expired.values()), State.EXPIRED)
     holding = coord.disk_wait_until is not None and coord.now() < coord.disk_wait_until
     for start in () if holding else decision.starts:
         job = coord.jobs.get(start.id)
@@ -248,6 +252,20 @@ def apply(coord: Coordinator, decision: Decision) -> None:
     if decision.skips or decision.expiries:
         # A skip can break the jobs that need the skipped one: look again at once.
         coord.kick()
+
+
+#: How many jobs that a pass skips or expires share one batch of syncs
+#: (`Coordinator.finish_together`, which holds a descriptor per record of a batch).
+FINISH_BATCH = 64
+
+
+def _finish_in_batches(coord: Coordinator, ends: list[tuple[Job, str | None, str | None]],
+                       state: State) -> None:
+    """The jobs that a pass skipped or expired, their records written a batch at a time;
+    `apply` wakes the scheduler once for all of them."""
+    for start in range(0, len(ends), FINISH_BATCH):
+        coord.finish_together(ends[start:start + FINISH_BATCH], state, strict=False,
+                              wake=False)
 
 
 def start_job(coord: Coordinator, job: Job, assigned: dict[str, AssignmentPart],

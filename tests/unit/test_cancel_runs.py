@@ -311,3 +311,77 @@ def test_several_records_share_two_rounds_of_syncs(tmp_path: Path,
     job_files.write_statuses([(job.dir, rec) for job, rec in zip(jobs, final, strict=True)])
     assert rounds == [(3, False), (3, True)]
     assert [job_files.read_status(job.dir) for job in jobs] == final
+
+
+# -- the skips and expiries of one pass, their records written together ----------------------
+
+def test_a_pass_writes_its_skips_and_expiries_in_batches(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """150 skips and 3 expiries: batches of 64, 64 and 22, then one of 3; each record on the
+    disk final with its reason; the scheduler woken once; a job that a pass names twice, or
+    that no longer waits, is finished once or not at all."""
+    from qex.coordinator import scheduling
+    from qex.core.scheduler_types import Decision, Expiry, Skip
+
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        jobs = _queued(coord, 155)
+        jobs[154].record.state = "running"
+        coord.queue.discard(jobs[154].id)
+        batches: list[int] = []
+        real = job_files.write_statuses
+        monkeypatch.setattr(job_files, "write_statuses",
+                            lambda items: (batches.append(len(items)), real(items))[1])
+        monkeypatch.setattr(job_files, "write_status", None)  # a write alone would fail
+        kicks: list[None] = []
+        monkeypatch.setattr(coord, "kick", lambda: kicks.append(None))
+        skips = tuple(Skip(id=job.id, error=f"needs {job.id[:4]}", caused_by="c0ffee")
+                      for job in [*jobs[:150], jobs[3], jobs[154]])
+        expiries = tuple(Expiry(id=job.id, error="waited too long")
+                         for job in [*jobs[150:153], jobs[0]])
+        scheduling.apply(coord, Decision(skips=skips, expiries=expiries))
+        assert batches == [64, 64, 22, 3]
+        assert len(kicks) == 1
+        assert coord.queue == [jobs[153].id]
+        for job in jobs[:150]:
+            on_disk = job_files.read_status(job.dir)
+            assert on_disk == job.record
+            assert (on_disk.state, on_disk.error, on_disk.caused_by) == (
+                "skipped", f"needs {job.id[:4]}", "c0ffee")
+        assert [job_files.read_status(j.dir).state  # type: ignore[union-attr]
+                for j in jobs[150:154]] == ["expired", "expired", "expired", "queued"]
+        assert jobs[154].record.state == "running"
+
+    asyncio.run(body())
+
+
+def test_skips_the_disk_refuses_stay_in_memory_and_are_tried_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unlike a person's cancel, a skip is not refused: the jobs are skipped in memory, each
+    is tried alone, and a record that cannot be written waits for the next try."""
+    from qex.coordinator import scheduling
+    from qex.core.scheduler_types import Decision, Skip
+
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        jobs = _queued(coord, 5)
+        real_one = job_files.write_status
+
+        def full(*_args: Any, **_kwargs: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(job_files, "write_statuses", full)
+        monkeypatch.setattr(job_files, "write_status", full)
+        scheduling.apply(coord, Decision(skips=tuple(
+            Skip(id=job.id, error="no", caused_by=None) for job in jobs[:4])))
+        assert [job.record.state for job in jobs] == ["skipped"] * 4 + ["queued"]
+        assert coord.unwritten == {job.id for job in jobs[:4]}
+        assert coord.queue == [jobs[4].id]
+        assert {job_files.read_status(j.dir).state for j in jobs} == {"queued"}  # type: ignore[union-attr]
+        monkeypatch.setattr(job_files, "write_status", real_one)
+        coord.retry_unwritten()
+        assert coord.unwritten == set()
+        assert [job_files.read_status(j.dir).state  # type: ignore[union-attr]
+                for j in jobs] == ["skipped"] * 4 + ["queued"]
+
+    asyncio.run(body())
