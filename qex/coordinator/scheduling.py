@@ -233,14 +233,14 @@ def apply(coord: Coordinator, decision: Decision) -> None:
     for skip in decision.skips:
         job = coord.jobs.get(skip.id)
         if job is not None and job.state == State.QUEUED:
-            skipped[job.id] = (job, skip.error, skip.caused_by)
+            skipped.setdefault(job.id, (job, skip.error, skip.caused_by))  # the first
     _finish_in_batches(coord, list(skipped.values()), State.SKIPPED)
     expired: dict[str, tuple[Job, str | None, str | None]] = {}
     for expiry in decision.expiries:
         job = coord.jobs.get(expiry.id)
         if job is None or job.state != State.QUEUED or job.record.started_at is not None:
             continue
-        expired[job.id] = (job, expiry.error, None)
+        expired.setdefault(job.id, (job, expiry.error, None))
     _finish_in_batches(coord, list(expired.values()), State.EXPIRED)
     holding = coord.disk_wait_until is not None and coord.now() < coord.disk_wait_until
     for start in () if holding else decision.starts:

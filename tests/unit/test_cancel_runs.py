@@ -335,8 +335,9 @@ def test_a_pass_writes_its_skips_and_expiries_in_batches(tmp_path: Path,
         monkeypatch.setattr(job_files, "write_status", None)  # a write alone would fail
         kicks: list[None] = []
         monkeypatch.setattr(coord, "kick", lambda: kicks.append(None))
-        skips = tuple(Skip(id=job.id, error=f"needs {job.id[:4]}", caused_by="c0ffee")
-                      for job in [*jobs[:150], jobs[3], jobs[154]])
+        skips = (*(Skip(id=job.id, error=f"needs {job.id[:4]}", caused_by="c0ffee")
+                   for job in [*jobs[:150], jobs[154]]),
+                 Skip(id=jobs[3].id, error="named again", caused_by=None))
         expiries = tuple(Expiry(id=job.id, error="waited too long")
                          for job in [*jobs[150:153], jobs[0]])
         scheduling.apply(coord, Decision(skips=skips, expiries=expiries))
