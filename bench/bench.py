@@ -752,6 +752,26 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
           f"({cancelled * 1000 / filled:.2f} ms per job)")
     qex(env, "kill", *holders, check=False)
     settle(env)
+    skipped_group(env, root, filled)
+
+
+def skipped_group(env: dict[str, str], root: Path, count: int) -> None:
+    """A fan-out of `count` jobs that all need one job that fails: the time from the
+    resume of the queue to the end of `qex wait GROUP`, in which the coordinator skips every
+    stage and writes its record."""
+    qex(env, "pause", "queue")
+    failing = submit_id(env, "--", "false")
+    lines = root / "skip-lines.txt"
+    lines.write_text("".join(f"{i}\n" for i in range(count)))
+    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(count),
+                "--needs", failing, "--cpu", "1", "--mem", "16MB", "--", "true", "{}"
+                ).stdout.strip()
+    started = time.perf_counter()
+    qex(env, "resume", "queue")
+    qex(env, "wait", "-q", group, check=False)
+    took = time.perf_counter() - started
+    print(f"{f'a failed need skips {count} jobs':<34} {took * 1000:>8.0f} ms  "
+          f"({took * 1000 / count:.2f} ms per job, from the resume to `wait GROUP`)")
 
 
 def learned_store(env: dict[str, str], root: Path, reps: int, commands: int = 5000) -> None:
