@@ -75,6 +75,39 @@ def test_a_fan_out_that_fills_the_disk_keeps_what_it_queued_and_runs_each_job_on
     fault_env.logs_within_cap()
 
 
+def test_a_group_cancel_on_a_full_disk_leaves_every_job_queued_and_says_so(
+        fault_env: FaultEnv, small_disk: Disk) -> None:
+    """`qex cancel GROUP` sends its 70 jobs in one request, written in batches: on a full
+    disk each job is refused with the cause, and each stays queued in the coordinator and on
+    the disk (a cancel kept only in memory would be undone by a restart). Once there is
+    room, the same command cancels them all, and none of them ever runs."""
+    fault_env.run("pause", "queue", check=True)
+    lines = fault_env.root / "lines.txt"
+    lines.write_text("".join(f"{i}\n" for i in range(70)))
+    command, marker = marker_job(fault_env, "cancelled", "true")
+    group = fault_env.run(*SUBMIT, "--each-line", str(lines), "--", *command, "{}",
+                          check=True).stdout.strip()
+    queued = [r["id"] for r in fault_env.answers()]
+    assert len(queued) == 70
+    small_disk.fill()
+    proc = fault_env.run("cancel", group)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.count("stays queued") == 70, proc.stderr[-2000:]
+    assert {r["state"] for r in fault_env.answers()} == {"queued"}
+    for job in queued:
+        assert fault_env.record(job)["state"] == "queued"
+    small_disk.free()
+    proc = fault_env.run("cancel", group, check=True)
+    assert proc.stdout.count("left the queue") == 70
+    for job in queued:
+        assert fault_env.record(job)["state"] == "cancelled"
+    fault_env.run("resume", "queue", check=True)
+    assert {r["state"] for r in fault_env.answers()} == {"cancelled"}
+    assert runs(marker) == 0
+    fault_env.logs_within_cap()
+
+
 def test_a_job_whose_start_cannot_be_recorded_stays_queued_and_runs_once(
         fault_env: FaultEnv, small_disk: Disk) -> None:
     # A job larger than the budget starts once the queue was idle for `settle`: a start that
