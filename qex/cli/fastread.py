@@ -527,7 +527,7 @@ def _cancel_run(ask: Callable[[dict[str, Any]], dict[str, Any]], verb: str,
     """Several cancels in one `cancel_many` request (`stop_core.steps`), each job's line
     or refusal printed in order; a coordinator older than that request gets a `cancel` per
     job. The first refusal's code, or 0."""
-    from qex.core.protocol import cancel_many_answers, unknown_request
+    from qex.core.protocol import each_answer, unknown_request
 
     message = {"op": "cancel_many", "ids": job_ids}  # protocol.cancel_many
     answer = ask(message)
@@ -540,13 +540,13 @@ def _cancel_run(ask: Callable[[dict[str, Any]], dict[str, Any]], verb: str,
         check(message, answer)  # raises the full client's error for this answer
         each = None
     else:
-        each = cancel_many_answers(answer, len(job_ids))
+        each = each_answer(answer, len(job_ids))
         if each is None:
             from qex.client.errors import Unreachable
 
             raise Unreachable(
-                "the coordinator did not answer each cancel of `cancel_many`; a coordinator "
-                "of a different qex may be running, so run `qex version`")
+                "the coordinator did not answer each request of `cancel_many`; a "
+                "coordinator of a different qex may be running, so run `qex version`")
     code = 0
     for index, job_id in enumerate(job_ids):
         message = {"op": "cancel", "id": job_id}  # protocol.cancel

@@ -79,3 +79,21 @@ def refusal(request: Callable[..., object], *args: Any) -> Refused | None:
         exc.message = printable_line(exc.message)
         return exc
     return None
+
+
+def cleaned(conn: Connection, job_ids: list[str]) -> list[Refused | None]:
+    """`refusal` of a `clean` for each of `job_ids`, in order, from one `clean_many`
+    request; a coordinator older than that request gets a `clean` per job."""
+    from qex.client.errors import Refused
+    from qex.core.protocol import error_of
+
+    if not job_ids:
+        return []
+    answers = conn.clean_many(job_ids)
+    if answers is None:
+        return [refusal(conn.clean, job_id) for job_id in job_ids]
+    found: list[Refused | None] = []
+    for answer in answers:
+        failed = error_of(answer)
+        found.append(None if failed is None else Refused(failed[0], printable_line(failed[1])))
+    return found

@@ -375,16 +375,23 @@ class Connection:
     def cancel_many(self, job_ids: Sequence[str]) -> list[dict[str, Any]] | None:
         """The answer to each job's cancel, in order (refusals among them); None from a
         coordinator older than the request, which then cancelled nothing."""
-        message = protocol.cancel_many(job_ids)
+        return self._each(protocol.cancel_many(job_ids), len(job_ids))
+
+    def clean_many(self, job_ids: Sequence[str]) -> list[dict[str, Any]] | None:
+        """The answer to each job's clean, in order (refusals among them); None from a
+        coordinator older than the request, which then deleted nothing."""
+        return self._each(protocol.clean_many(job_ids), len(job_ids))
+
+    def _each(self, message: dict[str, Any], count: int) -> list[dict[str, Any]] | None:
         answer = self.request(message)
         if protocol.unknown_request(answer):
             return None
         check(message, answer)
-        answers = protocol.cancel_many_answers(answer, len(job_ids))
+        answers = protocol.each_answer(answer, count)
         if answers is None:
             raise Unreachable(
-                "the coordinator did not answer each cancel of `cancel_many`; a coordinator "
-                "of a different qex may be running, so run `qex version`")
+                f"the coordinator did not answer each request of `{message['op']}`; a "
+                "coordinator of a different qex may be running, so run `qex version`")
         return answers
 
     def clean(self, job_id: str) -> None:

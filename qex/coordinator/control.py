@@ -141,10 +141,10 @@ def handle_cancel(coord: Coordinator, message: dict[str, Any], *,
     return protocol.ok()
 
 
-#: How many jobs of a `cancel_many` request share one batch of syncs: the coordinator
-#: answers nobody else while a batch is written (a few ms for 64 on a disk), and yields
-#: between batches.
-CANCEL_BATCH = 64
+#: How many jobs of a `cancel_many` or `clean_many` request are done in one turn of the
+#: loop (a cancel's batch shares its syncs): the coordinator answers nobody else while a
+#: batch is written (a few ms for 64 on a disk), and yields between batches.
+MANY_BATCH = 64
 
 
 def cancel_batch(coord: Coordinator, job_ids: Sequence[object], *,

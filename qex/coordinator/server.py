@@ -169,6 +169,7 @@ class Server:
             Op.CANCEL: self._cancel,
             Op.CANCEL_MANY: self._cancel_many,
             Op.CLEAN: self._clean,
+            Op.CLEAN_MANY: self._clean_many,
             Op.PAUSE: self._pause,
             Op.RESUME: self._resume,
             Op.PAUSE_STATE: self._pause_state,
@@ -370,19 +371,32 @@ class Server:
     async def _cancel_many(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
         """The cancels of `qex cancel GROUP` (or of several ids) in one request: the jobs'
         records are written in batches whose syncs go side by side, where a request per job
-        waited for its own. Other connections are served between batches."""
+        waited for its own."""
+        wakes = client.run_wakes(self.coord)
+        return await self._in_batches(message, lambda job_ids: control.cancel_batch(
+            self.coord, job_ids, wakes=wakes))
+
+    async def _clean_many(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:
+        """The deletions of `qex clean` and `qex gc` in one request, where a request per
+        record cost the command and the coordinator a round trip each."""
+        return await self._in_batches(message, lambda job_ids: [
+            control.handle_clean(self.coord, {"id": job_id}) for job_id in job_ids])
+
+    async def _in_batches(self, message: dict[str, Any],
+                          batch: Callable[[list[Any]], list[dict[str, Any]]]
+                          ) -> dict[str, Any]:
+        """A request that names many jobs (`ids`), answered job by job in order by `batch`,
+        `control.MANY_BATCH` jobs at a time; other connections are served between batches."""
         job_ids = message.get("ids")
         if not isinstance(job_ids, list):
             return protocol.error(protocol.REFUSED, (
-                "the request `cancel_many` names its jobs in `ids`, a list of job ids; this "
-                "one has none, so nothing was cancelled"))
-        wakes = client.run_wakes(self.coord)
+                f"the request `{message.get('op')}` names its jobs in `ids`, a list of job "
+                "ids; this one has none, so nothing was done"))
         answers: list[dict[str, Any]] = []
-        for start in range(0, len(job_ids), control.CANCEL_BATCH):
+        for start in range(0, len(job_ids), control.MANY_BATCH):
             if start:
                 await asyncio.sleep(0)
-            answers += control.cancel_batch(
-                self.coord, job_ids[start:start + control.CANCEL_BATCH], wakes=wakes)
+            answers += batch(job_ids[start:start + control.MANY_BATCH])
         return protocol.ok(answers=answers)
 
     async def _clean(self, client: Client, message: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,8 @@ Requests (op -> fields -> answer):
   cancel_many  ids                       -> ok {answers: what `cancel` answers for each id,
                in order} (the records of a batch are written together)
   clean        id                        -> ok
+  clean_many   ids                       -> ok {answers: what `clean` answers for each id,
+               in order}
   events       since                     -> a stream of `event` answers
   pause        target, reason, until, by_pid, drain -> pause_state
   resume       target                    -> pause_state
@@ -49,7 +51,7 @@ CAPABILITIES: tuple[str, ...] = (
     "dedupe", "dependencies", "events", "groups", "history", "learn", "locks",
     "max-queue-time", "own-job", "pause", "politeness", "pools", "retries",
     "job-changed", "oom-retry", "enforce", "engine-slurm", "dependency-words", "job-file-text",
-    "each-line-text", "each-line-parts", "cancel-many",
+    "each-line-text", "each-line-parts", "cancel-many", "clean-many",
 )
 #: The capability of a coordinator whose `submit_words` takes `needs` and `after` as the
 #: words a person typed, and resolves them itself (`qex.coordinator.submit_words`).
@@ -101,6 +103,8 @@ class Op:
     #: Several cancels in one request, answered together (`cancel_many`).
     CANCEL_MANY: Final = "cancel_many"
     CLEAN: Final = "clean"
+    #: Several cleans in one request, answered together (`clean_many`).
+    CLEAN_MANY: Final = "clean_many"
     EVENTS: Final = "events"
     PAUSE: Final = "pause"
     RESUME: Final = "resume"
@@ -148,6 +152,7 @@ ANSWERS: dict[str, str] = {
     Op.CANCEL: Result.OK,
     Op.CANCEL_MANY: Result.OK,
     Op.CLEAN: Result.OK,
+    Op.CLEAN_MANY: Result.OK,
     Op.EVENTS: Result.EVENT,
     Op.PAUSE: Result.PAUSE_STATE,
     Op.RESUME: Result.PAUSE_STATE,
@@ -316,9 +321,9 @@ def cancel_many(job_ids: Iterable[str]) -> dict[str, Any]:
     return {"op": Op.CANCEL_MANY, "ids": list(job_ids)}
 
 
-def cancel_many_answers(answer: dict[str, Any], count: int) -> list[dict[str, Any]] | None:
-    """The answers to the `count` cancels of a `cancel_many` request, in order; None when
-    the answer does not hold them (a coordinator of a different qex)."""
+def each_answer(answer: dict[str, Any], count: int) -> list[dict[str, Any]] | None:
+    """The answers to the `count` requests that a `cancel_many` or `clean_many` carried, in
+    order; None when the answer does not hold them (a coordinator of a different qex)."""
     answers = answer.get("answers")
     if not isinstance(answers, list) or len(answers) != count or not all(
             isinstance(one, dict) and one.get("result") in (Result.OK, Result.ERROR)
@@ -329,6 +334,12 @@ def cancel_many_answers(answer: dict[str, Any], count: int) -> list[dict[str, An
 
 def clean(job_id: str) -> dict[str, Any]:
     return {"op": Op.CLEAN, "id": job_id}
+
+
+def clean_many(job_ids: Iterable[str]) -> dict[str, Any]:
+    """The deletions of several jobs' records in one request. A coordinator older than it
+    answers `unknown_request`, and the command sends a `clean` per job instead."""
+    return {"op": Op.CLEAN_MANY, "ids": list(job_ids)}
 
 
 def events(since: str | None) -> dict[str, Any]:

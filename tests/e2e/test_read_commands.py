@@ -213,6 +213,14 @@ def test_a_group_of_more_jobs_than_a_batch_leaves_the_queue(qex_env: Env, fast: 
     again = qex_env.run("cancel", stages[0], stages[1], extra_env=env)
     assert again.returncode == 1 and again.stderr.count("nothing to cancel") == 2
     qex_env.run("resume", check=True)
+    if fast:
+        return
+    # The cleans of the group go in one request too: every record, in batches.
+    out = qex_env.run("clean", group, check=True)
+    assert "deleted 150 records" in out.stdout
+    assert not any((qex_env.state / "jobs" / stage).exists() for stage in stages)
+    gone = qex_env.run("status", stages[0])
+    assert gone.returncode == 127 and "deleted" in gone.stderr
 
 
 # --- clean / gc / du --------------------------------------------------------------------

@@ -115,11 +115,12 @@ def command(*, words: tuple[str, ...], all_jobs: bool, states: tuple[str, ...], 
 
 def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
             picked: list[dict[str, Any]]) -> int:
-    """Send one `clean` per record; report what went, what stayed and why."""
+    """Delete each record once, in one request (`reach.cleaned`); report what went, what
+    stayed and why."""
     from qex.cli.common import warn
     from qex.cli.disk_usage import tree_size
     from qex.cli.exits import code_for
-    from qex.cli.reach import refusal
+    from qex.cli.reach import cleaned
     from qex.core import protocol
     from qex.core.record_view import job_label, view
     from qex.core.units import format_size
@@ -128,15 +129,13 @@ def _delete(conn: Any, paths: Any, explicit: list[dict[str, Any]],
     deleted = 0
     freed = 0
     stayed: list[tuple[dict[str, Any], str]] = []
-    seen: set[str] = set()
     named = {str(r.get("id")) for r in explicit}
+    chosen: dict[str, dict[str, Any]] = {}  # each job once, in the order named
     for record in [*explicit, *picked]:
-        job_id = str(record.get("id"))
-        if job_id in seen:
-            continue
-        seen.add(job_id)
-        size = tree_size(paths.job_dir(job_id))
-        failed = refusal(conn.clean, job_id)
+        chosen.setdefault(str(record.get("id")), record)
+    sizes = [tree_size(paths.job_dir(job_id)) for job_id in chosen]
+    refusals = cleaned(conn, list(chosen))
+    for (job_id, record), size, failed in zip(chosen.items(), sizes, refusals, strict=True):
         if failed is None:
             deleted += 1
             freed += size
