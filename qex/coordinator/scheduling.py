@@ -215,6 +215,7 @@ def _track_idle(coord: Coordinator, now: float) -> None:
 
 
 def apply(coord: Coordinator, decision: Decision) -> None:
+    coord.dependencies_met(decision.settled)
     for job_id, update in decision.waits.items():
         job = coord.jobs.get(job_id)
         if job is None or job.state != State.QUEUED:

@@ -356,7 +356,8 @@ class Coordinator:
     _due: dict[str, None] = field(default_factory=dict)
     #: The ids of queued jobs with a `max_queue_time` (`timed_queued_jobs`), kept by `enqueue`.
     _timed: dict[str, None] = field(default_factory=dict)
-    #: The ids of queued jobs with a `needs` or an `after` (`awaited`), kept by `enqueue`.
+    #: The ids of queued jobs with a `needs` or an `after` (`awaited`), kept by `enqueue`,
+    #: less those whose dependencies are met for good (`dependencies_met`).
     _dependent: dict[str, None] = field(default_factory=dict)
     _flush_handle: asyncio.TimerHandle | None = None
     _turn_handle: asyncio.Handle | None = None
@@ -430,6 +431,15 @@ class Coordinator:
         """The queued jobs that have a `needs` or an `after` (an index, like
         `timed_queued_jobs`): a pass judges their dependencies without reading the queue."""
         return self._still_queued(self._dependent)
+
+    def dependencies_met(self, job_ids: Iterable[str]) -> None:
+        """Take queued jobs whose dependencies a pass found met for good out of the index of
+        dependent jobs (`Decision.settled`): every pass judged each of them again, and a
+        fan-out of 2,000 jobs that needed one job that had completed drained at 160 jobs/s,
+        against 290 for one that needed nothing. A job that joins the queue again is
+        indexed again by `enqueue`."""
+        for job_id in job_ids:
+            self._dependent.pop(job_id, None)
 
     def timed_queued_jobs(self) -> Iterator[Job]:
         """The queued jobs that have a `max_queue_time`; the others never expire. The loop

@@ -416,6 +416,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
         head_id=head.id if head is not None else None,
         head_blocker=HOLDERS.get(head_verdict.blocker or "") if head is not None else None,
         complete=complete,
+        settled=tuple(deps.met),
     )
 
 

@@ -23,6 +23,9 @@ class DependencyVerdicts:
     waiting: dict[str, str] = field(default_factory=dict)
     #: job id -> (caused_by, error) for the jobs to skip now
     skips: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: The jobs with nothing left to wait for and nothing that rules them out: a state that
+    #: made them so is final, so it stays so (`Decision.settled`).
+    met: list[str] = field(default_factory=list)
 
 
 def _is_final(state: str) -> bool:
@@ -148,4 +151,6 @@ def dependency_verdicts(snap: Snapshot) -> DependencyVerdicts:
             )
         if reason is not None:
             result.waiting[job.id] = reason
+        else:
+            result.met.append(job.id)
     return result

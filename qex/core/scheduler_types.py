@@ -102,7 +102,9 @@ class Snapshot:
     #: it did not reach keep the reasons they have until a pass that reads the whole queue.
     partial: bool = False
     #: The queued jobs with a `needs` or an `after`, so that the dependency rules read them
-    #: without a walk over the whole queue; None: found in `queue`.
+    #: without a walk over the whole queue; None: found in `queue`. A job whose dependencies
+    #: an earlier pass found met for good (`Decision.settled`) may be left out: it is ready
+    #: as a job without any.
     dependent: Sequence[JobView] | None = None
 
 
@@ -152,3 +154,7 @@ class Decision:
     #: Every queued job was read; False when a partial pass ended its walk early, leaving
     #: the reasons of the jobs behind as they were.
     complete: bool = True
+    #: Queued jobs of `Snapshot.dependent` whose dependencies are met for good: every job
+    #: they need completed, every job they follow stopped. Final states never change, so
+    #: later passes need not judge them again (`Coordinator.dependencies_met`).
+    settled: tuple[str, ...] = ()
