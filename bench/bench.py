@@ -753,6 +753,26 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
     qex(env, "kill", *holders, check=False)
     settle(env)
     skipped_group(env, root, filled)
+    needing_group(env, root, filled)
+
+
+def needing_group(env: dict[str, str], root: Path, count: int) -> None:
+    """A fan-out of `count` × `true` that all need one short job, drained at the budget's
+    two slots from the resume: once that job completed, the rate of a fan-out that needs
+    nothing (the drain of 2,000 queued above)."""
+    qex(env, "pause", "queue")
+    first = submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "true")
+    lines = root / "need-lines.txt"
+    lines.write_text("".join(f"{i}\n" for i in range(count)))
+    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(count),
+                "--needs", first, "--cpu", "1", "--mem", "16MB", "--", "true", "{}"
+                ).stdout.strip()
+    started = time.perf_counter()
+    qex(env, "resume", "queue")
+    qex(env, "wait", "-q", group, check=False)
+    took = time.perf_counter() - started
+    print(f"{f'{count} that need a job, drained':<34} {count / took:>8.1f} jobs/s  "
+          "(from the resume, 2 slots)")
 
 
 def skipped_group(env: dict[str, str], root: Path, count: int) -> None:
