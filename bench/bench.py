@@ -756,40 +756,35 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
     needing_group(env, root, filled)
 
 
-def needing_group(env: dict[str, str], root: Path, count: int) -> None:
-    """A fan-out of `count` × `true` that all need one short job, drained at the budget's
-    two slots from the resume: once that job completed, the rate of a fan-out that needs
-    nothing (the drain of 2,000 queued above)."""
+def group_behind(env: dict[str, str], root: Path, count: int, first: str) -> float:
+    """Seconds from the resume of the queue to the end of `qex wait GROUP`, for a fan-out of
+    `count` × `true` that all need one job whose command is `first`, submitted while the
+    queue was paused."""
     qex(env, "pause", "queue")
-    first = submit_id(env, "--cpu", "1", "--mem", "16MB", "--", "true")
-    lines = root / "need-lines.txt"
+    needed = submit_id(env, "--cpu", "1", "--mem", "16MB", "--", first)
+    lines = root / f"behind-{first}.txt"
     lines.write_text("".join(f"{i}\n" for i in range(count)))
     group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(count),
-                "--needs", first, "--cpu", "1", "--mem", "16MB", "--", "true", "{}"
+                "--needs", needed, "--cpu", "1", "--mem", "16MB", "--", "true", "{}"
                 ).stdout.strip()
     started = time.perf_counter()
     qex(env, "resume", "queue")
     qex(env, "wait", "-q", group, check=False)
-    took = time.perf_counter() - started
+    return time.perf_counter() - started
+
+
+def needing_group(env: dict[str, str], root: Path, count: int) -> None:
+    """A fan-out that needs one short job, drained at the budget's two slots: once that job
+    completed, at the rate of a fan-out that needs nothing (the drain of 2,000 above)."""
+    took = group_behind(env, root, count, "true")
     print(f"{f'{count} that need a job, drained':<34} {count / took:>8.1f} jobs/s  "
           "(from the resume, 2 slots)")
 
 
 def skipped_group(env: dict[str, str], root: Path, count: int) -> None:
-    """A fan-out of `count` jobs that all need one job that fails: the time from the
-    resume of the queue to the end of `qex wait GROUP`, in which the coordinator skips every
-    stage and writes its record."""
-    qex(env, "pause", "queue")
-    failing = submit_id(env, "--", "false")
-    lines = root / "skip-lines.txt"
-    lines.write_text("".join(f"{i}\n" for i in range(count)))
-    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(count),
-                "--needs", failing, "--cpu", "1", "--mem", "16MB", "--", "true", "{}"
-                ).stdout.strip()
-    started = time.perf_counter()
-    qex(env, "resume", "queue")
-    qex(env, "wait", "-q", group, check=False)
-    took = time.perf_counter() - started
+    """A fan-out whose needed job fails: the coordinator skips every stage and writes its
+    record."""
+    took = group_behind(env, root, count, "false")
     print(f"{f'a failed need skips {count} jobs':<34} {took * 1000:>8.0f} ms  "
           f"({took * 1000 / count:.2f} ms per job, from the resume to `wait GROUP`)")
 

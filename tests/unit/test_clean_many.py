@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from coordkit import make_coord
+from many_conn import ManyConn
 
 from qex.cli import reach
-from qex.client.errors import Refused
 from qex.coordinator import control, submit
 from qex.coordinator.state import Coordinator, Job
 from qex.core import protocol
@@ -78,33 +78,12 @@ def test_the_request_answers_each_clean_in_order_in_batches(
     asyncio.run(body())
 
 
-class _Conn:
-    def __init__(self, knows_many: bool) -> None:
-        self.knows_many = knows_many
-        self.sent: list[tuple[str, Any]] = []
-
-    def clean_many(self, job_ids: list[str]) -> list[dict[str, Any]] | None:
-        self.sent.append(("clean_many", job_ids))
-        return [self._answer(j) for j in job_ids] if self.knows_many else None
-
-    def clean(self, job_id: str) -> None:
-        self.sent.append(("clean", job_id))
-        answer = self._answer(job_id)
-        if answer["result"] == "error":
-            raise Refused(answer["kind"], answer["message"])
-
-    @staticmethod
-    def _answer(job_id: str) -> dict[str, Any]:
-        if job_id == "b":
-            return protocol.error(protocol.WRONG_STATE, "held\nby a job")
-        return protocol.ok()
-
-
 @pytest.mark.parametrize("knows_many", [True, False])
 def test_the_command_reads_a_refusal_per_record(knows_many: bool) -> None:
     """One request, or a `clean` per job from an older coordinator: either way a refusal
     (shown on one line) or None for each job, in order."""
-    conn: Any = _Conn(knows_many)
+    conn: Any = ManyConn("clean", knows_many=knows_many, refused={
+        "b": protocol.error(protocol.WRONG_STATE, "held\nby a job")})
     found = reach.cleaned(conn, ["a", "b", "c"])
     assert [None if f is None else (f.kind, f.message) for f in found] == [
         None, (protocol.WRONG_STATE, "held by a job"), None]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from many_conn import ManyConn
 
 from qex.cli.stop_core import DEQUEUE, REPORT, SEND, cancels, steps, stop_plan
 from qex.core.state_words import FINAL_WORDS
@@ -90,39 +91,14 @@ def test_the_steps_keep_the_plan_and_join_only_cancels(named: list[Any], verb: s
         assert not (cancels(before[-1][1], verb) and cancels(after[0][1], verb))
 
 
-class _Conn:
-    """The full client's connection, as `_cancel_run` uses it."""
-
-    def __init__(self, knows_many: bool) -> None:
-        self.knows_many = knows_many
-        self.sent: list[tuple[str, Any]] = []
-
-    def cancel_many(self, job_ids: list[str]) -> list[dict[str, Any]] | None:
-        self.sent.append(("cancel_many", list(job_ids)))
-        return [self._answer(j) for j in job_ids] if self.knows_many else None
-
-    def cancel(self, job_id: str) -> None:
-        from qex.client.errors import Refused
-
-        self.sent.append(("cancel", job_id))
-        answer = self._answer(job_id)
-        if answer["result"] == "error":
-            raise Refused(answer["kind"], answer["message"])
-
-    @staticmethod
-    def _answer(job_id: str) -> dict[str, Any]:
-        if job_id == "b":
-            return {"result": "error", "kind": "no_such_job", "message": "there is no job b"}
-        return {"result": "ok"}
-
-
 @pytest.mark.parametrize("knows_many", [True, False])
 def test_the_full_body_sends_a_run_of_cancels_at_once(
         knows_many: bool, capsys: pytest.CaptureFixture[str]) -> None:
     from qex.cli.stop_core import _cancel_run
     from qex.cli.stop_jobs import Outcome
 
-    conn = _Conn(knows_many)
+    conn = ManyConn("cancel", knows_many=knows_many, refused={"b": {
+        "result": "error", "kind": "no_such_job", "message": "there is no job b"}})
     outcome = Outcome("cancel")
     _cancel_run(outcome, conn, ["a", "b", "c"])
     shown = capsys.readouterr()
