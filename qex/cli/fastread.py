@@ -531,22 +531,11 @@ def _cancel_run(ask: Callable[[dict[str, Any]], dict[str, Any]], verb: str,
 
     message = {"op": "cancel_many", "ids": job_ids}  # protocol.cancel_many
     answer = ask(message)
-    each: list[dict[str, Any]] | None
-    if unknown_request(answer):
-        each = None
-    elif answer.get("result") != "ok":
-        from qex.client.connection import check
+    each = each_answer(answer, len(job_ids)) if answer.get("result") == "ok" else None
+    if each is None and not unknown_request(answer):
+        from qex.client.connection import answers_of
 
-        check(message, answer)  # raises the full client's error for this answer
-        each = None
-    else:
-        each = each_answer(answer, len(job_ids))
-        if each is None:
-            from qex.client.errors import Unreachable
-
-            raise Unreachable(
-                "the coordinator did not answer each request of `cancel_many`; a "
-                "coordinator of a different qex may be running, so run `qex version`")
+        each = answers_of(message, answer, len(job_ids))  # raises the full client's error
     code = 0
     for index, job_id in enumerate(job_ids):
         message = {"op": "cancel", "id": job_id}  # protocol.cancel

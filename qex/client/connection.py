@@ -383,16 +383,7 @@ class Connection:
         return self._each(protocol.clean_many(job_ids), len(job_ids))
 
     def _each(self, message: dict[str, Any], count: int) -> list[dict[str, Any]] | None:
-        answer = self.request(message)
-        if protocol.unknown_request(answer):
-            return None
-        check(message, answer)
-        answers = protocol.each_answer(answer, count)
-        if answers is None:
-            raise Unreachable(
-                f"the coordinator did not answer each request of `{message['op']}`; a "
-                "coordinator of a different qex may be running, so run `qex version`")
-        return answers
+        return answers_of(message, self.request(message), count)
 
     def clean(self, job_id: str) -> None:
         self.call(protocol.clean(job_id))
@@ -437,6 +428,22 @@ def adopt(fd: int, buffered: bytes, paths: Paths | None = None, *,
 
 #: The name the earlier releases of this module gave `Refused`.
 RequestError = Refused
+
+
+def answers_of(message: dict[str, Any], answer: dict[str, Any], count: int
+               ) -> list[dict[str, Any]] | None:
+    """The `count` answers that the answer to a request of many jobs (`cancel_many`,
+    `clean_many`) holds, in order; None when the coordinator is older than the request.
+    Raises as `check` does, and `Unreachable` when the answers are not one per job."""
+    if protocol.unknown_request(answer):
+        return None
+    check(message, answer)
+    answers = protocol.each_answer(answer, count)
+    if answers is None:
+        raise Unreachable(
+            f"the coordinator did not answer each request of `{message.get('op')}`; a "
+            "coordinator of a different qex may be running, so run `qex version`")
+    return answers
 
 
 def check(message: dict[str, Any], answer: dict[str, Any]) -> None:
