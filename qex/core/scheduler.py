@@ -6,7 +6,8 @@ tested with hypothesis in milliseconds.
 
 The pass, in order:
 1. Dependencies: a job whose `needs` failed is skipped (`caused_by` names the first job that
-   failed, followed through skipped jobs); a job whose `needs`/`after` have not stopped waits.
+   failed, followed through skipped jobs); a job whose `needs`/`after` have not stopped waits,
+   and is named in `Decision.dependency_waits` with the states that its verdict read.
 2. Locks: a lock a person took, or an implicit lock an active job holds, makes a job wait.
    Jobs waiting for a dependency, a lock or the pause take no capacity, so they never become
    the head of the queue and never reserve anything.
@@ -49,6 +50,7 @@ from qex.core.records import Assignment
 from qex.core.scheduler_deps import DependencyVerdicts, dependency_verdicts
 from qex.core.scheduler_types import (
     Decision,
+    DependencyWait,
     Expiry,
     JobView,
     Skip,
@@ -337,6 +339,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     load = walk.load
     walked: list[JobView] = []
     read = walked.append
+    dormant: list[DependencyWait] = []
     complete = True
     for job in snap.queue:
         if partial and (paused or reserved or (
@@ -352,6 +355,8 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
         waiting = deps.waiting.get(job.id)
         if waiting is not None:
             new_reason[job.id], cause[job.id] = waiting, words.CAUSE_DEPENDENCY
+            if job.max_queue_time is None:
+                dormant.append(DependencyWait(job.id, deps.watch[job.id]))
             continue
         claims = _claims_of(job, walk.pools) if job.locks or job.claims else _NO_CLAIMS
         if claims:
@@ -417,6 +422,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
         head_blocker=HOLDERS.get(head_verdict.blocker or "") if head is not None else None,
         complete=complete,
         settled=tuple(deps.met),
+        dependency_waits=tuple(dormant),
     )
 
 

@@ -26,6 +26,9 @@ class DependencyVerdicts:
     #: The jobs with nothing left to wait for and nothing that rules them out: a state that
     #: made them so is final, so it stays so (`Decision.settled`).
     met: list[str] = field(default_factory=list)
+    #: job id -> (dependency, its state) for each job in `waiting`: the dependencies that
+    #: have not stopped, which alone can change the verdict (`Decision.dependency_waits`).
+    watch: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 def _is_final(state: str) -> bool:
@@ -77,10 +80,11 @@ class _Deps:
         job = self.known.get(job_id)
         return words.job_label(job_id, job.name) if job is not None else job_id[:8]
 
-    def pending(self, dep: str) -> bool:
-        """The dependency has not stopped yet (a queued one may still be skipped below)."""
+    def pending(self, dep: str) -> str | None:
+        """The state of a dependency that has not stopped yet (a queued one may still be
+        skipped below); None for one that stopped or that nobody knows."""
         job = self.known.get(dep)
-        return job is not None and not _is_final(job.state)
+        return job.state if job is not None and not _is_final(job.state) else None
 
     def broken_by_record(self, dep: str) -> tuple[str, str] | None:
         """(root, error) when a needed job that is not queued already rules this job out."""
@@ -138,19 +142,26 @@ def dependency_verdicts(snap: Snapshot) -> DependencyVerdicts:
     for job in dependent:
         if job.id in result.skips:
             continue
-        reason = next(
-            (words.needs_waiting(deps.label(dep), deps.known[dep].state)
-             for dep in job.needs if deps.pending(dep)),
-            None,
-        )
-        if reason is None:
-            reason = next(
-                (words.after_waiting(deps.label(dep), deps.known[dep].state)
-                 for dep in job.after if deps.pending(dep)),
-                None,
-            )
-        if reason is not None:
-            result.waiting[job.id] = reason
+        needed = _pending(deps, job.needs)
+        followed = _pending(deps, job.after)
+        if needed:
+            first, state = needed[0]
+            result.waiting[job.id] = words.needs_waiting(deps.label(first), state)
+        elif followed:
+            first, state = followed[0]
+            result.waiting[job.id] = words.after_waiting(deps.label(first), state)
         else:
             result.met.append(job.id)
+            continue
+        result.watch[job.id] = (*needed, *followed)
     return result
+
+
+def _pending(deps: _Deps, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(id, state) of each of `ids` that has not stopped, in their order."""
+    found = []
+    for dep in ids:
+        state = deps.pending(dep)
+        if state is not None:
+            found.append((dep, state))
+    return found

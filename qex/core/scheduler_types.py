@@ -79,7 +79,9 @@ class PauseView:
 class Snapshot:
     now: float
     #: The queued jobs, in queue order; the coordinator's sequence makes each view only when
-    #: the walk reaches it (`qex.coordinator.scheduling.QueueViews`).
+    #: the walk reaches it (`qex.coordinator.scheduling.QueueViews`). A job that an earlier
+    #: pass found waiting for a dependency may be left out, of `dependent` too, while none of
+    #: the jobs it watches changed state (`Decision.dependency_waits`): its reason stands.
     queue: Sequence[JobView]
     active: tuple[JobView, ...]                # starting/running jobs (they hold capacity)
     known: Mapping[str, KnownJob]
@@ -139,6 +141,18 @@ class Expiry:
 
 
 @dataclass(frozen=True)
+class DependencyWait:
+    """A queued job that waits for a dependency, and the jobs whose states alone can change
+    that: its `needs` and `after` that have not stopped, each with the state this pass saw.
+    A pass over the same states would give it the same reason and start, skip or expire
+    nothing of it, so the coordinator may leave it out of its passes until one of those
+    states changes (`qex.coordinator.dormant`)."""
+
+    id: str
+    watch: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Decision:
     starts: tuple[Start, ...] = ()
     waits: Mapping[str, WaitUpdate] = field(default_factory=dict)   # only changed jobs
@@ -158,3 +172,6 @@ class Decision:
     #: they need completed, every job they follow stopped. Final states never change, so
     #: later passes need not judge them again (`Coordinator.dependencies_met`).
     settled: tuple[str, ...] = ()
+    #: The jobs this pass read that wait for a dependency, except those with a queue time
+    #: limit (a pass must read them to expire them).
+    dependency_waits: tuple[DependencyWait, ...] = ()
