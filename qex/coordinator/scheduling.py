@@ -82,18 +82,19 @@ def job_view(job: Job) -> JobView:
 
 
 class QueueViews(Sequence[JobView]):
-    """`Snapshot.queue` over the coordinator's queue: each job's view is made when the walk
-    reaches it (`job_view`), so a partial pass that ends its walk early reads only the jobs
-    before that point. The pass is synchronous, so the queue cannot change under it."""
+    """`Snapshot.queue` over the coordinator's queue, less its dormant jobs
+    (`Coordinator.judged_queued_jobs`): each job's view is made when the walk reaches it
+    (`job_view`), so a partial pass that ends its walk early reads only the jobs before that
+    point. The pass is synchronous, so the queue cannot change under it."""
 
     def __init__(self, coord: Coordinator) -> None:
         self._coord = coord
 
     def __len__(self) -> int:
-        return len(self._coord.queue)
+        return sum(1 for _ in self._coord.judged_queued_jobs())
 
     def __iter__(self) -> Iterator[JobView]:
-        return map(job_view, self._coord.queued_jobs())
+        return map(job_view, self._coord.judged_queued_jobs())
 
     @overload
     def __getitem__(self, index: int) -> JobView: ...
@@ -102,7 +103,7 @@ class QueueViews(Sequence[JobView]):
     def __getitem__(self, index: slice) -> Sequence[JobView]: ...
 
     def __getitem__(self, index: int | slice) -> JobView | Sequence[JobView]:
-        return job_views(self._coord.queued_jobs())[index]
+        return job_views(self._coord.judged_queued_jobs())[index]
 
 
 def known_job(job: Job) -> KnownJob:
@@ -197,6 +198,7 @@ def run_pass(coord: Coordinator, peers: PeerLoad, *, partial: bool = False,
     now = coord.now()
     pausing.end_due_pauses(coord, now)
     _track_idle(coord, now)
+    coord.wake_dormant()
     decision = decide(build_snapshot(coord, now, peers, partial=partial, pause=pause))
     apply(coord, decision)
     _track_idle(coord, coord.now())
@@ -216,6 +218,7 @@ def _track_idle(coord: Coordinator, now: float) -> None:
 
 def apply(coord: Coordinator, decision: Decision) -> None:
     coord.dependencies_met(decision.settled)
+    coord.rest_waiting(decision.dependency_waits)
     for job_id, update in decision.waits.items():
         job = coord.jobs.get(job_id)
         if job is None or job.state != State.QUEUED:

@@ -16,9 +16,11 @@ import asyncio
 import errno
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import filterfalse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qex.coordinator.dormant import DormantJobs
 from qex.coordinator.events import EventHub
 from qex.coordinator.filter_index import FilterIndex
 from qex.coordinator.job_queue import JobQueue
@@ -28,7 +30,7 @@ from qex.core.config import Config, Machine
 from qex.core.job_words import NameForms, word_test
 from qex.core.model import dataclass, field, shallow_copy
 from qex.core.records import JobSpec, JobStatus
-from qex.core.scheduler_types import PeerLoad
+from qex.core.scheduler_types import DependencyWait, PeerLoad
 from qex.core.state_words import NOT_FINAL_WORDS
 from qex.core.states import ACTIVE, FINAL, State, rank
 from qex.store import jobs as job_files
@@ -359,6 +361,9 @@ class Coordinator:
     #: The ids of queued jobs with a `needs` or an `after` (`awaited`), kept by `enqueue`,
     #: less those whose dependencies are met for good (`dependencies_met`).
     _dependent: dict[str, None] = field(default_factory=dict)
+    #: Queued jobs that wait for a dependency whose state has not changed since a pass judged
+    #: them (`rest_waiting`): left out of the passes, and out of `_dependent`.
+    dormant: DormantJobs = field(default_factory=DormantJobs)
     _flush_handle: asyncio.TimerHandle | None = None
     _turn_handle: asyncio.Handle | None = None
     #: Records that memory holds and the disk refused (a full disk): written again when
@@ -427,6 +432,13 @@ class Coordinator:
         # drains. A `Job` is always true, so `filter(None, ...)` drops only the missing ids.
         return filter(None, map(self.jobs.get, self.queue))
 
+    def judged_queued_jobs(self) -> Iterator[Job]:
+        """The queued jobs that a pass reads: all but the dormant ones."""
+        if not self.dormant:
+            return self.queued_jobs()
+        return filter(None, map(self.jobs.get, filterfalse(self.dormant.jobs.__contains__,
+                                                           self.queue)))
+
     def dependent_queued_jobs(self) -> Iterator[Job]:
         """The queued jobs that have a `needs` or an `after` (an index, like
         `timed_queued_jobs`): a pass judges their dependencies without reading the queue."""
@@ -440,6 +452,29 @@ class Coordinator:
         indexed again by `enqueue`."""
         for job_id in job_ids:
             self._dependent.pop(job_id, None)
+
+    def rest_waiting(self, waits: Iterable[DependencyWait]) -> None:
+        """Leave out of later passes the queued jobs that a pass found waiting for a
+        dependency (`Decision.dependency_waits`), until `wake_dormant` sees a job they wait
+        for change state."""
+        for job_id in self.dormant.rest(waits):
+            self._dependent.pop(job_id, None)
+
+    def wake_dormant(self) -> None:
+        """Give back to the passes the dormant jobs that wait for a job whose state changed
+        (asked before each pass)."""
+        if not self.dormant:
+            return
+        jobs = self.jobs
+
+        def state_of(job_id: str) -> str | None:
+            job = jobs.get(job_id)
+            return job.record.state if job is not None else None
+
+        for job_id in self.dormant.wake_changed(state_of):
+            job = jobs.get(job_id)
+            if job is not None and job.record.state == State.QUEUED:
+                self._dependent[job_id] = None
 
     def timed_queued_jobs(self) -> Iterator[Job]:
         """The queued jobs that have a `max_queue_time`; the others never expire. The loop
@@ -648,8 +683,9 @@ class Coordinator:
     def awaited(self, job_id: str) -> bool:
         """True when a queued job names `job_id` in its `needs` or `after`. Asked as every job
         ends, so it reads only the queued jobs that name any (an index), not the queue."""
-        return any(job_id in job.record.needs or job_id in job.record.after
-                   for job in self.dependent_queued_jobs())
+        return self.dormant.watches(job_id) or any(
+            job_id in job.record.needs or job_id in job.record.after
+            for job in self.dependent_queued_jobs())
 
     def finish(self, job: Job, state: State, *, error: str | None, caused_by: str | None = None,
                hook: bool = True, strict: bool = False, wake: bool = True) -> None:
@@ -734,6 +770,7 @@ class Coordinator:
 
     def _left_queue(self, job: Job) -> None:
         self.queue.discard(job.id)
+        self.dormant.discard(job.id)
 
     def _index_queued(self, job: Job) -> None:
         """Count a job that joins the queue in the indexes that the loop and the passes read
@@ -744,6 +781,7 @@ class Coordinator:
             self._timed[job.id] = None
         if job.record.needs or job.record.after:
             self._dependent[job.id] = None
+            self.dormant.discard(job.id)  # judged afresh
 
     def restore_queue(self, queued: Iterable[Job]) -> None:
         """The queue that recovery found on the disk, in its order, indexed as `enqueue`
