@@ -754,6 +754,7 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
     settle(env)
     skipped_group(env, root, filled)
     needing_group(env, root, filled)
+    drain_beside_waiting(env, root, filled)
 
 
 def group_behind(env: dict[str, str], root: Path, count: int, first: str) -> float:
@@ -787,6 +788,33 @@ def skipped_group(env: dict[str, str], root: Path, count: int) -> None:
     took = group_behind(env, root, count, "false")
     print(f"{f'a failed need skips {count} jobs':<34} {took * 1000:>8.0f} ms  "
           f"({took * 1000 / count:.2f} ms per job, from the resume to `wait GROUP`)")
+
+
+def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: int = 500
+                         ) -> None:
+    """A fan-out of `drained` × `true` drained in the slot that a long job leaves, while
+    `count` jobs queued before it need that long job. Each pass once judged every one of
+    them; now they are judged once and left out until the long job's state changes."""
+    claim = ["--cpu", "1", "--mem", "16MB"]
+    qex(env, "pause", "queue")
+    needed = submit_id(env, *claim, "--", "sleep", "600")
+    waiting_lines = root / "waiting-lines.txt"
+    waiting_lines.write_text("".join(f"{i}\n" for i in range(count)))
+    waiting = qex(env, "submit", "--each-line", str(waiting_lines), "--max-jobs", str(count),
+                  "--needs", needed, *claim, "--", "true", "{}").stdout.strip()
+    lines = root / "beside-lines.txt"
+    lines.write_text("".join(f"{i}\n" for i in range(drained)))
+    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(drained), *claim,
+                "--", "true", "{}").stdout.strip()
+    started = time.perf_counter()
+    qex(env, "resume", "queue")
+    qex(env, "wait", "-q", group, check=False)
+    took = time.perf_counter() - started
+    print(f"{f'{drained} drained, {count} waiting':<34} {drained / took:>8.1f} jobs/s  "
+          "(one slot; the others need a long job)")
+    qex(env, "cancel", waiting, check=False)
+    qex(env, "kill", needed, check=False)
+    settle(env)
 
 
 def learned_store(env: dict[str, str], root: Path, reps: int, commands: int = 5000) -> None:
