@@ -291,6 +291,42 @@ def test_status_of_a_queued_job_says_why(qex_env: Env) -> None:
     assert qex_env.run("wait", holder, waiting).returncode == 0
 
 
+def test_jobs_that_wait_for_a_running_job_keep_their_reason_and_go_when_it_ends(
+        qex_env: Env) -> None:
+    """Waiting jobs are left out of the passes while the job they wait for runs (dormant):
+    other jobs come and go meanwhile, the reasons stay true, and the end of the job they
+    need starts them, or skips them when it failed."""
+    roomy(qex_env)
+    build, build_gate = gated(qex_env, "build-gate")
+    _lint, lint_gate = gated(qex_env, "lint-gate")
+    built = qex_env.submit("--name", "build", "--", *build)
+    linted = qex_env.submit("--name", "lint", "--", "sh", "-c", GATE_LOOP + "; exit 3",
+                            "gated", str(lint_gate))
+    tests = [qex_env.submit("--needs", built, "--", "true") for _ in range(4)]
+    after = qex_env.submit("--after", tests[0], "--", "true")
+    doomed = [qex_env.submit("--needs", linted, "--", "true") for _ in range(3)]
+
+    def reason(job_id: str) -> str:
+        return str(qex_env.record(job_id).get("blocked_reason") or "")
+
+    qex_env.wait_for(lambda: all("(it is running now)" in reason(j) for j in tests),
+                     what="the tests to wait for a running build")
+    assert "that job is queued now" in reason(after)
+    # Jobs that start and end meanwhile run passes; the waiting jobs stay as they are.
+    for _ in range(3):
+        assert qex_env.run("submit", "--wait", "-q", "--", "true").returncode == 0
+    assert all("build" in reason(j) and "(it is running now)" in reason(j) for j in tests)
+    assert {state_of(qex_env, j) for j in (*tests, after, *doomed)} == {"queued"}
+    lint_gate.touch()
+    assert qex_env.run("wait", *doomed).returncode != 0
+    assert {state_of(qex_env, j) for j in doomed} == {"skipped"}
+    assert {qex_env.record(j).get("caused_by") for j in doomed} == {linted}
+    assert {state_of(qex_env, j) for j in (*tests, after)} == {"queued"}
+    build_gate.touch()
+    assert qex_env.run("wait", built, *tests, after).returncode == 0
+    assert {state_of(qex_env, j) for j in (built, *tests, after)} == {"completed"}
+
+
 def test_run_ctrl_c_stops_the_job(qex_env: Env) -> None:
     command, _gate = gated(qex_env)
     proc = subprocess.Popen(
