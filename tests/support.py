@@ -20,10 +20,11 @@ from typing import Any
 STATE_DIRS = ("home", "config", "state", "run", "peers", "tmp")
 
 
-def isolated_env(prefix: str, settings: dict[str, str], *,
-                 make: tuple[str, ...] = STATE_DIRS) -> tuple[Path, dict[str, str]]:
-    """A new short root under /tmp (the socket path must fit `sun_path`) and an environment
-    that points every path of qex into it, so no test touches a real state or another test's.
+def isolated_env(prefix: str, settings: dict[str, str], *, make: tuple[str, ...] = STATE_DIRS,
+                 dir: str = "/tmp") -> tuple[Path, dict[str, str]]:
+    """A new short root in `dir` (the socket path must fit `sun_path`; /tmp unless a test
+    wants another disk, such as a tmpfs) and an environment that points every path of qex
+    into it, so no test touches a real state or another test's.
 
     The caller's own `QEX_*` and `XDG_*` variables are dropped, except `QEX_PLATFORM`:
     tests/run.sh runs the end-to-end suite a second time with it, and the qex under test
@@ -32,7 +33,7 @@ def isolated_env(prefix: str, settings: dict[str, str], *,
     makes every qex process of the test measure itself (see [tool.coverage.run]).
     `settings` adds the suite's own knobs; the folders in `make` are created 0700.
     """
-    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=dir))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QEX_", "XDG_"))}
     if os.environ.get("QEX_PLATFORM"):
         env["QEX_PLATFORM"] = os.environ["QEX_PLATFORM"]

@@ -28,6 +28,10 @@ _bin = Path(sys.executable).parent / "qex"
 if _bin.exists():
     QEX = [str(_bin)]
 
+#: The suite's knobs: an idle coordinator lingers a minute after its last job, and a client
+#: waits at most 20 seconds for any one answer.
+SETTINGS = {"QEX_IDLE_EXIT_SECS": "60", "QEX_COORDINATOR_CEILING_SECS": "20"}
+
 
 @dataclass
 class Env:
@@ -123,8 +127,7 @@ def _stop_coordinator(env: Env) -> None:
 
 @pytest.fixture
 def qex_env() -> Iterator[Env]:
-    root, env = isolated_env("qx", {"QEX_IDLE_EXIT_SECS": "60",
-                                    "QEX_COORDINATOR_CEILING_SECS": "20"})
+    root, env = isolated_env("qx", SETTINGS)
     handle = Env(root=root, env=env)
     try:
         yield handle

@@ -14,12 +14,12 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from conftest import QEX, Env
+from conftest import QEX, SETTINGS, Env
+from support import isolated_env
 
 CLICK_ONLY = {"QEX_NO_FAST_PATH": "1"}
 UUID = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|\b[0-9a-f]{8}\b")
@@ -849,17 +849,17 @@ _HEAVY = {"typing", "re", "enum", "click", "json", "socket", "pathlib", "subproc
           "dataclasses", "collections", "functools", "yaml", "psutil"}
 
 
-def _uncovered(env: Env) -> dict[str, str]:
-    """`env`'s environment without coverage's variables: a process started with it is not
-    measured (`[tool.coverage.run]` in pyproject.toml)."""
-    return {k: v for k, v in env.env.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
+def _uncovered(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` without coverage's variables: a process started with it is not measured
+    (`[tool.coverage.run]` in pyproject.toml)."""
+    return {k: v for k, v in environ.items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
 
 
 def _imported(env: Env, *args: str, environ: dict[str, str] | None = None) -> set[str]:
     """The modules that one run of `qex ARGS` imports (`-X importtime`, outside coverage;
     `environ`: another environment than `env`'s, as it is)."""
     proc = subprocess.run([*QEX, *args], capture_output=True, text=True, timeout=60,
-                          cwd=str(env.root), env={**(environ or _uncovered(env)),
+                          cwd=str(env.root), env={**(environ or _uncovered(env.env)),
                                                   "PYTHONPROFILEIMPORTTIME": "1"})
     return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
             if line.startswith("import time:") and "|" in line}
@@ -1169,12 +1169,8 @@ def test_long_fanouts_agree(qex_env: Env) -> None:
     # The imports are counted against a coordinator of a state of its own, without coverage,
     # in memory where the machine has a tmpfs.
     shm = Path("/dev/shm")
-    lean_root = Path(tempfile.mkdtemp(prefix="qex-lean-", dir=shm if shm.is_dir() else root))
-    dirs = {"XDG_STATE_HOME": lean_root / "state", "XDG_RUNTIME_DIR": lean_root / "run",
-            "QEX_PEERS_DIR": lean_root / "peers"}
-    for path in dirs.values():
-        path.mkdir(mode=0o700)
-    lean = {**_uncovered(qex_env), **{key: str(path) for key, path in dirs.items()}}
+    lean_root, lean = isolated_env("qxl", SETTINGS, dir=str(shm) if shm.is_dir() else "/tmp")
+    lean = _uncovered(lean)
     try:
         paused = subprocess.run([*QEX, "pause", "queue", "--reason", "testing"], env=lean,
                                 cwd=str(root), capture_output=True, text=True, timeout=60)
