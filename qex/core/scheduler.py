@@ -8,7 +8,8 @@ The pass, in order:
 1. Dependencies: a job whose `needs` failed is skipped (`caused_by` names the first job that
    failed, followed through skipped jobs); a job whose `needs`/`after` have not stopped waits,
    and is named in `Decision.dependency_waits` with the states that its verdict read.
-2. Locks: a lock a person took, or an implicit lock an active job holds, makes a job wait.
+2. Locks: a lock a person took, or an implicit lock an active job holds, makes a job wait,
+   and is named in `Decision.lock_waits` with what the rule read of each name it claims.
    Jobs waiting for a dependency, a lock or the pause take no capacity, so they never become
    the head of the queue and never reserve anything.
 3. The pause: nothing starts and nothing expires; skips still happen.
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from qex.core import queue_time
+from qex.core import lock_table, queue_time
 from qex.core import wait_reasons as words
 from qex.core.config import Pool
 from qex.core.model import dataclass
@@ -53,6 +54,8 @@ from qex.core.scheduler_types import (
     DependencyWait,
     Expiry,
     JobView,
+    LockSeen,
+    LockWait,
     Skip,
     Snapshot,
     Start,
@@ -149,6 +152,7 @@ class _Walk:
         # verdict depends on nothing else, and a long queue of alike jobs is judged once per
         # change of the load instead of once per job (the pass runs at every job's end).
         self._waits: dict[tuple[int, int, int], _Verdict] = {}
+        self._watches: dict[tuple[tuple[str, ...], int], tuple[tuple[str, LockSeen], ...]] = {}
 
     # -- locks --------------------------------------------------------------------------------
 
@@ -165,6 +169,23 @@ class _Walk:
                 if holder is not None:
                     return words.lock_held_by_job(name, words.job_label(holder.id, holder.name))
         return None
+
+    def lock_watch(self, claims: Mapping[str, EffectiveClaim]) -> tuple[tuple[str, LockSeen], ...]:
+        """What `lock_reason` read for a job with these claims: each name, as
+        `lock_table.seen`. The same until a start changes the holders, so a queue of jobs
+        that claim the same names makes it once (by the names and the load's count)."""
+        key = (tuple(claims), self.load.count)
+        known = self._watches.get(key)
+        if known is not None:
+            return known
+        held = self.load.lock_holders
+        person = self.snap.pause.locks
+        watch = tuple(
+            (name, lock_table.seen(name, self.pools, held[name].id if name in held else None,
+                                   person))
+            for name in claims)
+        self._watches[key] = watch
+        return watch
 
     # -- admission ----------------------------------------------------------------------------
 
@@ -340,6 +361,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
     walked: list[JobView] = []
     read = walked.append
     dormant: list[DependencyWait] = []
+    locked: dict[tuple[tuple[str, LockSeen], ...], list[str]] = {}
     complete = True
     for job in snap.queue:
         if partial and (paused or reserved or (
@@ -363,6 +385,8 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
             lock = walk.lock_reason(job, claims)
             if lock is not None:
                 new_reason[job.id], cause[job.id] = lock, words.CAUSE_LOCK
+                if job.max_queue_time is None:
+                    locked.setdefault(walk.lock_watch(claims), []).append(job.id)
                 continue
         if pause_reason is not None:
             new_reason[job.id], cause[job.id] = pause_reason, words.CAUSE_PAUSE
@@ -423,6 +447,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
         complete=complete,
         settled=tuple(deps.met),
         dependency_waits=tuple(dormant),
+        lock_waits=tuple(LockWait(watch, tuple(ids)) for watch, ids in locked.items()),
     )
 
 

@@ -81,7 +81,9 @@ class Snapshot:
     #: The queued jobs, in queue order; the coordinator's sequence makes each view only when
     #: the walk reaches it (`qex.coordinator.scheduling.QueueViews`). A job that an earlier
     #: pass found waiting for a dependency may be left out, of `dependent` too, while none of
-    #: the jobs it watches changed state (`Decision.dependency_waits`): its reason stands.
+    #: the jobs it watches changed state (`Decision.dependency_waits`), and one it found
+    #: waiting for a lock while none of its names changed (`Decision.lock_waits`): its
+    #: reason stands.
     queue: Sequence[JobView]
     active: tuple[JobView, ...]                # starting/running jobs (they hold capacity)
     known: Mapping[str, KnownJob]
@@ -152,6 +154,27 @@ class DependencyWait:
     watch: tuple[tuple[str, str], ...]
 
 
+#: What the lock rule reads of one name a job claims: whether a pool of that name is
+#: declared (then it is counted capacity, not a lock), which active job holds it as a lock
+#: (the first, in the order of `Snapshot.active` and the starts of the pass), and the reason
+#: of a person who holds it (`PauseView.locks`). `qex.core.lock_table` makes it.
+LockSeen = tuple[bool, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class LockWait:
+    """Queued jobs that wait for a lock, and what the lock rule read for each name they
+    claim (`LockSeen`). Nothing else enters that verdict: the lock rule comes after the
+    dependencies, which these jobs have met for good, and before the pause and capacity, so
+    a pass over the same locks gives them the same reason and starts none of them. The
+    coordinator may leave them out of its passes until one of those names changes
+    (`qex.coordinator.dormant`). Jobs that read the same are one group: a long queue of jobs
+    that take one lock is one watch, made once per pass."""
+
+    watch: tuple[tuple[str, LockSeen], ...]
+    ids: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Decision:
     starts: tuple[Start, ...] = ()
@@ -175,3 +198,6 @@ class Decision:
     #: The jobs this pass read that wait for a dependency, except those with a queue time
     #: limit (a pass must read them to expire them).
     dependency_waits: tuple[DependencyWait, ...] = ()
+    #: The jobs this pass read that wait for a lock, except those with a queue time limit,
+    #: in groups that read the same.
+    lock_waits: tuple[LockWait, ...] = ()
