@@ -1,15 +1,17 @@
-"""Queued jobs that wait for a dependency, left out of the scheduler's passes until a job
-they wait for changes state.
+"""Queued jobs that wait for a dependency or a lock, left out of the scheduler's passes
+until what their verdict read changes.
 
 A job's dependency verdict reads only the states of its `needs` and `after` that have not
-stopped (`qex.core.scheduler_types.DependencyWait`). A pass runs at every job's end, and
-each one judged every waiting job again and walked past it: 2,000 jobs that needed a long
-job slowed a drain of 500 others beside them from 265-300 to 61-63 jobs/s. A dormant job
-costs a pass nothing; each pass instead compares the state of each job watched with the
-state that the verdict saw (one look-up per watched job, not per dormant one: a fan-out
-watches one), and wakes the jobs of any that changed, which the pass then judges anew.
-Comparing states, rather than hearing of each change, keeps this true whatever path
-changed a record.
+stopped (`qex.core.scheduler_types.DependencyWait`), and a lock verdict only what the lock
+rule saw of each name the job claims (`LockWait`, `qex.core.lock_table`). A pass runs at
+every job's end, and each one judged every waiting job again and walked past it: 2,000
+jobs that needed a long job slowed a drain of 500 others beside them from 265-300 to 61-63
+jobs/s, and 2,000 that waited for its lock to 49-54 jobs/s. A dormant job costs a pass
+nothing; each pass instead compares what each watched job or lock is now with what the
+verdicts saw (one look-up per watched key, not per dormant job: a fan-out watches one),
+and wakes the jobs of any that changed, which the pass then judges anew. Comparing, rather
+than hearing of each change, keeps this true whatever path changed a record, a lock or the
+config.
 
 Memory only: a coordinator that starts judges every job in its first pass.
 """
@@ -17,18 +19,23 @@ Memory only: a coordinator that starts judges every job in its first pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import filterfalse
 
-from qex.core.scheduler_types import DependencyWait
+from qex.core.scheduler_types import DependencyWait, LockSeen, LockWait
+
+#: A watched thing: a job's id (its state is watched), or ("lock", name).
+Key = str | tuple[str, str]
 
 
 class DormantJobs:
-    """The dormant jobs, and the jobs they watch with the state each verdict saw."""
+    """The dormant jobs, and what they watch with what each verdict saw of it."""
 
     def __init__(self) -> None:
-        #: dormant job id -> the ids it watches
-        self.jobs: dict[str, tuple[str, ...]] = {}
-        #: watched job id -> (the state its sleepers saw, their ids)
-        self._watched: dict[str, tuple[str, set[str]]] = {}
+        #: dormant job id -> the keys it watches
+        self.jobs: dict[str, tuple[Key, ...]] = {}
+        #: watched key -> (what its sleepers saw, their ids)
+        self._watched: dict[Key, tuple[object, set[str]]] = {}
+        self._lock_keys = 0
 
     def __bool__(self) -> bool:
         return bool(self.jobs)
@@ -44,45 +51,87 @@ class DormantJobs:
         return job_id in self._watched
 
     def rest(self, waits: Iterable[DependencyWait]) -> list[str]:
-        """Make dormant the jobs of `waits`, and say which. A job whose watched state differs
-        from what another dormant job saw of the same job is left awake: one of the two
-        verdicts is out of date, and the next pass judges it again."""
-        watched = self._watched
+        """Make dormant the jobs of `waits`, and say which."""
         rested: list[str] = []
         for wait in waits:
-            if wait.id in self.jobs or not wait.watch:
-                continue
-            if any(dep in watched and watched[dep][0] != state for dep, state in wait.watch):
-                continue
-            for dep, state in wait.watch:
-                watched.setdefault(dep, (state, set()))[1].add(wait.id)
-            self.jobs[wait.id] = tuple(dep for dep, _ in wait.watch)
-            rested.append(wait.id)
+            rested += self._rest((wait.id,), wait.watch)
         return rested
 
-    def wake_changed(self, state_of: Callable[[str], str | None]) -> list[str]:
-        """Wake the jobs that watch a job whose state is no longer the one they saw (None:
-        the job is gone); their ids, to judge again."""
-        changed = [dep for dep, (state, _) in self._watched.items() if state_of(dep) != state]
-        woken: list[str] = []
-        for dep in changed:
-            entry = self._watched.get(dep)
+    def rest_locked(self, waits: Iterable[LockWait]) -> list[str]:
+        """Make dormant the jobs of `waits` (jobs that wait for a lock), and say which."""
+        rested: list[str] = []
+        for wait in waits:
+            rested += self._rest(wait.ids, [(("lock", name), seen) for name, seen in wait.watch])
+        return rested
+
+    def _rest(self, ids: Iterable[str], watch: Iterable[tuple[Key, object]]) -> list[str]:
+        """Jobs whose watch differs from what other dormant jobs saw of the same key are left
+        awake: one of the verdicts is out of date, and the next pass judges them again. A
+        job that sleeps already keeps its watch."""
+        watch = tuple(watch)
+        watched = self._watched
+        if not watch or any(key in watched and watched[key][0] != seen for key, seen in watch):
+            return []
+        jobs = self.jobs
+        new = list(filterfalse(jobs.__contains__, ids))
+        if not new:
+            return []
+        for key, seen in watch:
+            entry = watched.get(key)
             if entry is None:
-                continue
-            for job_id in list(entry[1]):
-                if self.discard(job_id):
-                    woken.append(job_id)
-        return woken
+                entry = watched[key] = (seen, set())
+                self._lock_keys += isinstance(key, tuple)
+            entry[1].update(new)
+        jobs.update(dict.fromkeys(new, tuple(key for key, _ in watch)))
+        return new
+
+    def wake_changed(self, state_of: Callable[[str], str | None],
+                     lock_of: Callable[[str], LockSeen] | None = None
+                     ) -> tuple[list[str], list[str]]:
+        """Wake the jobs that watch a job whose state is no longer the one they saw (None:
+        the job is gone), or a lock that `lock_of` now sees otherwise (without `lock_of`,
+        every job that waits for a lock wakes), to be judged again. Their ids: those that
+        waited for jobs, then those that waited for locks (a job sleeps for one or the
+        other, never both)."""
+        def moved(key: Key, seen: object) -> bool:
+            if isinstance(key, tuple):
+                return lock_of is None or lock_of(key[1]) != seen
+            return state_of(key) != seen
+
+        changed = [key for key, (seen, _) in self._watched.items() if moved(key, seen)]
+        for_jobs: list[str] = []
+        for_locks: list[str] = []
+        jobs = self.jobs
+        for key in changed:
+            entry = self._watched.pop(key, None)
+            if entry is None:
+                continue  # its sleepers woke with another key
+            self._lock_keys -= isinstance(key, tuple)
+            sleepers = entry[1]
+            (for_locks if isinstance(key, tuple) else for_jobs).extend(sleepers)
+            for job_id in sleepers:
+                keys = jobs.pop(job_id)
+                if len(keys) > 1:  # the other keys it watched forget it too
+                    self._forget(job_id, keys)
+        return for_jobs, for_locks
+
+    def watches_locks(self) -> bool:
+        """True when a dormant job waits for a lock (the caller then makes `lock_of`)."""
+        return self._lock_keys > 0
 
     def discard(self, job_id: str) -> bool:
         """Forget a dormant job (it left the queue, or wakes); False if it was not one."""
-        deps = self.jobs.pop(job_id, None)
-        if deps is None:
+        keys = self.jobs.pop(job_id, None)
+        if keys is None:
             return False
-        for dep in deps:
-            entry = self._watched.get(dep)
+        self._forget(job_id, keys)
+        return True
+
+    def _forget(self, job_id: str, keys: Iterable[Key]) -> None:
+        for key in keys:
+            entry = self._watched.get(key)
             if entry is not None:
                 entry[1].discard(job_id)
                 if not entry[1]:
-                    del self._watched[dep]
-        return True
+                    del self._watched[key]
+                    self._lock_keys -= isinstance(key, tuple)

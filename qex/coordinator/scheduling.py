@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, overload
 
 from qex.coordinator import pausing
 from qex.coordinator.log import log
 from qex.coordinator.state import Coordinator, Job, describe_os_error, label
+from qex.core import lock_table
 from qex.core.config import Pool
 from qex.core.model import dataclass, shallow_copy
 from qex.core.records import Assignment, JobStatus, PoolClaim
@@ -31,6 +32,7 @@ from qex.core.scheduler_types import (
     Decision,
     JobView,
     KnownJob,
+    LockSeen,
     PauseView,
     PeerLoad,
     Snapshot,
@@ -198,7 +200,9 @@ def run_pass(coord: Coordinator, peers: PeerLoad, *, partial: bool = False,
     now = coord.now()
     pausing.end_due_pauses(coord, now)
     _track_idle(coord, now)
-    coord.wake_dormant()
+    if pause is None:
+        pause = pausing.pause_view(coord)
+    coord.wake_dormant(_lock_view(coord, pause) if coord.dormant.watches_locks() else None)
     decision = decide(build_snapshot(coord, now, peers, partial=partial, pause=pause))
     apply(coord, decision)
     _track_idle(coord, coord.now())
@@ -207,6 +211,17 @@ def run_pass(coord: Coordinator, peers: PeerLoad, *, partial: bool = False,
     coord.head_blocker = decision.head_blocker
     external = decision.queue_state in ("waits-for-peer", "waits-for-machine")
     return PassResult(decision=decision, external_wait=external)
+
+
+def _lock_view(coord: Coordinator, pause: PauseView) -> Callable[[str], LockSeen]:
+    """What the lock rule would read of a name now (`qex.core.lock_table`), from the jobs
+    that hold their claims, the declared pools and the person holds: the test of whether a
+    job that waits for a lock may sleep on."""
+    pools = tuple(coord.config.pools)
+    declared = {pool.name for pool in pools}
+    held = lock_table.holders(job_views(coord.holding_jobs()), pools)
+    person = pause.locks
+    return lambda name: lock_table.seen(name, declared, held.get(name), person)
 
 
 def _track_idle(coord: Coordinator, now: float) -> None:
@@ -218,7 +233,7 @@ def _track_idle(coord: Coordinator, now: float) -> None:
 
 def apply(coord: Coordinator, decision: Decision) -> None:
     coord.dependencies_met(decision.settled)
-    coord.rest_waiting(decision.dependency_waits)
+    coord.rest_waiting(decision.dependency_waits, decision.lock_waits)
     for job_id, update in decision.waits.items():
         job = coord.jobs.get(job_id)
         if job is None or job.state != State.QUEUED:

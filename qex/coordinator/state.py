@@ -30,7 +30,7 @@ from qex.core.config import Config, Machine
 from qex.core.job_words import NameForms, word_test
 from qex.core.model import dataclass, field, shallow_copy
 from qex.core.records import JobSpec, JobStatus
-from qex.core.scheduler_types import DependencyWait, PeerLoad
+from qex.core.scheduler_types import DependencyWait, LockSeen, LockWait, PeerLoad
 from qex.core.state_words import NOT_FINAL_WORDS
 from qex.core.states import ACTIVE, FINAL, State, rank
 from qex.store import jobs as job_files
@@ -361,8 +361,9 @@ class Coordinator:
     #: The ids of queued jobs with a `needs` or an `after` (`awaited`), kept by `enqueue`,
     #: less those whose dependencies are met for good (`dependencies_met`).
     _dependent: dict[str, None] = field(default_factory=dict)
-    #: Queued jobs that wait for a dependency whose state has not changed since a pass judged
-    #: them (`rest_waiting`): left out of the passes, and out of `_dependent`.
+    #: Queued jobs that wait for a dependency whose state, or a lock whose holders, have not
+    #: changed since a pass judged them (`rest_waiting`): left out of the passes, and out of
+    #: `_dependent`.
     dormant: DormantJobs = field(default_factory=DormantJobs)
     _flush_handle: asyncio.TimerHandle | None = None
     _turn_handle: asyncio.Handle | None = None
@@ -453,16 +454,21 @@ class Coordinator:
         for job_id in job_ids:
             self._dependent.pop(job_id, None)
 
-    def rest_waiting(self, waits: Iterable[DependencyWait]) -> None:
+    def rest_waiting(self, waits: Iterable[DependencyWait],
+                     locked: Iterable[LockWait] = ()) -> None:
         """Leave out of later passes the queued jobs that a pass found waiting for a
-        dependency (`Decision.dependency_waits`), until `wake_dormant` sees a job they wait
-        for change state."""
+        dependency or a lock (`Decision.dependency_waits`, `Decision.lock_waits`), until
+        `wake_dormant` sees what they wait for change."""
         for job_id in self.dormant.rest(waits):
             self._dependent.pop(job_id, None)
+        # Those that wait for a lock met their dependencies for good, and a pass settled
+        # them already (`dependencies_met`).
+        self.dormant.rest_locked(locked)
 
-    def wake_dormant(self) -> None:
-        """Give back to the passes the dormant jobs that wait for a job whose state changed
-        (asked before each pass)."""
+    def wake_dormant(self, lock_of: Callable[[str], LockSeen] | None = None) -> None:
+        """Give back to the passes the dormant jobs that wait for a job whose state changed,
+        or for a lock that `lock_of` sees otherwise now (without it, every job that waits
+        for a lock wakes). Asked before each pass."""
         if not self.dormant:
             return
         jobs = self.jobs
@@ -471,7 +477,9 @@ class Coordinator:
             job = jobs.get(job_id)
             return job.record.state if job is not None else None
 
-        for job_id in self.dormant.wake_changed(state_of):
+        # A job woken from a lock met its dependencies for good (the lock rule comes after
+        # them): only those woken from a dependency go back to the index of dependent jobs.
+        for job_id in self.dormant.wake_changed(state_of, lock_of)[0]:
             job = jobs.get(job_id)
             if job is not None and job.record.state == State.QUEUED:
                 self._dependent[job_id] = None
