@@ -755,6 +755,7 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
     skipped_group(env, root, filled)
     needing_group(env, root, filled)
     drain_beside_waiting(env, root, filled)
+    drain_beside_waiting(env, root, filled, lock=True)
 
 
 def group_behind(env: dict[str, str], root: Path, count: int, first: str) -> float:
@@ -790,18 +791,21 @@ def skipped_group(env: dict[str, str], root: Path, count: int) -> None:
           f"({took * 1000 / count:.2f} ms per job, from the resume to `wait GROUP`)")
 
 
-def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: int = 500
-                         ) -> None:
+def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: int = 500, *,
+                         lock: bool = False) -> None:
     """A fan-out of `drained` × `true` drained in the slot that a long job leaves, while
-    `count` jobs queued before it need that long job. Each pass once judged every one of
-    them; now they are judged once and left out until the long job's state changes."""
+    `count` jobs queued before it need that long job (or, with `lock`, wait for the lock it
+    holds). Each pass once judged every one of them; now they are judged once and left out
+    until the long job's state (or the lock's holder) changes."""
     claim = ["--cpu", "1", "--mem", "16MB"]
     qex(env, "pause", "queue")
-    needed = submit_id(env, *claim, "--", "sleep", "600")
+    held = ["--lock", "bench-long"] if lock else []
+    needed = submit_id(env, *claim, *held, "--", "sleep", "600")
     waiting_lines = root / "waiting-lines.txt"
     waiting_lines.write_text("".join(f"{i}\n" for i in range(count)))
+    waits = held or ["--needs", needed]
     waiting = qex(env, "submit", "--each-line", str(waiting_lines), "--max-jobs", str(count),
-                  "--needs", needed, *claim, "--", "true", "{}").stdout.strip()
+                  *waits, *claim, "--", "true", "{}").stdout.strip()
     lines = root / "beside-lines.txt"
     lines.write_text("".join(f"{i}\n" for i in range(drained)))
     group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(drained), *claim,
@@ -810,8 +814,9 @@ def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: i
     qex(env, "resume", "queue")
     qex(env, "wait", "-q", group, check=False)
     took = time.perf_counter() - started
-    print(f"{f'{drained} drained, {count} waiting':<34} {drained / took:>8.1f} jobs/s  "
-          "(one slot; the others need a long job)")
+    label = f"{drained} drained, {count} {'on a lock' if lock else 'waiting'}"
+    print(f"{label:<34} {drained / took:>8.1f} jobs/s  "
+          f"(one slot; the others wait for {'the lock of ' if lock else ''}a long job)")
     qex(env, "cancel", waiting, check=False)
     qex(env, "kill", needed, check=False)
     settle(env)
