@@ -327,6 +327,36 @@ def test_jobs_that_wait_for_a_running_job_keep_their_reason_and_go_when_it_ends(
     assert {state_of(qex_env, j) for j in (built, *tests, after)} == {"completed"}
 
 
+def test_jobs_that_wait_for_a_lock_keep_their_reason_and_go_when_it_comes_free(
+        qex_env: Env) -> None:
+    """Jobs that wait for a lock a running job holds are left out of the passes (dormant):
+    other jobs come and go meanwhile, a person who takes and gives back the lock is named
+    and then the job again, and the holder's end lets them run."""
+    roomy(qex_env)
+    command, gate = gated(qex_env, "migrate-gate")
+    holder = qex_env.submit("--name", "migrate", "--lock", "db", "--", *command)
+    waiting = [qex_env.submit("--lock", "db", "--", "true") for _ in range(4)]
+
+    def reasons() -> set[str]:
+        return {str(qex_env.record(j).get("blocked_reason") or "") for j in waiting}
+
+    qex_env.wait_for(lambda: all("migrate" in r and "took it first" in r for r in reasons()),
+                     what="the jobs to wait for the lock that the running job holds")
+    held = reasons()
+    for _ in range(3):
+        assert qex_env.run("submit", "--wait", "-q", "--", "true").returncode == 0
+    assert reasons() == held
+    qex_env.run("pause", "lock", "db", "--reason", "backup", check=True)
+    qex_env.wait_for(lambda: all("backup" in r for r in reasons()),
+                     what="the waiting jobs to name the person who holds the lock")
+    qex_env.run("resume", "lock", "db", check=True)
+    qex_env.wait_for(lambda: reasons() == held, what="the waiting jobs to name the job again")
+    assert {state_of(qex_env, j) for j in waiting} == {"queued"}
+    gate.touch()
+    assert qex_env.run("wait", holder, *waiting).returncode == 0
+    assert {state_of(qex_env, j) for j in (holder, *waiting)} == {"completed"}
+
+
 def test_run_ctrl_c_stops_the_job(qex_env: Env) -> None:
     command, _gate = gated(qex_env)
     proc = subprocess.Popen(
