@@ -85,18 +85,18 @@ class DormantJobs:
         jobs.update(dict.fromkeys(new, tuple(key for key, _ in watch)))
         return new
 
-    def wake_changed(self, state_of: Callable[[str], str | None],
+    def wake_changed(self, state_of: Callable[[str], str | None] | None,
                      lock_of: Callable[[str], LockSeen] | None = None
                      ) -> tuple[list[str], list[str]]:
         """Wake the jobs that watch a job whose state is no longer the one they saw (None:
         the job is gone), or a lock that `lock_of` now sees otherwise (without `lock_of`,
         every job that waits for a lock wakes), to be judged again. Their ids: those that
         waited for jobs, then those that waited for locks (a job sleeps for one or the
-        other, never both)."""
+        other, never both). Without `state_of`, only the locks are looked at."""
         def moved(key: Key, seen: object) -> bool:
             if isinstance(key, tuple):
                 return lock_of is None or lock_of(key[1]) != seen
-            return state_of(key) != seen
+            return state_of is not None and state_of(key) != seen
 
         changed = [key for key, (seen, _) in self._watched.items() if moved(key, seen)]
         for_jobs: list[str] = []

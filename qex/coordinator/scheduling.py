@@ -205,6 +205,9 @@ def run_pass(coord: Coordinator, peers: PeerLoad, *, partial: bool = False,
     coord.wake_dormant(_lock_view(coord, pause) if coord.dormant.watches_locks() else None)
     decision = decide(build_snapshot(coord, now, peers, partial=partial, pause=pause))
     apply(coord, decision)
+    if (decision.starts and coord.dormant.watches_locks()
+            and coord.wake_locked(_lock_view(coord, pause))):
+        coord.kick()
     _track_idle(coord, coord.now())
     coord.queue_state = decision.queue_state
     coord.head_id = decision.head_id

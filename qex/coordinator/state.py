@@ -484,6 +484,13 @@ class Coordinator:
             if job is not None and job.record.state == State.QUEUED:
                 self._dependent[job_id] = None
 
+    def wake_locked(self, lock_of: Callable[[str], LockSeen]) -> bool:
+        """Give back to the passes the dormant jobs that wait for a lock that `lock_of` sees
+        otherwise now; True if any woke. Asked after a pass that started jobs: a start may
+        take a name that a sleeper saw free, and a whole judgement may then name that lock
+        instead, so the sleeper is judged again at once rather than at the next pass."""
+        return bool(self.dormant.wake_changed(None, lock_of)[1])
+
     def timed_queued_jobs(self) -> Iterator[Job]:
         """The queued jobs that have a `max_queue_time`; the others never expire. The loop
         asks for their deadlines at every wake-up, and with thousands of jobs queued, nearly

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from coordkit import add_job, make_coord
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from test_scheduler_properties import scenarios
 
 from qex.coordinator import pausing, scheduling
 from qex.coordinator.dormant import DormantJobs
+from qex.coordinator.state import Coordinator, Job
 from qex.core import lock_table, model
 from qex.core.config import Pool
 from qex.core.pools import effective_claims
@@ -189,11 +191,14 @@ def test_a_dormant_job_is_skipped_once_its_need_fails(tmp_path: Path) -> None:
 
 @st.composite
 def held_by_people(draw: st.DrawFn) -> Snapshot:
-    """A scenario (locks `db` and `disk`, pools `gpu` and `net`, jobs holding them), where a
-    person may hold a lock or a pool's name."""
+    """A scenario (locks `db` and `disk`, pools `gpu` and `net`, jobs holding them), where
+    a queued job may take both locks and a person may hold a lock or a pool's name."""
     snap = draw(scenarios())
+    queue = tuple(model.replace(v, locks=("db", "disk")) if draw(st.booleans()) else v
+                  for v in snap.queue)
     names = draw(st.lists(st.sampled_from(["db", "disk", "net"]), unique=True, max_size=2))
-    return model.replace(snap, pause=PauseView(locks={n: f"a person holds {n}" for n in names}))
+    return model.replace(snap, queue=queue,
+                         pause=PauseView(locks={n: f"a person holds {n}" for n in names}))
 
 
 def _after(snap: Snapshot, first: Decision) -> Snapshot:
@@ -248,17 +253,22 @@ def test_a_job_asleep_on_a_lock_keeps_its_reason_and_leaving_it_out_changes_noth
             assert holder is None or (holder in holders and not pool)
             assert person == snap.pause.locks.get(name)
     # The next pass, over the state this one left: a job whose names read as they did sleeps
-    # on with its reason, and leaving the sleepers out changes nothing for anyone else.
+    # through it. A whole judgement would start none of them, and would give each the same
+    # reason and watch unless a start of that pass took one of its names, which the look
+    # after the pass sees (`Coordinator.wake_locked`); and leaving the sleepers out changes
+    # nothing for anyone else.
     nxt = _after(snap, first)
     seen = _now_seen(nxt)
     asleep = {job_id: w.watch for job_id, w in waiting.items()
               if all(seen[name] == was for name, was in w.watch)}
     again = decide(nxt)
     again_waiting = {job_id: w.watch for w in again.lock_waits for job_id in w.ids}
+    seen_after = _now_seen(_after(nxt, again))
     for job_id, watch in asleep.items():
-        assert job_id not in again.waits
         assert job_id not in {s.id for s in again.starts}
-        assert again_waiting[job_id] == watch
+        assert job_id in again_waiting
+        if job_id in again.waits or again_waiting[job_id] != watch:
+            assert any(seen_after[name] != was for name, was in watch)
     without = decide(_without(nxt, set(asleep)))
     assert without.starts == again.starts
     assert without.skips == again.skips
@@ -363,5 +373,43 @@ def test_the_coordinator_leaves_jobs_out_while_their_lock_is_held(tmp_path: Path
         assert all("hold" in (j.record.blocked_reason or "") for j in waiting)
         coord.finish(waiting[0], State.CANCELLED, error="by hand")
         assert waiting[0].id not in coord.dormant
+
+    asyncio.run(body())
+
+
+def test_a_start_that_takes_a_name_a_sleeper_saw_free_wakes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that waits for `disk` and also claims `db` sleeps having seen `db` free; a
+    later pass starts a job that takes `db`. A whole judgement would now name `db` (it comes
+    first), so the look after that pass wakes the sleeper and asks for another pass."""
+    def start(coord: Coordinator, job: Job, *_: object) -> None:
+        job.record.state = "starting"
+        coord.queue.remove(job.id)
+
+    monkeypatch.setattr(scheduling, "start_job", start)
+
+    async def body() -> None:
+        coord = make_coord(tmp_path)
+        fsck = add_job(coord, state="running", name="fsck", locks=["disk"])
+        both = add_job(coord, locks=["db", "disk"])
+        needer = add_job(coord, needs=[fsck.id])
+        scheduling.run_pass(coord, PeerLoad())
+        assert both.id in coord.dormant and "fsck" in (both.record.blocked_reason or "")
+        assert needer.id in coord.dormant
+        kicks: list[bool] = []
+        monkeypatch.setattr(coord, "kick", lambda: kicks.append(True))
+        migrate = add_job(coord, name="migrate", locks=["db"])
+        scheduling.run_pass(coord, PeerLoad())
+        assert migrate.record.state == "starting"
+        assert both.id not in coord.dormant and kicks
+        assert needer.id in coord.dormant  # the look after a pass reads only the locks
+        scheduling.run_pass(coord, PeerLoad())
+        assert "migrate" in (both.record.blocked_reason or "")
+        assert both.id in coord.dormant
+        # A pass whose starts take no watched name wakes nobody.
+        kicks.clear()
+        add_job(coord, name="plain")
+        scheduling.run_pass(coord, PeerLoad())
+        assert both.id in coord.dormant and not kicks
 
     asyncio.run(body())
