@@ -2,8 +2,10 @@
 
 A pass records it for each job that waits for a lock (`Decision.lock_waits`), and the
 coordinator makes it again from its live jobs before the next pass to see whether any name
-moved (`qex.coordinator.dormant`). Both go through these functions, so the two can only
-disagree when the locks did change. Pure: job views, pools and the person holds in.
+moved (`qex.coordinator.dormant`). Both make it with `seen`, and `holders` counts a lock's
+holder as the scheduler's load does (the first job, in the order of the active jobs, whose
+claim on the name has no pool), so the two disagree only when the locks did change. Pure:
+job views, pools and the person holds in.
 """
 
 from __future__ import annotations

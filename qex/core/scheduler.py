@@ -134,10 +134,6 @@ class _Load:
 _NO_CLAIMS: Mapping[str, EffectiveClaim] = {}
 
 
-def _claims_of(job: JobView, pools: Mapping[str, Pool]) -> Mapping[str, EffectiveClaim]:
-    return effective_claims(job.locks, job.claims, pools.values())
-
-
 class _Walk:
     """Judges ready jobs against the live load, one at a time, in queue order."""
 
@@ -153,6 +149,21 @@ class _Walk:
         # change of the load instead of once per job (the pass runs at every job's end).
         self._waits: dict[tuple[int, int, int], _Verdict] = {}
         self._watches: dict[tuple[tuple[str, ...], int], tuple[tuple[str, LockSeen], ...]] = {}
+        self._lock_claims: dict[tuple[str, ...], Mapping[str, EffectiveClaim]] = {}
+
+    def claims_of(self, job: JobView) -> Mapping[str, EffectiveClaim]:
+        """Every name `job` needs, with its pool (`effective_claims`). A job with locks and
+        no pool claims asks what every job with the same locks asks, and a long queue of
+        jobs that wait for one lock is judged again each time it changes hands: those are
+        made once a pass.
+        The mapping is shared, so nothing here may change it."""
+        if job.claims:
+            return effective_claims(job.locks, job.claims, self.pools.values())
+        known = self._lock_claims.get(job.locks)
+        if known is None:
+            known = self._lock_claims[job.locks] = effective_claims(job.locks, {},
+                                                                    self.pools.values())
+        return known
 
     # -- locks --------------------------------------------------------------------------------
 
@@ -380,7 +391,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
             if job.max_queue_time is None:
                 dormant.append(DependencyWait(job.id, deps.watch[job.id]))
             continue
-        claims = _claims_of(job, walk.pools) if job.locks or job.claims else _NO_CLAIMS
+        claims = walk.claims_of(job) if job.locks or job.claims else _NO_CLAIMS
         if claims:
             lock = walk.lock_reason(job, claims)
             if lock is not None:
