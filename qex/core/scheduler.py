@@ -155,8 +155,7 @@ class _Walk:
         """Every name `job` needs, with its pool (`effective_claims`). A job with locks and
         no pool claims asks what every job with the same locks asks, and a long queue of
         jobs that wait for one lock is judged again each time it changes hands: those are
-        made once a pass.
-        The mapping is shared, so nothing here may change it."""
+        made once a pass. The mapping is shared, so nothing here may change it."""
         if job.claims:
             return effective_claims(job.locks, job.claims, self.pools.values())
         known = self._lock_claims.get(job.locks)
