@@ -20,22 +20,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from itertools import filterfalse
+from typing import NamedTuple
 
 from qex.core.scheduler_types import DependencyWait, LockSeen, LockWait
 
-#: A watched thing: a job's id (its state is watched), or ("lock", name).
-Key = str | tuple[str, str]
+#: watched job id or lock name -> (what its sleepers saw of it, their ids)
+_Watched = dict[str, tuple[object, set[str]]]
+
+
+class Sleep(NamedTuple):
+    """Where a dormant job sleeps: the table of its kind, and its keys there."""
+
+    table: _Watched
+    keys: tuple[str, ...]
 
 
 class DormantJobs:
-    """The dormant jobs, and what they watch with what each verdict saw of it."""
+    """The dormant jobs, and what they watch with what each verdict saw of it. A job sleeps
+    on the states of other jobs or on locks, never both, so each kind has its own table."""
 
     def __init__(self) -> None:
-        #: dormant job id -> the keys it watches
-        self.jobs: dict[str, tuple[Key, ...]] = {}
-        #: watched key -> (what its sleepers saw, their ids)
-        self._watched: dict[Key, tuple[object, set[str]]] = {}
-        self._lock_keys = 0
+        #: dormant job id -> where it sleeps
+        self.jobs: dict[str, Sleep] = {}
+        self._jobs_watched: _Watched = {}
+        self._locks_watched: _Watched = {}
 
     def __bool__(self) -> bool:
         return bool(self.jobs)
@@ -48,28 +56,32 @@ class DormantJobs:
 
     def watches(self, job_id: str) -> bool:
         """True when a dormant job waits for `job_id`."""
-        return job_id in self._watched
+        return job_id in self._jobs_watched
+
+    def watches_locks(self) -> bool:
+        """True when a dormant job waits for a lock (the caller then makes `lock_of`)."""
+        return bool(self._locks_watched)
 
     def rest(self, waits: Iterable[DependencyWait]) -> list[str]:
         """Make dormant the jobs of `waits`, and say which."""
         rested: list[str] = []
         for wait in waits:
-            rested += self._rest((wait.id,), wait.watch)
+            rested += self._rest(self._jobs_watched, (wait.id,), wait.watch)
         return rested
 
     def rest_locked(self, waits: Iterable[LockWait]) -> list[str]:
         """Make dormant the jobs of `waits` (jobs that wait for a lock), and say which."""
         rested: list[str] = []
         for wait in waits:
-            rested += self._rest(wait.ids, [(("lock", name), seen) for name, seen in wait.watch])
+            rested += self._rest(self._locks_watched, wait.ids, wait.watch)
         return rested
 
-    def _rest(self, ids: Iterable[str], watch: Iterable[tuple[Key, object]]) -> list[str]:
+    def _rest(self, watched: _Watched, ids: Iterable[str],
+              watch: Iterable[tuple[str, object]]) -> list[str]:
         """Jobs whose watch differs from what other dormant jobs saw of the same key are left
         awake: one of the verdicts is out of date, and the next pass judges them again. A
         job that sleeps already keeps its watch."""
         watch = tuple(watch)
-        watched = self._watched
         if not watch or any(key in watched and watched[key][0] != seen for key, seen in watch):
             return []
         jobs = self.jobs
@@ -77,12 +89,8 @@ class DormantJobs:
         if not new:
             return []
         for key, seen in watch:
-            entry = watched.get(key)
-            if entry is None:
-                entry = watched[key] = (seen, set())
-                self._lock_keys += isinstance(key, tuple)
-            entry[1].update(new)
-        jobs.update(dict.fromkeys(new, tuple(key for key, _ in watch)))
+            watched.setdefault(key, (seen, set()))[1].update(new)
+        jobs.update(dict.fromkeys(new, Sleep(watched, tuple(key for key, _ in watch))))
         return new
 
     def wake_changed(self, state_of: Callable[[str], str | None] | None,
@@ -91,47 +99,41 @@ class DormantJobs:
         """Wake the jobs that watch a job whose state is no longer the one they saw (None:
         the job is gone), or a lock that `lock_of` now sees otherwise (without `lock_of`,
         every job that waits for a lock wakes), to be judged again. Their ids: those that
-        waited for jobs, then those that waited for locks (a job sleeps for one or the
-        other, never both). Without `state_of`, only the locks are looked at."""
-        def moved(key: Key, seen: object) -> bool:
-            if isinstance(key, tuple):
-                return lock_of is None or lock_of(key[1]) != seen
-            return state_of is not None and state_of(key) != seen
+        waited for jobs, then those that waited for locks. Without `state_of`, only the
+        locks are looked at."""
+        for_jobs = self._wake(self._jobs_watched, state_of) if state_of is not None else []
+        return for_jobs, self._wake(self._locks_watched, lock_of)
 
-        changed = [key for key, (seen, _) in self._watched.items() if moved(key, seen)]
-        for_jobs: list[str] = []
-        for_locks: list[str] = []
+    def _wake(self, watched: _Watched, now: Callable[[str], object] | None) -> list[str]:
+        """Wake the sleepers of `watched` whose key `now` sees otherwise (all without it)."""
+        changed = [key for key, (seen, _) in watched.items() if now is None or now(key) != seen]
+        woken: list[str] = []
         jobs = self.jobs
         for key in changed:
-            entry = self._watched.pop(key, None)
+            entry = watched.pop(key, None)
             if entry is None:
                 continue  # its sleepers woke with another key
-            self._lock_keys -= isinstance(key, tuple)
             sleepers = entry[1]
-            (for_locks if isinstance(key, tuple) else for_jobs).extend(sleepers)
+            woken.extend(sleepers)
             for job_id in sleepers:
-                keys = jobs.pop(job_id)
+                keys = jobs.pop(job_id).keys
                 if len(keys) > 1:  # the other keys it watched forget it too
-                    self._forget(job_id, keys)
-        return for_jobs, for_locks
-
-    def watches_locks(self) -> bool:
-        """True when a dormant job waits for a lock (the caller then makes `lock_of`)."""
-        return self._lock_keys > 0
+                    self._forget(job_id, watched, keys)
+        return woken
 
     def discard(self, job_id: str) -> bool:
         """Forget a dormant job (it left the queue, or wakes); False if it was not one."""
-        keys = self.jobs.pop(job_id, None)
-        if keys is None:
+        sleep = self.jobs.pop(job_id, None)
+        if sleep is None:
             return False
-        self._forget(job_id, keys)
+        self._forget(job_id, sleep.table, sleep.keys)
         return True
 
-    def _forget(self, job_id: str, keys: Iterable[Key]) -> None:
+    @staticmethod
+    def _forget(job_id: str, watched: _Watched, keys: Iterable[str]) -> None:
         for key in keys:
-            entry = self._watched.get(key)
+            entry = watched.get(key)
             if entry is not None:
                 entry[1].discard(job_id)
                 if not entry[1]:
-                    del self._watched[key]
-                    self._lock_keys -= isinstance(key, tuple)
+                    del watched[key]

@@ -329,7 +329,7 @@ def test_jobs_asleep_on_a_lock_wake_when_what_they_read_of_it_moves() -> None:
     assert list(dormant.jobs) == ["j3"]
     # A group rests once; a job that sleeps already keeps its watch.
     assert dormant.rest_locked([LockWait((("db", db),), ("j6", "j7", "j3"))]) == ["j6", "j7"]
-    assert dormant.jobs["j3"] == ("a",)
+    assert dormant.jobs["j3"].keys == ("a",)
 
 
 def test_the_coordinator_leaves_jobs_out_while_their_lock_is_held(tmp_path: Path) -> None:
