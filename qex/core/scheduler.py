@@ -144,24 +144,29 @@ class _Walk:
         # Exact names only: `target/debug` and `target_debug` are two locks. The coordinator
         # already turned what the person typed into the stored name (`pausing.resolve_lock`).
         self.person_locks = {name: name for name in snap.pause.locks}
-        # Waits of jobs without locks or pools, by (cores, memory, the load's count): such a
-        # verdict depends on nothing else, and a long queue of alike jobs is judged once per
-        # change of the load instead of once per job (the pass runs at every job's end).
-        self._waits: dict[tuple[int, int, int], _Verdict] = {}
+        # Waits by (cores, memory, the claims' mapping, the load's count): a verdict depends
+        # on nothing else, and a long queue of alike jobs is judged once per change of the
+        # load instead of once per job (the pass runs at every job's end). The mapping is
+        # known by its identity, which `claims_of` makes one per set of claims.
+        self._waits: dict[tuple[int, int, int, int], _Verdict] = {}
         self._watches: dict[tuple[tuple[str, ...], int], tuple[tuple[str, LockSeen], ...]] = {}
-        self._lock_claims: dict[tuple[str, ...], Mapping[str, EffectiveClaim]] = {}
+        self._claims: dict[object, Mapping[str, EffectiveClaim]] = {}
 
     def claims_of(self, job: JobView) -> Mapping[str, EffectiveClaim]:
-        """Every name `job` needs, with its pool (`effective_claims`). A job with locks and
-        no pool claims asks what every job with the same locks asks, and a long queue of
-        jobs that wait for one lock is judged again each time it changes hands: those are
-        made once a pass. The mapping is shared, so nothing here may change it."""
+        """Every name `job` needs, with its pool (`effective_claims`), made once a pass for
+        every job that asks the same: a long queue of jobs that wait for one lock or one
+        pool is judged again at each job's end. The mapping is shared, so nothing here may
+        change it."""
+        if not job.claims and not job.locks:
+            return _NO_CLAIMS
+        key: object = job.locks
         if job.claims:
-            return effective_claims(job.locks, job.claims, self.pools.values())
-        known = self._lock_claims.get(job.locks)
+            key = (job.locks, *[(name, claim.count, claim.size)
+                                for name, claim in job.claims.items()])
+        known = self._claims.get(key)
         if known is None:
-            known = self._lock_claims[job.locks] = effective_claims(job.locks, {},
-                                                                    self.pools.values())
+            known = self._claims[key] = effective_claims(job.locks, job.claims,
+                                                         self.pools.values())
         return known
 
     # -- locks --------------------------------------------------------------------------------
@@ -200,9 +205,8 @@ class _Walk:
     # -- admission ----------------------------------------------------------------------------
 
     def judge(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
-        if claims:
-            return self._judge(job, claims)
-        key = (job.cpu, job.mem, self.load.count)
+        """`claims` must come from `claims_of` (its identity is part of the key)."""
+        key = (job.cpu, job.mem, id(claims), self.load.count)
         known = self._waits.get(key)
         if known is not None:
             return known
@@ -390,7 +394,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
             if job.max_queue_time is None:
                 dormant.append(DependencyWait(job.id, deps.watch[job.id]))
             continue
-        claims = walk.claims_of(job) if job.locks or job.claims else _NO_CLAIMS
+        claims = walk.claims_of(job)
         if claims:
             lock = walk.lock_reason(job, claims)
             if lock is not None:

@@ -305,14 +305,33 @@ def alike_queues(draw: st.DrawFn) -> Snapshot:
                     oversized=draw(st.sampled_from(["run-when-idle", "queue"])))
 
 
+@st.composite
+def alike_claimed_queues(draw: st.DrawFn) -> Snapshot:
+    """A scenario whose queue is made again of a few kinds of its jobs (cores, memory,
+    pools, locks): many jobs with the same claims judged against the same load and peers."""
+    snap = draw(scenarios())
+    kinds = snap.queue[:3]
+    queue = [job(n, cpu=kind.cpu, mem=kind.mem, claims=dict(kind.claims), locks=kind.locks,
+                 passed_by=draw(st.sampled_from([0, 0, 2])))
+             for n, kind in enumerate(draw(st.lists(st.sampled_from(kinds), min_size=2,
+                                                    max_size=20)), start=1)]
+    known = {view.id: KnownJob(view.id, view.name, view.state) for view in (*queue, *snap.active)}
+    return model.replace(snap, queue=tuple(queue), known=known)
+
+
+def _effective_claims_afresh(walk: scheduler._Walk, view: JobView) -> Any:
+    return scheduler.effective_claims(view.locks, view.claims, walk.pools.values())
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(scenarios(), alike_queues()))
+@given(st.one_of(scenarios(), alike_queues(), alike_claimed_queues()))
 def test_judging_alike_jobs_once_per_load_decides_as_judging_each(snap: Snapshot) -> None:
-    """The pass remembers the wait of a job without locks or pools by its cores, memory and
-    the load at that moment; deciding with that memory gives the decision that judging
-    every job afresh gives."""
+    """The pass makes the claims of a job once for all the jobs that ask the same, and
+    remembers a wait by the job's cores, memory, claims and the load at that moment;
+    deciding with that memory gives the decision that judging every job afresh gives."""
     remembered = decide(snap)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scheduler._Walk, "judge", scheduler._Walk._judge)
+        patch.setattr(scheduler._Walk, "claims_of", _effective_claims_afresh)
         afresh = decide(snap)
     assert remembered == afresh
