@@ -756,6 +756,7 @@ def behind_busy_slots(env: dict[str, str], root: Path, reps: int, queued: int) -
     needing_group(env, root, filled)
     drain_beside_waiting(env, root, filled)
     drain_beside_waiting(env, root, filled, lock=True)
+    drain_beside_a_peers_pool(env, root, filled)
 
 
 def group_behind(env: dict[str, str], root: Path, count: int, first: str) -> float:
@@ -820,6 +821,57 @@ def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: i
     qex(env, "cancel", waiting, check=False)
     qex(env, "kill", needed, check=False)
     settle(env)
+
+
+def drain_beside_a_peers_pool(env: dict[str, str], root: Path, count: int,
+                              drained: int = 500) -> None:
+    """A fan-out of `drained` × `true` drained while `count` jobs queued before it claim the
+    one device of a pool that another user's coordinator holds (a second state beside this
+    one that shares its peers' folder). Such a wait can end at any pass, with no event of
+    this queue's own, so every pass judges all of them: once per set of claims and change of
+    the load since the forty-fifth pass, where it judged each one."""
+    claim = ["--cpu", "1", "--mem", "16MB"]
+    config = root / "config" / "qex.toml"
+    saved = config.read_text()
+    shared = (saved.replace("[peers]\nenabled = false", "[peers]\nenabled = true")
+              + '[[pool]]\nname = "gpu"\ndevices = ["8GB"]\n')
+    peer_root = root / "peer"
+    peer_root.mkdir(exist_ok=True)
+    own = ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "TMPDIR")
+    peer_env = {**env, **{key: value for key, value in make_env(peer_root).items()
+                          if key in own}}  # the same program, the same peers' folder
+    stop_coordinator(env, root)  # the next command starts one that reads the pool
+    config.write_text(shared)
+    (peer_root / "config" / "qex.toml").write_text(shared)
+    try:
+        holder = submit_id(peer_env, *claim, "--claim", "gpu=1", "--", "sleep", "600")
+        qex(env, "pause", "queue")
+        waiting_lines = root / "peer-waiting-lines.txt"
+        waiting_lines.write_text("".join(f"{i}\n" for i in range(count)))
+        waiting = qex(env, "submit", "--each-line", str(waiting_lines), "--max-jobs", str(count),
+                      "--claim", "gpu=1", *claim, "--", "true", "{}").stdout.strip()
+        lines = root / "peer-beside-lines.txt"
+        lines.write_text("".join(f"{i}\n" for i in range(drained)))
+        group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(drained),
+                    *claim, "--", "true", "{}").stdout.strip()
+        time.sleep(1.5)  # the coordinator reads its peers' claims every half second
+        started = time.perf_counter()
+        qex(env, "resume", "queue")
+        qex(env, "wait", "-q", group, check=False)
+        took = time.perf_counter() - started
+        listing = json.loads(qex(env, "list", "--json", "--state", "queued").stdout)
+        jobs = listing if isinstance(listing, list) else listing.get("jobs", [])
+        note = "" if len(jobs) >= count else f"; {count - len(jobs)} of them ran: peer not seen"
+        label = f"{drained} drained, {count} on a peer's pool"
+        print(f"{label:<34} {drained / took:>8.1f} jobs/s  "
+              f"(one slot; another user holds a core and the pool{note})")
+        qex(env, "cancel", waiting, check=False)
+        qex(peer_env, "kill", holder, check=False)
+        settle(env)
+    finally:
+        stop_coordinator(peer_env, peer_root)
+        stop_coordinator(env, root)
+        config.write_text(saved)
 
 
 def learned_store(env: dict[str, str], root: Path, reps: int, commands: int = 5000) -> None:
