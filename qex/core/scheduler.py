@@ -144,11 +144,11 @@ class _Walk:
         # Exact names only: `target/debug` and `target_debug` are two locks. The coordinator
         # already turned what the person typed into the stored name (`pausing.resolve_lock`).
         self.person_locks = {name: name for name in snap.pause.locks}
-        # Waits by (cores, memory, the claims' mapping, the load's count): a verdict depends
-        # on nothing else, and a long queue of alike jobs is judged once per change of the
-        # load instead of once per job (the pass runs at every job's end). The mapping is
-        # known by its identity, which `claims_of` makes one per set of claims.
-        self._waits: dict[tuple[int, int, int, int], _Verdict] = {}
+        # Waits by (cores, memory, the load's count, the claims' mapping if any): a verdict
+        # depends on nothing else, and a long queue of alike jobs is judged once per change
+        # of the load instead of once per job (the pass runs at every job's end). The
+        # mapping is known by its identity, which `claims_of` makes one per set of claims.
+        self._waits: dict[tuple[int, ...], _Verdict] = {}
         self._watches: dict[tuple[tuple[str, ...], int], tuple[tuple[str, LockSeen], ...]] = {}
         self._claims: dict[object, Mapping[str, EffectiveClaim]] = {}
 
@@ -158,7 +158,7 @@ class _Walk:
         pool is judged again at each job's end. The mapping is shared, so nothing here may
         change it."""
         if not job.claims and not job.locks:
-            return _NO_CLAIMS
+            return _NO_CLAIMS  # the walk tests this itself, to spare the call
         key: object = job.locks
         if job.claims:
             key = (job.locks, *[(name, claim.count, claim.size)
@@ -206,7 +206,8 @@ class _Walk:
 
     def judge(self, job: JobView, claims: Mapping[str, EffectiveClaim]) -> _Verdict:
         """`claims` must come from `claims_of` (its identity is part of the key)."""
-        key = (job.cpu, job.mem, id(claims), self.load.count)
+        count = self.load.count
+        key = (job.cpu, job.mem, count, id(claims)) if claims else (job.cpu, job.mem, count)
         known = self._waits.get(key)
         if known is not None:
             return known
@@ -394,7 +395,7 @@ def decide(snap: Snapshot) -> Decision:  # noqa: C901, PLR0912, PLR0915 (one pas
             if job.max_queue_time is None:
                 dormant.append(DependencyWait(job.id, deps.watch[job.id]))
             continue
-        claims = walk.claims_of(job)
+        claims = walk.claims_of(job) if job.locks or job.claims else _NO_CLAIMS
         if claims:
             lock = walk.lock_reason(job, claims)
             if lock is not None:

@@ -375,3 +375,15 @@ def test_reasons_show_names_in_safe_form() -> None:
     holder = running(9, name="evil\x1b[2Jname", locks=("db",))
     d = decide(snapshot([job(1, locks=("db",))], [holder]))
     assert "\x1b" not in reason(d, 1) and "evil_2Jname" in reason(d, 1)
+
+
+def test_alike_jobs_on_either_side_of_a_start_are_judged_against_the_load_each_meets() -> None:
+    """A wait is remembered for the jobs that ask the same, but only until a start changes
+    the load: the job behind the start reads the cores that start took."""
+    for claims in ({}, {"net": PoolClaim(1)}):
+        queue = [job(1, cpu=3, claims=dict(claims)), job(2, cpu=1),
+                 job(3, cpu=3, claims=dict(claims))]
+        d = decide(snapshot(queue, [running(9, cpu=1)], cpu_budget=3, pools=(NET,)))
+        assert [s.id for s in d.starts] == [job_id(2)]
+        assert "already use 1 of the 3" in d.waits[job_id(1)].blocked_reason
+        assert "already use 2 of the 3" in d.waits[job_id(3)].blocked_reason

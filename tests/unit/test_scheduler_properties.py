@@ -323,15 +323,28 @@ def _effective_claims_afresh(walk: scheduler._Walk, view: JobView) -> Any:
     return scheduler.effective_claims(view.locks, view.claims, walk.pools.values())
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(scenarios(), alike_queues(), alike_claimed_queues()))
-def test_judging_alike_jobs_once_per_load_decides_as_judging_each(snap: Snapshot) -> None:
-    """The pass makes the claims of a job once for all the jobs that ask the same, and
-    remembers a wait by the job's cores, memory, claims and the load at that moment;
-    deciding with that memory gives the decision that judging every job afresh gives."""
+def _decides_as_afresh(snap: Snapshot) -> None:
     remembered = decide(snap)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(scheduler._Walk, "judge", scheduler._Walk._judge)
         patch.setattr(scheduler._Walk, "claims_of", _effective_claims_afresh)
         afresh = decide(snap)
     assert remembered == afresh
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(scenarios(), alike_queues()))
+def test_judging_alike_jobs_once_per_load_decides_as_judging_each(snap: Snapshot) -> None:
+    """The pass remembers a wait by the job's cores, memory, claims and the load at that
+    moment; deciding with that memory gives the decision that judging every job afresh
+    gives."""
+    _decides_as_afresh(snap)
+
+
+@settings(max_examples=300, deadline=None)
+@given(alike_claimed_queues())
+def test_judging_alike_claimed_jobs_once_per_load_decides_as_judging_each(snap: Snapshot
+                                                                          ) -> None:
+    """The same for jobs with pools and locks: their claims are made once for all the jobs
+    that ask the same, and their waits remembered with them."""
+    _decides_as_afresh(snap)
