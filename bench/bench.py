@@ -798,29 +798,47 @@ def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: i
     `count` jobs queued before it need that long job (or, with `lock`, wait for the lock it
     holds). Each pass once judged every one of them; now they are judged once and left out
     until the long job's state (or the lock's holder) changes."""
-    claim = ["--cpu", "1", "--mem", "16MB"]
     qex(env, "pause", "queue")
     held = ["--lock", "bench-long"] if lock else []
-    needed = submit_id(env, *claim, *held, "--", "sleep", "600")
+    needed = submit_id(env, *CLAIM_SMALL, *held, "--", "sleep", "600")
+    drained_beside(env, root, count, drained, held or ["--needs", needed],
+                   f"{count} {'on a lock' if lock else 'waiting'}",
+                   f"the others wait for {'the lock of ' if lock else ''}a long job")
+    qex(env, "kill", needed, check=False)
+    settle(env)
+
+
+#: What the jobs of the drains beside waiting jobs claim: a core each is one slot.
+CLAIM_SMALL = ("--cpu", "1", "--mem", "16MB")
+
+
+def drained_beside(env: dict[str, str], root: Path, count: int, drained: int,
+                   waits: list[str], label: str, why: str, *, settle_first: float = 0.0,
+                   still_waiting: bool = False) -> None:
+    """Into a paused queue, `count` jobs that wait as `waits` says, then `drained` × `true`
+    behind them; prints the rate from the resume (after `settle_first`) to the end of the
+    drained ones, and cancels the waiting jobs. `still_waiting`: the row says so if some of
+    the waiting jobs ran, which would make it measure something else."""
     waiting_lines = root / "waiting-lines.txt"
     waiting_lines.write_text("".join(f"{i}\n" for i in range(count)))
-    waits = held or ["--needs", needed]
     waiting = qex(env, "submit", "--each-line", str(waiting_lines), "--max-jobs", str(count),
-                  *waits, *claim, "--", "true", "{}").stdout.strip()
+                  *waits, *CLAIM_SMALL, "--", "true", "{}").stdout.strip()
     lines = root / "beside-lines.txt"
     lines.write_text("".join(f"{i}\n" for i in range(drained)))
-    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(drained), *claim,
-                "--", "true", "{}").stdout.strip()
+    group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(drained),
+                *CLAIM_SMALL, "--", "true", "{}").stdout.strip()
+    time.sleep(settle_first)
     started = time.perf_counter()
     qex(env, "resume", "queue")
     qex(env, "wait", "-q", group, check=False)
     took = time.perf_counter() - started
-    label = f"{drained} drained, {count} {'on a lock' if lock else 'waiting'}"
-    print(f"{label:<34} {drained / took:>8.1f} jobs/s  "
-          f"(one slot; the others wait for {'the lock of ' if lock else ''}a long job)")
+    if still_waiting:
+        listing = json.loads(qex(env, "list", "--json", "--state", "queued").stdout)
+        queued = len(listing if isinstance(listing, list) else listing.get("jobs", []))
+        if queued < count:
+            why += f"; {count - queued} of the waiting jobs ran"
+    print(f"{f'{drained} drained, {label}':<34} {drained / took:>8.1f} jobs/s  (one slot; {why})")
     qex(env, "cancel", waiting, check=False)
-    qex(env, "kill", needed, check=False)
-    settle(env)
 
 
 def drain_beside_a_peers_pool(env: dict[str, str], root: Path, count: int,
@@ -830,7 +848,6 @@ def drain_beside_a_peers_pool(env: dict[str, str], root: Path, count: int,
     one that shares its peers' folder). Such a wait can end at any pass, with no event of
     this queue's own, so every pass judges all of them: once per set of claims and change of
     the load since the forty-fifth pass, where it judged each one."""
-    claim = ["--cpu", "1", "--mem", "16MB"]
     config = root / "config" / "qex.toml"
     saved = config.read_text()
     shared = (saved.replace("[peers]\nenabled = false", "[peers]\nenabled = true")
@@ -844,28 +861,12 @@ def drain_beside_a_peers_pool(env: dict[str, str], root: Path, count: int,
     config.write_text(shared)
     (peer_root / "config" / "qex.toml").write_text(shared)
     try:
-        holder = submit_id(peer_env, *claim, "--claim", "gpu=1", "--", "sleep", "600")
+        holder = submit_id(peer_env, *CLAIM_SMALL, "--claim", "gpu=1", "--", "sleep", "600")
         qex(env, "pause", "queue")
-        waiting_lines = root / "peer-waiting-lines.txt"
-        waiting_lines.write_text("".join(f"{i}\n" for i in range(count)))
-        waiting = qex(env, "submit", "--each-line", str(waiting_lines), "--max-jobs", str(count),
-                      "--claim", "gpu=1", *claim, "--", "true", "{}").stdout.strip()
-        lines = root / "peer-beside-lines.txt"
-        lines.write_text("".join(f"{i}\n" for i in range(drained)))
-        group = qex(env, "submit", "--each-line", str(lines), "--max-jobs", str(drained),
-                    *claim, "--", "true", "{}").stdout.strip()
-        time.sleep(1.5)  # the coordinator reads its peers' claims every half second
-        started = time.perf_counter()
-        qex(env, "resume", "queue")
-        qex(env, "wait", "-q", group, check=False)
-        took = time.perf_counter() - started
-        listing = json.loads(qex(env, "list", "--json", "--state", "queued").stdout)
-        jobs = listing if isinstance(listing, list) else listing.get("jobs", [])
-        note = "" if len(jobs) >= count else f"; {count - len(jobs)} of them ran: peer not seen"
-        label = f"{drained} drained, {count} on a peer's pool"
-        print(f"{label:<34} {drained / took:>8.1f} jobs/s  "
-              f"(one slot; another user holds a core and the pool{note})")
-        qex(env, "cancel", waiting, check=False)
+        # The coordinator reads its peers' claims every half second.
+        drained_beside(env, root, count, drained, ["--claim", "gpu=1"],
+                       f"{count} on a peer's pool", "another user holds a core and the pool",
+                       settle_first=1.5, still_waiting=True)
         qex(peer_env, "kill", holder, check=False)
         settle(env)
     finally:
