@@ -792,6 +792,10 @@ def skipped_group(env: dict[str, str], root: Path, count: int) -> None:
           f"({took * 1000 / count:.2f} ms per job, from the resume to `wait GROUP`)")
 
 
+#: What the jobs of the drains beside waiting jobs claim: a core each is one slot.
+CLAIM_SMALL = ("--cpu", "1", "--mem", "16MB")
+
+
 def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: int = 500, *,
                          lock: bool = False) -> None:
     """A fan-out of `drained` × `true` drained in the slot that a long job leaves, while
@@ -806,10 +810,6 @@ def drain_beside_waiting(env: dict[str, str], root: Path, count: int, drained: i
                    f"the others wait for {'the lock of ' if lock else ''}a long job")
     qex(env, "kill", needed, check=False)
     settle(env)
-
-
-#: What the jobs of the drains beside waiting jobs claim: a core each is one slot.
-CLAIM_SMALL = ("--cpu", "1", "--mem", "16MB")
 
 
 def drained_beside(env: dict[str, str], root: Path, count: int, drained: int,
