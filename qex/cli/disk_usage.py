@@ -18,6 +18,7 @@ from typing import Any
 from qex.core.model import dataclass
 from qex.store import atomic, jobs
 from qex.store.paths import Paths
+from qex.store.tree_size import tree_bytes
 
 #: A directory with no record younger than this may be a submission being written.
 ORPHAN_MIN_AGE = 120.0
@@ -56,7 +57,7 @@ def scan_jobs(paths: Paths) -> list[JobDir]:
     for job_dir in jobs.iter_job_dirs(paths):
         data = atomic.read_json(job_dir / jobs.STATUS)
         record = data if isinstance(data, dict) and isinstance(data.get("id"), str) else None
-        found.append(JobDir(path=job_dir, bytes=jobs.dir_size(job_dir), record=record,
+        found.append(JobDir(path=job_dir, bytes=tree_bytes(job_dir), record=record,
                             changed_at=_newest_change(job_dir)))
     return found
 
@@ -68,5 +69,3 @@ def is_orphan(entry: JobDir, *, known: set[str], now: float, older_than: float) 
     return now - entry.changed_at >= max(older_than, ORPHAN_MIN_AGE)
 
 
-def tree_size(path: Path) -> int:
-    return jobs.dir_size(path) if path.is_dir() else 0

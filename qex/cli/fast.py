@@ -1,7 +1,7 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
-`cancel`, `info`, `pipeline`, `rerun`, `events`, the pauses (`pause`, `resume` and their
-`queue` and `lock`), `version` and `--version`, `help`, `completion` (and `daemon`, so that a
-coordinator never loads click).
+`cancel`, `clean`, `info`, `pipeline`, `rerun`, `events`, the pauses (`pause`, `resume` and
+their `queue` and `lock`), `version` and `--version`, `help`, `completion` (and `daemon`, so
+that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -444,6 +444,18 @@ def _until(text: str | None) -> tuple[bool, float | None]:
     return True, time.time() + seconds
 
 
+def _clean(p: dict[str, Any]) -> int | None:
+    from qex.cli.clean_core import CleanUsage, clean, clean_on_wire
+
+    options = {"all_jobs": p["all_jobs"], "states": p["states"], "older_than": p["older_than"],
+               "cwd_dir": p["cwd_dir"], "under_dir": p["under_dir"], "auto": p["auto"]}
+    try:
+        code = clean_on_wire(p["words"], **options)
+        return code if code is not None else clean(p["words"], **options)
+    except CleanUsage:
+        return None  # raised before anything was read: click words the mistake
+
+
 def _pause(p: dict[str, Any]) -> int | None:
     from qex.cli.pause_core import show
 
@@ -512,8 +524,9 @@ def _daemon(p: dict[str, Any]) -> int | None:
 
 HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "submit": _submit, "run": _run, "wait": _wait, "status": _status, "list": _list, "logs": _logs,
-    "kill": _kill, "cancel": _cancel, "info": _info, "daemon": _daemon, "pipeline": _pipeline,
-    "rerun": _rerun, "events": _events, "pause": _pause, "pause queue": _pause_queue,
-    "pause lock": _pause_lock, "resume": _resume_queue, "resume queue": _resume_queue,
-    "resume lock": _resume_lock, "version": _version, "help": _help, "completion": _completion,
+    "kill": _kill, "cancel": _cancel, "clean": _clean, "info": _info, "daemon": _daemon,
+    "pipeline": _pipeline, "rerun": _rerun, "events": _events, "pause": _pause,
+    "pause queue": _pause_queue, "pause lock": _pause_lock, "resume": _resume_queue,
+    "resume queue": _resume_queue, "resume lock": _resume_lock, "version": _version,
+    "help": _help, "completion": _completion,
 }

@@ -291,6 +291,27 @@ TABLE: dict[str, dict[str, Any]] = {
             'jobs': None,
         },
     },
+    'clean': {
+        'interspersed': True,
+        'options': {
+            '--all': ('all_jobs', 'flag'),
+            '--state': ('states', 'multi:value'),
+            '--older-than': ('older_than', 'value'),
+            '--cwd': ('cwd_dir', 'optional:.'),
+            '--under': ('under_dir', 'optional:.'),
+            '--auto': ('auto', 'flag'),
+        },
+        'arguments': [('words', -1, False)],
+        'defaults': {
+            'all_jobs': False,
+            'auto': False,
+            'cwd_dir': None,
+            'older_than': None,
+            'states': (),
+            'under_dir': None,
+            'words': (),
+        },
+    },
     'info': {
         'interspersed': True,
         'options': {

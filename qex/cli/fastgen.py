@@ -27,17 +27,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: The commands that have a fast path (the ones users and agents repeat, `info`, which an
-#: agent asks to see whether the machine has room, `pipeline`, which a CI harness runs per
-#: change, `rerun`, which an agent runs after a failure, `events`, which an agent runs per
-#: change it waits for, the pauses that a harness takes and gives back around its work,
-#: `version`, which tools ask first, `help`, whose pages an agent reads at the start of a
-#: session, `completion`, which a shell's start-up file runs, and `daemon`, so that a
-#: coordinator never imports click). A subcommand is written with its group's word first
-#: (`pause queue`); its group's own entry (`pause`) covers the group's options with no
-#: subcommand.
-HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "info", "daemon",
-       "pipeline", "rerun", "events", "pause", "pause queue", "pause lock", "resume",
+#: The commands that have a fast path (the ones users and agents repeat, `clean`, which an
+#: agent runs after its work, `info`, which an agent asks to see whether the machine has
+#: room, `pipeline`, which a CI harness runs per change, `rerun`, which an agent runs after a
+#: failure, `events`, which an agent runs per change it waits for, the pauses that a harness
+#: takes and gives back around its work, `version`, which tools ask first, `help`, whose
+#: pages an agent reads at the start of a session, `completion`, which a shell's start-up
+#: file runs, and `daemon`, so that a coordinator never imports click). A subcommand is
+#: written with its group's word first (`pause queue`); its group's own entry (`pause`)
+#: covers the group's options with no subcommand.
+HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "clean", "info",
+       "daemon", "pipeline", "rerun", "events", "pause", "pause queue", "pause lock", "resume",
        "resume queue", "resume lock", "version", "help", "completion")
 
 TABLE_PATH = Path(__file__).with_name("fast_table.py")

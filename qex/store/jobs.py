@@ -192,17 +192,6 @@ def remove_job_dir(job_dir: Path) -> None:
     shutil.rmtree(job_dir, ignore_errors=True)
 
 
-def dir_size(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def read_supervisor_pid_file(job_dir: Path) -> tuple[int | None, str | None, bool]:
     """(pid, start token, file exists) from `supervisor.pid` (`"<pid> <token>"`)."""
     try:

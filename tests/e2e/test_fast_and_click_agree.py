@@ -1448,3 +1448,93 @@ def test_help_pages_agree_and_stay_lean(qex_env: Env) -> None:
     for args in (["help"], ["help", "agents"]):
         assert not _imported(qex_env, *args) & (_HEAVY | {"pathlib"}), args
     assert qex_env.coordinator_pid() is None  # reading the manual starts nothing
+
+
+
+_FREED = re.compile(r"freed \S+\.")
+_GATE = 'while [ ! -e "$1" ]; do sleep 0.05; done'
+
+
+def _cleaned_both_ways(env: Env, make: Any, *args: str) -> tuple[Any, Any]:
+    """`qex clean ARGS` on each path, each after `make()` made the same jobs anew in an
+    emptied state (a clean deletes what it selects, so each path needs jobs of its own).
+    `make` returns what to format `args` with. The results, ids and sizes masked."""
+    shown = []
+    for extra in ({}, CLICK_ONLY):
+        values = make()
+        proc = env.run("clean", *(arg.format(**values) for arg in args), extra_env=extra)
+        shown.append((proc.returncode, _FREED.sub("freed <size>.", _mask(proc.stdout)),
+                      _mask(proc.stderr)))
+    return shown[0], shown[1]
+
+
+def test_cleans_agree_and_leave_click(qex_env: Env) -> None:
+    """`qex clean`, which the agents' page lists for after their work, runs on the fast path
+    over the wire: the same deletions, lines and codes as the click command (the full body),
+    and click words every mistake in the options (found before anything is read)."""
+    claim = ("--cpu", "1", "--mem", "16MB")
+    gates: list[Path] = []
+
+    def emptied() -> None:
+        qex_env.run("resume", "queue")
+        for gate in gates:
+            gate.touch()
+        listed = json.loads(qex_env.run("list", "--json", check=True).stdout)
+        if listed:
+            qex_env.run("wait", *[str(r["id"]) for r in listed])
+            qex_env.run("clean", "--all", check=True)
+
+    def finished() -> dict[str, str]:
+        emptied()
+        ok = qex_env.submit(*claim, "--name", "ok", "--", "true")
+        bad = qex_env.submit(*claim, "--name", "bad", "--", "false")
+        qex_env.run("wait", ok, bad)
+        return {"ok": ok, "bad": bad}
+
+    def held() -> dict[str, str]:
+        """Those, a running job, and a queued one that needs `ok`."""
+        values = finished()
+        gates.append(qex_env.root / f"gate-{len(gates)}")
+        live = qex_env.submit(*claim, "--name", "live", "--", "sh", "-c", _GATE, "sh",
+                              str(gates[-1]))
+        qex_env.wait_for(lambda: qex_env.record(live)["state"] == "running",
+                         what="the gated job to run")
+        qex_env.run("pause", "queue", check=True)
+        qex_env.submit(*claim, "--name", "later", "--after", values["ok"], "--", "true")
+        return {**values, "live": live}
+
+    for args in (("--state", "failed"), ("{bad}",), ("{ok}", "{bad}", "--all"), ("done",),
+                 ("--state", "done", "--older-than", "1h"), ("--cwd",), ("--auto",)):
+        fast, slow = _cleaned_both_ways(qex_env, finished, *args)
+        assert fast == slow, args
+        assert fast[0] == 0, (args, fast)
+    assert "deleted 2 records" in _cleaned_both_ways(qex_env, finished, "--all")[0][1]
+
+    def grouped() -> dict[str, str]:
+        values = finished()
+        lines = qex_env.root / "fan.txt"
+        lines.write_text("a\nb\n")
+        group = qex_env.submit(*claim, "--each-line", str(lines), "--name", "fan", "--",
+                               "echo", "{}")
+        qex_env.run("wait", group)
+        return {**values, "group": group}
+
+    for args in (("{group}",), ("fan", "{ok}"), ("{group}", "--state", "failed")):
+        fast, slow = _cleaned_both_ways(qex_env, grouped, *args)
+        assert fast == slow and fast[0] == 0, (args, fast)
+    assert "deleted 3 records" in _cleaned_both_ways(qex_env, grouped, "fan", "{ok}")[0][1]
+    fast, slow = _cleaned_both_ways(qex_env, held, "done")
+    assert fast == slow and "deleted 1 record" in fast[1] and "1 record stayed" in fast[1], fast
+    fast, slow = _cleaned_both_ways(qex_env, held, "{live}")
+    assert fast == slow and fast[0] == 1 and fast[2].startswith("qex: "), fast
+    emptied()
+    for args in ((), ("--auto", "--all"), ("--state", "bogus"), ("--older-than", "soon"),
+                 ("nosuchjob",), ("--bogus",)):
+        _same(qex_env, "clean", *args)  # click's usage words and codes, 127 for no such job
+    qex_env.submit(*claim, "--name", "failed", "--", "true")
+    _same(qex_env, "clean", "failed")  # a state word that names a job: refused both ways
+    for args in (("--state", "oom"), ("--cwd",), ("--under", "."), ("--auto",),
+                 ("--older-than", "1h", "done"), ("--all",)):
+        assert not _imported(qex_env, "clean", *args) & _HEAVY, args  # on the wire
+    # A word that names nothing goes to the full body, which says so without click.
+    assert "click" not in _imported(qex_env, "clean", "--all", "nosuchjob")

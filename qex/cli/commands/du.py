@@ -30,10 +30,11 @@ def _keep(paths: Any) -> float:
 def command(*, top_n: int, as_json: bool) -> None:
     """Show how much disk space the state directory uses, how much `qex gc` would free,
     and which job records are the largest."""
-    from qex.cli.disk_usage import is_orphan, scan_jobs, tree_size
+    from qex.cli.disk_usage import is_orphan, scan_jobs
     from qex.core import job_filters as jf
     from qex.core.names import safe_name, short_id
     from qex.core.units import format_duration, format_size
+    from qex.store.tree_size import tree_bytes
 
     paths = get_paths()
     keep = _keep(paths)
@@ -42,7 +43,7 @@ def command(*, top_n: int, as_json: bool) -> None:
     records = [e.record for e in entries if e.record is not None]
     known = {str(r.get("id")) for r in records}
     held = jf.held_ids(records)
-    total = tree_size(paths.state_dir)
+    total = tree_bytes(paths.state_dir)
     jobs_bytes = sum(e.bytes for e in entries)
     orphans = [e for e in entries if is_orphan(e, known=known, now=now, older_than=keep)]
     reclaimable = sum(e.bytes for e in orphans)
