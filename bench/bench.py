@@ -381,6 +381,9 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "status ID --grep hel --json": [*prog(env), "status", done, "--grep", "hel", "--json"],
         "kill ID (finished: refused)": [*prog(env), "kill", done],
         "cancel ID (finished: refused)": [*prog(env), "cancel", done],
+        # Every record read, none selected: the clean that an agent runs after its work,
+        # without the deletions (which the fortieth and forty-second passes measured).
+        "clean --state oom (nothing to delete)": [*prog(env), "clean", "--state", "oom"],
         "kill --signal INT ID ID ID (refused)": [*prog(env), "kill", "--signal", "INT", done,
                                                  *more],
         "info --json": [*prog(env), "info", "--json"],
