@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
+    from qex.cli.wire import Wire
     from qex.client.errors import Refused
 
 #: `--auto`: the jobs of this directory and below that stopped more than an hour ago.
@@ -110,7 +111,7 @@ def clean(words: Sequence[str], *, all_jobs: bool, states: Sequence[str],
     choice = choose(words, all_jobs=all_jobs, states=states, older_than=older_than,
                     cwd_dir=cwd_dir, under_dir=under_dir, auto=auto)
     from qex.cli.common import get_paths
-    from qex.cli.reach import open_connection
+    from qex.cli.reach import cleaned, open_connection
     from qex.cli.resolve import resolve
 
     paths = get_paths()
@@ -124,8 +125,6 @@ def clean(words: Sequence[str], *, all_jobs: bool, states: Sequence[str],
             explicit.extend(resolve(conn, paths, word).jobs)
         chosen = _chosen(explicit, _filtered(records, choice))
         sizes = [tree_bytes(paths.job_dir(job_id)) for job_id in chosen]
-        from qex.cli.reach import cleaned
-
         return _report(chosen, explicit, sizes, cleaned(conn, list(chosen)))
 
 
@@ -144,14 +143,16 @@ def clean_on_wire(words: Sequence[str], *, all_jobs: bool, states: Sequence[str]
     if state is None:
         return None
     from qex.cli import fastread
+    from qex.cli.wire import Wire
 
-    wire = fastread._connect()
+    wire = Wire.connect()
     if wire is None:
         return None
     try:
         listed = fastread.ask(wire, {"op": "list"})  # protocol.list_jobs()
-        jobs = listed.get("jobs") if listed is not None and listed.get("result") == "jobs" \
-            else None
+        if listed is None or listed.get("result") != "jobs":
+            return None
+        jobs = listed.get("jobs")
         if not isinstance(jobs, list):
             return None
         records = [job for job in jobs if isinstance(job, dict)]
@@ -172,7 +173,7 @@ def clean_on_wire(words: Sequence[str], *, all_jobs: bool, states: Sequence[str]
         wire.close()
 
 
-def _cleaned_on_wire(wire: Any, job_ids: list[str]) -> list[Refused | None] | None:
+def _cleaned_on_wire(wire: Wire, job_ids: list[str]) -> list[Refused | None] | None:
     """`reach.cleaned` over the wire: each job's refusal or None, in order; None when the
     full body must send it (nothing was deleted)."""
     from qex.core.protocol import each_answer, unknown_request
@@ -187,13 +188,15 @@ def _cleaned_on_wire(wire: Any, job_ids: list[str]) -> list[Refused | None] | No
     if each is None:
         from qex.client.connection import answers_of
 
-        answers_of(message, answer, len(job_ids))  # raises the full client's error
+        each = answers_of(message, answer, len(job_ids))  # the full client's error for it
+        if each is None:
+            return None
     from qex.cli.fastread import refusal_of
     from qex.client.errors import Refused
     from qex.core.names import printable_line
 
     found: list[Refused | None] = []
-    for one in each or ():
+    for one in each:
         refused = refusal_of(one)
         found.append(None if refused is None else Refused(refused[0],
                                                           printable_line(refused[1])))
