@@ -53,6 +53,13 @@ class Choice:
         self.filtering = bool(all_jobs or wanted or age is not None or cwd_dir is not None
                               or under_dir is not None)
 
+    def listed_states(self) -> list[str] | None:
+        """The states to ask the coordinator for (`protocol.list_jobs`), or None for every
+        record: with thousands of stopped jobs, a clean of the failed ones need not decode
+        every record. A state given as a word needs them all, since it must not also name a
+        job; the answer is filtered here all the same, as an older coordinator sends all."""
+        return sorted(self.wanted) if self.wanted and not self.state_words else None
+
 
 def choose(words: Sequence[str], *, all_jobs: bool, states: Sequence[str],
            older_than: str | None, cwd_dir: str | None, under_dir: str | None,
@@ -118,7 +125,7 @@ def clean(words: Sequence[str], *, all_jobs: bool, states: Sequence[str],
     conn = open_connection(paths, start=True)
     assert conn is not None
     with conn:
-        records = conn.list_jobs()
+        records = conn.list_jobs(states=choice.listed_states())
         _refuse_ambiguous_states(records, choice)
         explicit: list[dict[str, Any]] = []
         for word in choice.job_words:
@@ -149,7 +156,9 @@ def clean_on_wire(words: Sequence[str], *, all_jobs: bool, states: Sequence[str]
     if wire is None:
         return None
     try:
-        listed = fastread.ask(wire, {"op": "list"})  # protocol.list_jobs()
+        from qex.core.protocol import list_jobs
+
+        listed = fastread.ask(wire, list_jobs(states=choice.listed_states()))
         if listed is None or listed.get("result") != "jobs":
             return None
         jobs = listed.get("jobs")

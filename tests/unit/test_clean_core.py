@@ -158,3 +158,48 @@ def test_a_tree_is_the_bytes_of_its_files(tmp_path: Path) -> None:
     assert tree_bytes(tmp_path / "gone") == 0
     (tmp_path / "file").write_text("z")
     assert tree_bytes(tmp_path / "file") == 0
+
+
+def test_a_clean_by_state_asks_only_for_those_states(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`--state failed` lists the failed jobs (and the active ones, which the coordinator
+    adds), not every record; a state given as a word lists every record, since the word must
+    not name a job; either way the answer is filtered here."""
+    from qex.cli.wire import Wire
+
+    failed = {"id": "f" * 8 + "-0000-4000-8000-000000000000", "name": "a", "state": "failed",
+              "finished_at": 1.0, "cwd": "/"}
+    running = {**failed, "id": "e" * 8 + "-0000-4000-8000-000000000000", "state": "running"}
+    done = {**failed, "id": "d" * 8 + "-0000-4000-8000-000000000000", "state": "completed"}
+
+    class _Coordinator:
+        """Sends every record whatever the filter (as an older coordinator does), and
+        deletes whatever it is asked to."""
+
+        def __init__(self) -> None:
+            self.sent: list[dict[str, Any]] = []
+
+        def request(self, message: dict[str, Any]) -> dict[str, Any]:
+            self.sent.append(message)
+            if message["op"] == "list":
+                return {"result": "jobs", "jobs": [failed, running, done]}
+            return {"result": "ok", "answers": [{"result": "ok"}] * len(message["ids"])}
+
+        def close(self) -> None:
+            pass
+
+    wires: list[_Coordinator] = []
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setattr(Wire, "connect", lambda **_: wires.append(_Coordinator()) or wires[-1])
+    for words, states, listed, deleted in (
+            ([], ["failed"], protocol.list_jobs(states=["failed"]), [failed]),
+            (["failed"], [], protocol.list_jobs(), [failed]),
+            ([], ["done"], protocol.list_jobs(states=[str(s) for s in FINAL]), [failed, done])):
+        code = clean_core.clean_on_wire(words, all_jobs=False, states=states,
+                                        older_than=None, cwd_dir=None, under_dir=None,
+                                        auto=False)
+        sent = wires[-1].sent
+        assert code == 0 and sent[0] == listed, (words, states, sent)
+        assert sent[1] == protocol.clean_many([str(r["id"]) for r in deleted])
+        assert f"deleted {len(deleted)} record" in capsys.readouterr().out
