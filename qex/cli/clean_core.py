@@ -185,9 +185,9 @@ def clean_on_wire(words: Sequence[str], *, all_jobs: bool, states: Sequence[str]
 def _cleaned_on_wire(wire: Wire, job_ids: list[str]) -> list[Refused | None] | None:
     """`reach.cleaned` over the wire: each job's refusal or None, in order; None when the
     full body must send it (nothing was deleted)."""
-    from qex.core.protocol import each_answer, unknown_request
+    from qex.core.protocol import clean_many, each_answer, unknown_request
 
-    message = {"op": "clean_many", "ids": job_ids}  # protocol.clean_many
+    message = clean_many(job_ids)
     answer = wire.request(message)
     if not isinstance(answer, dict):
         answer = _read_slow(answer, message)  # the request went: its answer must be read

@@ -67,5 +67,3 @@ def is_orphan(entry: JobDir, *, known: set[str], now: float, older_than: float) 
     if entry.record is not None or entry.id in known:
         return False
     return now - entry.changed_at >= max(older_than, ORPHAN_MIN_AGE)
-
-
