@@ -1,7 +1,8 @@
 """The hot commands without click: `submit`, `run`, `wait`, `status`, `list`, `logs`, `kill`,
 `cancel`, `clean`, `info`, `pipeline`, `rerun`, `events`, the pauses (`pause`, `resume` and
-their `queue` and `lock`), `version` and `--version`, `help`, `completion` (and `daemon`, so
-that a coordinator never loads click).
+their `queue` and `lock`), `version` and `--version`, `help`, `completion`, and the rarer
+`watchers`, `config show`, `config path`, `du`, `gc`, `coordinator stop`, `coordinator
+restart` and `schema` (and `daemon`, so that a coordinator never loads click).
 
 A person's shell loop or an agent runs these one process per call, so each call pays for
 Python's start-up and its imports; click and the option framework alone cost more than the
@@ -515,6 +516,58 @@ def _completion(p: dict[str, Any]) -> int | None:
     return 0
 
 
+def _watchers(p: dict[str, Any]) -> int | None:
+    from qex.cli.watchers_core import show_watchers
+
+    return show_watchers(as_json=p["as_json"])
+
+
+def _config_show(p: dict[str, Any]) -> int | None:
+    from qex.cli.config_show import show
+
+    return show(as_json=p["as_json"])
+
+
+def _config_path(p: dict[str, Any]) -> int | None:
+    from qex.cli.config_show import show_path
+
+    return show_path()
+
+
+def _du(p: dict[str, Any]) -> int | None:
+    from qex.cli.du_core import show_du
+
+    return show_du(top_n=p["top_n"], as_json=p["as_json"])
+
+
+def _gc(p: dict[str, Any]) -> int | None:
+    from qex.cli.gc_core import GcUsage, collect, keep_seconds
+
+    try:
+        keep_seconds(p["older_than"])
+    except GcUsage:
+        return None  # click words the mistake
+    return collect(older_than=p["older_than"], dry_run=p["dry_run"], as_json=p["as_json"])
+
+
+def _coordinator_stop(p: dict[str, Any]) -> int | None:
+    from qex.cli.coordinator_control import stop
+
+    return stop()
+
+
+def _coordinator_restart(p: dict[str, Any]) -> int | None:
+    from qex.cli.coordinator_control import restart
+
+    return restart()
+
+
+def _schema(p: dict[str, Any]) -> int | None:
+    from qex.cli.schema_core import show_schema
+
+    return show_schema(p["name"])
+
+
 def _daemon(p: dict[str, Any]) -> int | None:
     from qex.cli.daemon_start import run_daemon
 
@@ -528,5 +581,8 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "pipeline": _pipeline, "rerun": _rerun, "events": _events, "pause": _pause,
     "pause queue": _pause_queue, "pause lock": _pause_lock, "resume": _resume_queue,
     "resume queue": _resume_queue, "resume lock": _resume_lock, "version": _version,
-    "help": _help, "completion": _completion,
+    "help": _help, "completion": _completion, "watchers": _watchers,
+    "config show": _config_show, "config path": _config_path, "du": _du, "gc": _gc,
+    "coordinator stop": _coordinator_stop, "coordinator restart": _coordinator_restart,
+    "schema": _schema,
 }

@@ -478,4 +478,83 @@ TABLE: dict[str, dict[str, Any]] = {
             'shell': None,
         },
     },
+    'watchers': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+        },
+    },
+    'config show': {
+        'interspersed': True,
+        'options': {
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+        },
+    },
+    'config path': {
+        'interspersed': True,
+        'options': {
+        },
+        'arguments': [],
+        'defaults': {
+        },
+    },
+    'du': {
+        'interspersed': True,
+        'options': {
+            '--top': ('top_n', 'int>=0'),
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+            'top_n': 10,
+        },
+    },
+    'gc': {
+        'interspersed': True,
+        'options': {
+            '--older-than': ('older_than', 'value'),
+            '--dry-run': ('dry_run', 'flag'),
+            '--json': ('as_json', 'flag'),
+        },
+        'arguments': [],
+        'defaults': {
+            'as_json': False,
+            'dry_run': False,
+            'older_than': None,
+        },
+    },
+    'coordinator stop': {
+        'interspersed': True,
+        'options': {
+        },
+        'arguments': [],
+        'defaults': {
+        },
+    },
+    'coordinator restart': {
+        'interspersed': True,
+        'options': {
+        },
+        'arguments': [],
+        'defaults': {
+        },
+    },
+    'schema': {
+        'interspersed': True,
+        'options': {
+        },
+        'arguments': [('name', 1, False)],
+        'defaults': {
+            'name': None,
+        },
+    },
 }

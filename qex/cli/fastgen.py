@@ -38,7 +38,9 @@ from typing import Any
 #: covers the group's options with no subcommand.
 HOT = ("submit", "run", "wait", "status", "list", "logs", "kill", "cancel", "clean", "info",
        "daemon", "pipeline", "rerun", "events", "pause", "pause queue", "pause lock", "resume",
-       "resume queue", "resume lock", "version", "help", "completion")
+       "resume queue", "resume lock", "version", "help", "completion", "watchers",
+       "config show", "config path", "du", "gc", "coordinator stop", "coordinator restart",
+       "schema")
 
 TABLE_PATH = Path(__file__).with_name("fast_table.py")
 PAGES_PATH = Path(__file__).with_name("help_pages.py")

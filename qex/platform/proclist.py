@@ -1,7 +1,8 @@
 """List the processes of this machine: pid, parent, group, start time and command line.
 
-Used by `qex watchers`. Linux reads /proc directly (no psutil, so the command stays fast);
-the portable implementation (macOS, `QEX_PLATFORM=portable`) asks `ps`, the only view
+Used by `qex watchers`. Linux reads /proc directly with plain `os` calls (no psutil, no
+pathlib and no subprocess, so the command stays near the interpreter's start-up); the
+portable implementation (macOS, `QEX_PLATFORM=portable`) asks `ps`, the only view
 there; its start times are to the second. A process that ends while we read
 it is skipped: the listing is a snapshot, and a vanished process is not a monitor.
 """
@@ -9,17 +10,20 @@ it is skipped: the listing is a snapshot, and a vanished process is not a monito
 from __future__ import annotations
 
 import os
-import subprocess
 import time
-from pathlib import Path
 
 from qex.core.watchers import ProcessRow
 from qex.platform import host
 
 
-def _boot_time(proc: Path) -> float | None:
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _boot_time(proc: str) -> float | None:
     try:
-        for line in (proc / "stat").read_text().splitlines():
+        for line in _read(os.path.join(proc, "stat")).decode("ascii", "replace").splitlines():
             if line.startswith("btime "):
                 return float(line.split()[1])
     except (OSError, ValueError, IndexError):
@@ -27,10 +31,10 @@ def _boot_time(proc: Path) -> float | None:
     return None
 
 
-def _linux_row(entry: Path, boot: float | None, ticks: int) -> ProcessRow | None:
+def _linux_row(entry: str, pid: int, boot: float | None, ticks: int) -> ProcessRow | None:
     try:
-        raw = (entry / "cmdline").read_bytes()
-        stat = (entry / "stat").read_bytes().decode("utf-8", "replace")
+        raw = _read(os.path.join(entry, "cmdline"))
+        stat = _read(os.path.join(entry, "stat")).decode("utf-8", "replace")
     except OSError:
         return None
     if not raw:
@@ -46,20 +50,20 @@ def _linux_row(entry: Path, boot: float | None, ticks: int) -> ProcessRow | None
     except ValueError:
         return None
     started = None if boot is None else boot + start_ticks / ticks
-    return ProcessRow(pid=int(entry.name), ppid=ppid, pgid=pgid, started_at=started,
+    return ProcessRow(pid=pid, ppid=ppid, pgid=pgid, started_at=started,
                       command=command)
 
 
-def _linux(proc: Path) -> list[ProcessRow]:
+def _linux(proc: str) -> list[ProcessRow]:
     boot = _boot_time(proc)
     ticks = os.sysconf("SC_CLK_TCK") or 100
     rows: list[ProcessRow] = []
     try:
-        entries = [e for e in proc.iterdir() if e.name.isdigit()]
+        names = [name for name in os.listdir(proc) if name.isdigit()]
     except OSError:
         return rows
-    for entry in entries:
-        row = _linux_row(entry, boot, ticks)
+    for name in names:
+        row = _linux_row(os.path.join(proc, name), int(name), boot, ticks)
         if row is not None:
             rows.append(row)
     return rows
@@ -102,6 +106,8 @@ def parse_ps(output: str, now: float) -> list[ProcessRow]:
 
 
 def _ps() -> list[ProcessRow]:
+    import subprocess
+
     try:
         done = subprocess.run(
             ["ps", "-axo", "pid=,ppid=,pgid=,etime=,command="],
@@ -115,7 +121,6 @@ def _ps() -> list[ProcessRow]:
 
 def list_processes(proc_root: str = "/proc") -> list[ProcessRow]:
     """Every process this user can see, in no particular order."""
-    proc = Path(proc_root)
-    if host.linux() and proc.is_dir():
-        return _linux(proc)
+    if host.linux() and os.path.isdir(proc_root):
+        return _linux(proc_root)
     return _ps()

@@ -2,8 +2,9 @@
 
 `qex.store.paths.Paths` is the one definition of where qex keeps things, but `pathlib` alone
 costs about as much as the interpreter's start-up. The commands that talk to the coordinator
-over `qex.cli.wire`, and the cold `qex submit` that starts one (`qex.client.starting`), need
-only a few of those paths before anything else, so they find them here. Each function
+over `qex.cli.wire`, the cold `qex submit` that starts one (`qex.client.starting`) and
+`qex config path` need only a few of those paths before anything else, so they find them
+here. Each function
 returns None whenever `Paths` could give a different string (an environment it refuses, a
 path that `pathlib` would normalise, a socket path too long for `sun_path`, which `Paths`
 replaces with a hashed one); the caller then takes the full `Paths`. `tests/unit` holds the
@@ -44,6 +45,16 @@ def state_dir(env: Mapping[str, str]) -> str | None:
     if not _plain(state_home):
         return None
     return os.path.join(state_home, "qex")
+
+
+def config_file(env: Mapping[str, str]) -> str | None:
+    """The config file for this environment, as `Paths.from_env` names it (which it need
+    not exist); None when only `Paths` can say (see `state_dir`: `Paths` refuses an
+    environment with no place for the records before it names the config file)."""
+    if state_dir(env) is None:
+        return None
+    config_home = env.get("XDG_CONFIG_HOME", "") or os.path.join(env.get("HOME", ""), ".config")
+    return os.path.join(config_home, "qex.toml") if _plain(config_home) else None
 
 
 def socket_path(env: Mapping[str, str]) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import Env
 
-from qex.cli.commands.coordinator import under_systemd
+from qex.cli.coordinator_control import under_systemd
 
 
 def test_stop_ends_the_coordinator_and_not_the_job(qex_env: Env) -> None:
@@ -50,9 +50,9 @@ def test_a_coordinator_in_qex_service_is_told_apart(tmp_path: Path) -> None:
         "0::/user.slice/user-1000.slice/user@1000.service/app.slice/qex.service\n")
     (tmp_path / "42").mkdir()
     (tmp_path / "42" / "cgroup").write_text("0::/user.slice/user-1000.slice/session-3.scope\n")
-    assert under_systemd(41, tmp_path)
-    assert not under_systemd(42, tmp_path)
-    assert not under_systemd(43, tmp_path)
+    assert under_systemd(41, str(tmp_path))
+    assert not under_systemd(42, str(tmp_path))
+    assert not under_systemd(43, str(tmp_path))
 
 
 def _cmdline(pid: int) -> bytes:

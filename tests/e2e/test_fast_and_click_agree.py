@@ -1538,3 +1538,171 @@ def test_cleans_agree_and_leave_click(qex_env: Env) -> None:
         assert not _imported(qex_env, "clean", *args) & _HEAVY, args  # on the wire
     # A word that names nothing goes to the full body, which says so without click.
     assert "click" not in _imported(qex_env, "clean", "--all", "nosuchjob")
+
+
+def _framework(env: Env) -> set[str]:
+    """What a rare form that left click must not import. It may import the pure core's `re`
+    and `enum`, a path's `pathlib`, the config parser's `json` and `typing`; on the portable
+    platform also `subprocess` (for `ps`) and psutil (the machine's memory, which Linux reads
+    from /proc)."""
+    portable = env.env.get("QEX_PLATFORM") == "portable"
+    return {"click", "yaml"} if portable else {"click", "yaml", "psutil", "subprocess"}
+
+
+def test_config_show_and_path_agree_and_leave_click(qex_env: Env) -> None:
+    """`qex config show` (how a macOS user or an admin sees whether limits hold) and
+    `qex config path` print the same on both paths for no file, a file with pools and
+    settings, a file with a fault (exit 1, the key named), and a directory in the file's
+    place; a usage mistake stays click's."""
+    cases = [["config", "show"], ["config", "show", "--json"], ["config", "path"]]
+    for args in cases:
+        _same(qex_env, *args)
+    qex_env.write_config(
+        '[budget]\ncpu = 1\nmem = "50%"\n[defaults]\ntimeout = "2h"\n[logs]\nmax_bytes = "1MB"\n'
+        '[retry]\non_oom = 0\n[queue]\noversized = "reject"\n'
+        '[[pool]]\nname = "gpu"\nsize = "vram"\ndevices = ["24GB", "12GB"]\n'
+        'env = "CUDA_VISIBLE_DEVICES"\n[[pool]]\nname = "licence"\ncount = 2\n')
+    for args in cases:
+        _same(qex_env, *args)
+    shown = qex_env.run("config", "show", check=True).stdout
+    assert "gpu: 2 device(s), 24GB/12GB vram each" in shown and "licence: 2 unit(s)" in shown
+    qex_env.write_config('[budget]\ncpu = "many"\n')
+    fast, slow = _both(qex_env, "config", "show")
+    assert fast.returncode == 1 and "`[budget] cpu`" in fast.stderr
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout,
+                                                           slow.stderr)
+    _same(qex_env, "config", "show", "--json")
+    qex_env.config.unlink()
+    qex_env.config.mkdir()
+    for args in ([*cases[2]], [*cases[0]], ["config", "show", "--bogus"], ["config", "path", "x"]):
+        _same(qex_env, *args)
+    qex_env.config.rmdir()
+    for args in cases:
+        assert not _imported(qex_env, *args) & _framework(qex_env), args
+    assert not _imported(qex_env, "config", "path") & _HEAVY  # the file named without pathlib
+    assert "click" in _imported(qex_env, "config", "show", "--bogus")
+
+
+def _loop_lines(text: str, pid: int) -> list[str]:
+    """The four lines `qex watchers` prints for the loop `pid`, its age masked."""
+    lines = text.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith(f"pid {pid}, ")))
+    return [re.sub(r"running for .*", "running for <age>", lines[at]), *lines[at + 1:at + 4]]
+
+
+def test_watchers_agree_and_leave_click(qex_env: Env) -> None:
+    """`qex watchers`, which the agents' page names as the check for loops left behind,
+    finds the same loop on both paths with the same words, advice and exit code 1, and
+    imports no framework."""
+    marker = f"qx-agree-{os.getpid()}"
+    loop = subprocess.Popen(
+        ["bash", "-c", f"while pgrep -f {marker} >/dev/null; do sleep 30; done"],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        fast, slow = _both(qex_env, "watchers")
+        assert fast.returncode == slow.returncode == 1, (fast.stderr, slow.stderr)
+        assert _loop_lines(fast.stdout, loop.pid) == _loop_lines(slow.stdout, loop.pid)
+        assert "process-list-pattern" in _loop_lines(fast.stdout, loop.pid)[2]
+        assert re.sub(r"\d+", "N", fast.stderr) == re.sub(r"\d+", "N", slow.stderr)
+        fast, slow = _both(qex_env, "watchers", "--json")
+        assert fast.returncode == slow.returncode == 1
+        # The age, and on the portable platform the start (now less `ps`'s elapsed time),
+        # move between two runs.
+        mine = [[{k: v for k, v in w.items() if k not in ("age_secs", "started_at")}
+                 for w in json.loads(run.stdout) if w["pid"] == loop.pid] for run in (fast, slow)]
+        assert len(mine[0]) == 1 and mine[0] == mine[1]
+        for args in (["watchers"], ["watchers", "--json"]):
+            assert not _imported(qex_env, *args) & _framework(qex_env), args
+    finally:
+        os.killpg(loop.pid, signal.SIGKILL)
+        loop.wait()
+    _same(qex_env, "watchers", "--bogus")
+
+
+def _state_made(env: Env) -> dict[str, str]:
+    """An emptied state, then two stopped jobs, a queued job that needs one of them (so `gc`
+    keeps it), a job directory with no record, old, and one with a damaged record, new."""
+    env.run("resume", "queue")
+    listed = json.loads(env.run("list", "--json", check=True).stdout)
+    if listed:
+        env.run("cancel", *[str(r["id"]) for r in listed if r["state"] == "queued"])
+        env.run("wait", *[str(r["id"]) for r in listed])
+        env.run("clean", "--all", check=True)
+    for leftover in ("0" * 8 + "-0000-4000-8000-" + "0" * 12, "1" * 8 + "-1111-4111-8111-" + "1" * 12):
+        shutil.rmtree(env.state / "jobs" / leftover, ignore_errors=True)
+    claim = ("--cpu", "1", "--mem", "16MB")
+    ok = env.submit(*claim, "--name", "ok", "--", "true")
+    needed = env.submit(*claim, "--name", "needed", "--", "false")
+    env.run("wait", ok, needed)
+    env.run("pause", "queue", check=True)
+    env.submit(*claim, "--name", "after", "--after", needed, "--", "true")
+    orphan = env.state / "jobs" / ("0" * 8 + "-0000-4000-8000-" + "0" * 12)
+    orphan.mkdir()
+    (orphan / "stdout.log").write_text("left behind\n")
+    for path in (orphan / "stdout.log", orphan):
+        os.utime(path, (time.time() - 3 * 86400,) * 2)
+    damaged = env.state / "jobs" / ("1" * 8 + "-1111-4111-8111-" + "1" * 12)
+    damaged.mkdir()
+    (damaged / "status.json").write_text("{not json")
+    return {"ok": ok, "needed": needed}
+
+
+_SIZE = re.compile(r"\b\d+(\.\d+)?[KMGT]?B\b|\"(\w+_)?bytes\": \d+")
+
+
+def test_du_gc_and_schema_agree_and_leave_click(qex_env: Env) -> None:
+    """`qex du`, `qex gc` and `qex schema` print the same on both paths (sizes masked where a
+    run's own records change them): the usage of a state with a job directory that has no
+    record and a damaged record, the deletions of `gc` (each path on the same jobs made
+    anew), and click's words for every mistake in the options."""
+    _state_made(qex_env)
+    for args in (["du"], ["du", "--json"], ["du", "--top", "1"], ["du", "--top", "0", "--json"],
+                 ["gc", "--dry-run"], ["gc", "--older-than", "0", "--dry-run", "--json"],
+                 ["du", "--top", "-1"], ["gc", "--older-than", "soon"], ["gc", "--bogus"],
+                 ["schema"], ["schema", "Status"], ["schema", "event"], ["schema", "nope"],
+                 ["schema", "job", "extra"]):
+        fast, slow = _both(qex_env, *args)
+        assert (fast.returncode, _SIZE.sub("<size>", _mask(fast.stdout)), fast.stderr) == (
+            slow.returncode, _SIZE.sub("<size>", _mask(slow.stdout)), slow.stderr), args
+    shown = qex_env.run("gc", "--older-than", "0", "--dry-run", check=True).stdout
+    assert "would delete 1 record" in shown and "1 directory with no record" in shown, shown
+    assert "1 record stays" in shown and "cannot be read" in shown, shown
+    gone = []
+    for extra in ({}, CLICK_ONLY):
+        made = _state_made(qex_env)
+        proc = qex_env.run("gc", "--older-than", "0", extra_env=extra)
+        gone.append((proc.returncode, _SIZE.sub("<size>", _mask(proc.stdout)), proc.stderr))
+        assert not (qex_env.state / "jobs" / made["ok"]).exists()
+        assert (qex_env.state / "jobs" / made["needed"]).exists()
+    assert gone[0] == gone[1] and gone[0][0] == 0, gone
+    for args in (["du"], ["du", "--json"], ["gc", "--dry-run"], ["gc", "--json", "--dry-run"],
+                 ["schema", "status"]):
+        assert not _imported(qex_env, *args) & _framework(qex_env), args
+    for args in (["du", "--top", "-1"], ["gc", "--older-than", "soon"]):
+        assert "click" in _imported(qex_env, *args), args
+
+
+def test_coordinator_stop_and_restart_agree_and_leave_click(qex_env: Env) -> None:
+    """`qex coordinator stop` and `restart` say the same on both paths (pids masked), with
+    and without a coordinator, and the fast ones import no framework; a running job goes on
+    under its supervisor through every stop."""
+    gate = qex_env.root / "gate"
+    job = qex_env.submit("--cpu", "1", "--mem", "16MB", "--", "sh", "-c", _GATE, "g", str(gate))
+    qex_env.wait_for(lambda: qex_env.status(job)["state"] == "running", what="the job to run")
+    pids = re.compile(r"pid \d+")
+    said = []
+    for extra in ({}, CLICK_ONLY):
+        for args in (["coordinator", "restart"], ["coordinator", "stop"],
+                     ["coordinator", "stop"], ["coordinator", "restart"]):
+            proc = qex_env.run(*args, extra_env=extra)
+            said.append((proc.returncode, pids.sub("pid <n>", proc.stdout), proc.stderr))
+    assert said[:4] == said[4:], said
+    assert [s[0] for s in said] == [0] * 8
+    assert "nothing to stop" in said[2][1] and "none was running" in said[3][1], said
+    assert qex_env.status(job)["state"] == "running"
+    for args in (["coordinator", "stop"], ["coordinator", "restart"]):
+        assert not _imported(qex_env, *args) & _framework(qex_env), args
+    _same(qex_env, "coordinator", "bogus")
+    _same(qex_env, "coordinator", "stop", "now")
+    gate.touch()
+    assert qex_env.run("wait", job).returncode == 0

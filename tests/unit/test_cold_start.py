@@ -30,6 +30,7 @@ from qex.core.names import is_uuid, new_id
 from qex.platform import detach
 from qex.platform.detect import Capabilities
 from qex.store import config_file
+from qex.store import where as lean_where
 from qex.store.paths import Paths
 from qex.store.where import Where, socket_path, state_dir
 
@@ -46,6 +47,9 @@ def test_where_names_what_paths_names_or_leaves_it_to_paths(
         home: str | None, state: str | None, config: str | None) -> None:
     env = {name: value for name, value in (("HOME", home), ("XDG_STATE_HOME", state),
                                            ("XDG_CONFIG_HOME", config)) if value is not None}
+    named = lean_where.config_file(env)
+    if named is not None:
+        assert named == str(Paths.from_env(env).config_file)
     where = Where.from_env(env)
     if where is None:
         return  # the full Paths decides (or refuses); nothing to hold against
@@ -69,6 +73,23 @@ def test_where_names_what_paths_names_or_leaves_it_to_paths(
 ])
 def test_where_leaves_unusual_environments_to_paths(env: dict[str, str]) -> None:
     assert Where.from_env(env) is None
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"HOME": "/h"}, "/h/.config/qex.toml"),
+    ({"HOME": "/h", "XDG_CONFIG_HOME": "/c"}, "/c/qex.toml"),
+    ({"XDG_CONFIG_HOME": "/c", "XDG_STATE_HOME": "/s"}, "/c/qex.toml"),
+    ({"HOME": "/h", "XDG_CONFIG_HOME": ""}, "/h/.config/qex.toml"),
+    ({"XDG_CONFIG_HOME": "/c"}, None),  # no place for the records: Paths refuses
+    ({"HOME": "/h", "XDG_CONFIG_HOME": "/c/"}, None),  # pathlib drops the slash
+    ({"HOME": "h", "XDG_STATE_HOME": "/s"}, "h/.config/qex.toml"),
+    ({"HOME": "./h", "XDG_STATE_HOME": "/s"}, None),
+])
+def test_the_config_file_is_named_as_paths_names_it(env: dict[str, str],
+                                                     named: str | None) -> None:
+    assert lean_where.config_file(env) == named
+    if named is not None:
+        assert str(Paths.from_env(env).config_file) == named
 
 
 # -- the spawn without subprocess, and the daemon's own detachment ---------------------------

@@ -103,8 +103,10 @@ def test_the_coordinator_starts_without_collections_and_serves_collecting(
 
 
 _COMMAND_PROBE = """
-import gc, json, sys
+import gc, json, os, sys
 from qex.cli import main
+
+os.environ["QEX_NO_FAST_PATH"] = "1"  # a form of the full path, whichever that is today
 
 def run(own):
     gc.unfreeze()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +19,7 @@ from qex.core.watchers import (
     is_monitor,
     why,
 )
+from qex.platform import proclist
 from qex.platform.proclist import parse_etime, parse_ps
 
 
@@ -156,3 +160,45 @@ def test_parse_ps() -> None:
     assert [(r.pid, r.ppid, r.pgid) for r in rows] == [(1, 0, 1), (500, 1, 500)]
     assert rows[1].started_at == 900.0
     assert rows[1].command == "bash -c while pgrep x; do sleep 5; done"
+
+
+def _proc_entry(root: Path, pid: int, cmdline: bytes, stat: str | None) -> None:
+    entry = root / str(pid)
+    entry.mkdir()
+    (entry / "cmdline").write_bytes(cmdline)
+    if stat is not None:
+        (entry / "stat").write_text(stat)
+
+
+def _stat(pid: int, name: str, ppid: int, pgid: int, start_ticks: int) -> str:
+    # Fields after the name: state, ppid, pgrp, then 16 more before starttime (the 22nd).
+    return f"{pid} ({name}) S {ppid} {pgid} " + " ".join(["0"] * 16) + f" {start_ticks} 0 0\n"
+
+
+def test_listing_reads_a_proc_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The /proc reader: the argument vector joined by spaces, the parent and group from
+    after the LAST `)` of the name, the start from the boot time and the clock ticks; kernel
+    threads (no command line), half-gone entries and other names left out."""
+    monkeypatch.setattr(proclist.host, "linux", lambda *_: True)
+    (tmp_path / "stat").write_text("cpu 1 2 3\nbtime 1000\n")
+    ticks = os.sysconf("SC_CLK_TCK") or 100
+    _proc_entry(tmp_path, 42, b"bash\0-c\0while true; do sleep 1; done\0",
+                _stat(42, "odd) name (x", 7, 40, 5 * ticks))
+    _proc_entry(tmp_path, 2, b"", _stat(2, "kthreadd", 0, 0, 1))
+    _proc_entry(tmp_path, 99, b"gone\0", None)
+    _proc_entry(tmp_path, 77, b"short\0", "77 (short) S 1 1\n")
+    (tmp_path / "self").mkdir()
+    rows = proclist.list_processes(str(tmp_path))
+    assert rows == [ProcessRow(pid=42, ppid=7, pgid=40, started_at=1005.0,
+                               command="bash -c while true; do sleep 1; done")]
+
+
+def test_listing_finds_this_process() -> None:
+    """Against the real /proc: this process with its parent and group, started after boot
+    and not in the future."""
+    import time
+
+    me = {row.pid: row for row in proclist.list_processes()}[os.getpid()]
+    assert (me.ppid, me.pgid) == (os.getppid(), os.getpgid(0))
+    assert me.started_at is not None and me.started_at <= time.time()
+    assert "pytest" in me.command or "python" in me.command

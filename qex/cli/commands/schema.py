@@ -2,7 +2,7 @@
 
 A program that reads `qex status --json` or `qex events --json` can validate against these
 documents instead of guessing from examples; they are generated from the same model the
-records are written from.
+records are written from. The body is `qex.cli.schema_core`, which the fast path calls too.
 """
 
 from __future__ import annotations
@@ -25,14 +25,6 @@ def command(name: str | None) -> None:
     `qex submit --job`; pipeline is a file for `qex pipeline`; event is one line of
     `qex events --json`.
     """
-    from qex.cli.common import die
-    from qex.core.names import visible
-    from qex.core.schemas import SCHEMAS, render
+    from qex.cli.schema_core import show_schema
 
-    names = ", ".join(SCHEMAS)
-    if name is None:
-        die(f"name the format whose schema you want, one of: {names} (e.g. `qex schema status`)", 2)
-    key = name.strip().lower()
-    if key not in SCHEMAS:
-        die(f"there is no schema called `{visible(name)}`; give one of: {names}", 2)
-    click.echo(render(key))
+    show_schema(name)

@@ -242,7 +242,7 @@ def _stop_self_started_coordinator(quiet: bool) -> int | None:
     """A coordinator that the CLI spawned holds the socket path; the socket unit would
     replace the path under it and two coordinators would share one state. Ask it to exit
     (TERM is safe: jobs live in their supervisors) and wait until its lock is free."""
-    from qex.cli.commands.coordinator import running_pid, stop_running, under_systemd
+    from qex.cli.coordinator_control import running_pid, stop_running, under_systemd
 
     paths = get_paths()
     pid = running_pid(paths)
