@@ -389,6 +389,14 @@ def hot_argvs(env: dict[str, str]) -> dict[str, list[str]]:
         "info --json": [*prog(env), "info", "--json"],
         "events --json --count 1": [*prog(env), "events", "--json", "--count", "1"],
         "info": [*prog(env), "info"],
+        # Rarer commands that left click in the forty-seventh pass: the agents' check for
+        # loops left behind, the page that says whether limits hold here, the disk's use.
+        "watchers": [*prog(env), "watchers"],
+        "config show": [*prog(env), "config", "show"],
+        "config path": [*prog(env), "config", "path"],
+        "du": [*prog(env), "du"],
+        "gc --dry-run": [*prog(env), "gc", "--dry-run"],
+        "schema status": [*prog(env), "schema", "status"],
         "version": [*prog(env), "version"],
         "--version": [*prog(env), "--version"],
         "help agents": [*prog(env), "help", "agents"],
