@@ -541,13 +541,12 @@ def _du(p: dict[str, Any]) -> int | None:
 
 
 def _gc(p: dict[str, Any]) -> int | None:
-    from qex.cli.gc_core import GcUsage, collect, keep_seconds
+    from qex.cli.gc_core import GcUsage, collect
 
     try:
-        keep_seconds(p["older_than"])
+        return collect(older_than=p["older_than"], dry_run=p["dry_run"], as_json=p["as_json"])
     except GcUsage:
-        return None  # click words the mistake
-    return collect(older_than=p["older_than"], dry_run=p["dry_run"], as_json=p["as_json"])
+        return None  # raised before anything was read: click words the mistake
 
 
 def _coordinator_stop(p: dict[str, Any]) -> int | None:

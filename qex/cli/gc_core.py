@@ -24,7 +24,7 @@ class GcUsage(Exception):
     """`--older-than` holds no duration; the message says why."""
 
 
-def keep_seconds(older_than: str | None) -> float | None:
+def _keep_seconds(older_than: str | None) -> float | None:
     """The age from `--older-than`, or None for `[gc] keep`; GcUsage for a bad value."""
     if older_than is None:
         return None
@@ -53,7 +53,7 @@ def collect(*, older_than: str | None, dry_run: bool, as_json: bool) -> int:
     from qex.store.jobs import remove_job_dir
 
     paths = get_paths()
-    chosen = keep_seconds(older_than)
+    chosen = _keep_seconds(older_than)
     keep = load_config(paths).gc.keep if chosen is None else chosen
     conn = open_connection(paths, start=True)
     assert conn is not None

@@ -4,10 +4,10 @@
 costs about as much as the interpreter's start-up. The commands that talk to the coordinator
 over `qex.cli.wire`, the cold `qex submit` that starts one (`qex.client.starting`) and
 `qex config path` need only a few of those paths before anything else, so they find them
-here. Each function
-returns None whenever `Paths` could give a different string (an environment it refuses, a
-path that `pathlib` would normalise, a socket path too long for `sun_path`, which `Paths`
-replaces with a hashed one); the caller then takes the full `Paths`. `tests/unit` holds the
+here. Each function returns None whenever `Paths` could give a different string (an
+environment it refuses, a path that `pathlib` would normalise, a socket path too long for
+`sun_path`, which `Paths` replaces with a hashed one); the caller then takes the full
+`Paths`. `tests/unit` holds the
 two against each other.
 """
 

@@ -1619,6 +1619,11 @@ def test_watchers_agree_and_leave_click(qex_env: Env) -> None:
     _same(qex_env, "watchers", "--bogus")
 
 
+#: The job directories that `_state_made` leaves with no record and with a damaged one.
+_ORPHAN = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+_DAMAGED = "1" * 8 + "-1111-4111-8111-" + "1" * 12
+
+
 def _state_made(env: Env) -> dict[str, str]:
     """An emptied state, then two stopped jobs, a queued job that needs one of them (so `gc`
     keeps it), a job directory with no record, old, and one with a damaged record, new."""
@@ -1628,7 +1633,7 @@ def _state_made(env: Env) -> dict[str, str]:
         env.run("cancel", *[str(r["id"]) for r in listed if r["state"] == "queued"])
         env.run("wait", *[str(r["id"]) for r in listed])
         env.run("clean", "--all", check=True)
-    for leftover in ("0" * 8 + "-0000-4000-8000-" + "0" * 12, "1" * 8 + "-1111-4111-8111-" + "1" * 12):
+    for leftover in (_ORPHAN, _DAMAGED):
         shutil.rmtree(env.state / "jobs" / leftover, ignore_errors=True)
     claim = ("--cpu", "1", "--mem", "16MB")
     ok = env.submit(*claim, "--name", "ok", "--", "true")
@@ -1636,12 +1641,12 @@ def _state_made(env: Env) -> dict[str, str]:
     env.run("wait", ok, needed)
     env.run("pause", "queue", check=True)
     env.submit(*claim, "--name", "after", "--after", needed, "--", "true")
-    orphan = env.state / "jobs" / ("0" * 8 + "-0000-4000-8000-" + "0" * 12)
+    orphan = env.state / "jobs" / _ORPHAN
     orphan.mkdir()
     (orphan / "stdout.log").write_text("left behind\n")
     for path in (orphan / "stdout.log", orphan):
         os.utime(path, (time.time() - 3 * 86400,) * 2)
-    damaged = env.state / "jobs" / ("1" * 8 + "-1111-4111-8111-" + "1" * 12)
+    damaged = env.state / "jobs" / _DAMAGED
     damaged.mkdir()
     (damaged / "status.json").write_text("{not json")
     return {"ok": ok, "needed": needed}
